@@ -1,0 +1,1 @@
+"""Pure metric functions over traces (``zyfa.analyzer``)."""

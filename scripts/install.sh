@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# One-shot set-up of zyfa on a fresh Debian machine (also what .ci/run uses).
+#  - Debian packages: llvm-22/lld-22 (gfx950 assembler/disassembler), chromium (UI tests).
+#  - torch: the CPU wheel torch==2.13.0, but only where no torch is installed, so that an existing
+#    GPU build (ROCm or CUDA, >= 2.4) is never replaced.
+#  - zyfa itself, editable, with the [test] extras.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v llvm-mc-22 >/dev/null 2>&1 || need_apt+=(llvm-22)
+command -v ld.lld-22 >/dev/null 2>&1 || need_apt+=(lld-22)
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+if [ ${#need_apt[@]} -gt 0 ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "install.sh: apt-get install ${need_apt[*]}"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+    else
+        echo "install.sh: warning: missing ${need_apt[*]} (need root + apt); tests that need them will skip" >&2
+    fi
+fi
+
+PY=${PYTHON:-python3}
+if ! "$PY" -c "import torch" >/dev/null 2>&1; then
+    echo "install.sh: pip install torch==2.13.0 (CPU wheel)"
+    "$PY" -m pip install -q torch==2.13.0
+fi
+echo "install.sh: pip install -e .[test]"
+"$PY" -m pip install -q -e ".[test]"

@@ -1,0 +1,1 @@
+"""Dash schedule explorer (``zyfa.webui``)."""

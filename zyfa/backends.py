@@ -1,0 +1,144 @@
+"""Backend registry for :func:`zyfa.flash_attn_func`.
+
+A backend is one implementation of the forward pass. Each declares which inputs it can run
+(:meth:`Backend.unsupported` returns a reason string, or ``None`` when it can run them) and a
+priority for ``backend="auto"``. Kernel packages register themselves on import; the registry
+itself knows nothing about Triton or gfx950.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import torch
+
+# Modules that register backends when imported. Missing optional dependencies (no triton, no ROCm)
+# are not errors: the backend simply does not appear.
+_PLUGIN_MODULES = (
+    "zyfa.kernels.triton.backend",
+    "zyfa.kernels.gfx950.backend",
+)
+
+
+@dataclass(frozen=True)
+class AttentionArgs:
+    """Validated, normalised arguments of one forward call (what backends receive)."""
+
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+    softmax_scale: float
+    causal: bool
+    window_size: tuple[int, int]
+    softcap: float
+    alibi_slopes: Optional[torch.Tensor]
+    q_descale: Optional[torch.Tensor]
+    k_descale: Optional[torch.Tensor]
+    v_descale: Optional[torch.Tensor]
+
+    @property
+    def is_fp8(self) -> bool:
+        return self.q.dtype == torch.float8_e4m3fn
+
+    @property
+    def batch(self) -> int:
+        return self.q.shape[0]
+
+    @property
+    def seqlen_q(self) -> int:
+        return self.q.shape[1]
+
+    @property
+    def seqlen_k(self) -> int:
+        return self.k.shape[1]
+
+    @property
+    def nheads(self) -> int:
+        return self.q.shape[2]
+
+    @property
+    def nheads_k(self) -> int:
+        return self.k.shape[2]
+
+    @property
+    def headdim(self) -> int:
+        return self.q.shape[3]
+
+    @property
+    def headdim_v(self) -> int:
+        return self.v.shape[3]
+
+    @property
+    def is_local(self) -> bool:
+        return self.window_size != (-1, -1)
+
+
+ForwardFn = Callable[[AttentionArgs], tuple[torch.Tensor, torch.Tensor]]
+UnsupportedFn = Callable[[AttentionArgs], Optional[str]]
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One forward implementation.
+
+    ``forward(args) -> (out, softmax_lse)`` with ``out`` of shape (batch, seqlen_q, nheads,
+    headdim_v) and ``softmax_lse`` float32 (batch, nheads, seqlen_q). ``unsupported(args)``
+    returns why these inputs cannot run here, or None. ``priority``: higher wins under "auto".
+    """
+
+    name: str
+    forward: ForwardFn
+    unsupported: UnsupportedFn
+    priority: int = 0
+    description: str = ""
+
+
+_REGISTRY: dict[str, Backend] = {}
+_plugins_loaded = False
+
+
+def register_backend(backend: Backend) -> None:
+    if backend.name == "auto":
+        raise ValueError('"auto" is reserved for automatic backend selection')
+    _REGISTRY[backend.name] = backend
+
+
+def _load_plugins() -> None:
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    for module in _PLUGIN_MODULES:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            continue
+
+
+def available_backends() -> dict[str, Backend]:
+    """All registered backends by name (loading kernel plugins on first use)."""
+    _load_plugins()
+    return dict(_REGISTRY)
+
+
+def select_backend(name: str, args: AttentionArgs) -> Backend:
+    """Resolves ``name`` ("auto" or a registered name) to a backend that can run ``args``."""
+    backends = available_backends()
+    if name == "auto":
+        reasons = []
+        for backend in sorted(backends.values(), key=lambda b: -b.priority):
+            reason = backend.unsupported(args)
+            if reason is None:
+                return backend
+            reasons.append(f"{backend.name}: {reason}")
+        raise NotImplementedError("no backend can run these inputs:\n  " + "\n  ".join(reasons))
+    if name not in backends:
+        known = ", ".join(sorted(["auto", *backends]))
+        raise ValueError(f"unknown backend {name!r}; known backends: {known}")
+    backend = backends[name]
+    reason = backend.unsupported(args)
+    if reason is not None:
+        raise NotImplementedError(f"backend {name!r} cannot run these inputs: {reason}")
+    return backend

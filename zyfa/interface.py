@@ -1,0 +1,205 @@
+"""Public attention entry point, FlashAttention-2/3 compatible.
+
+Two layers: ``_flash_attn_forward`` (validated arguments -> backend) and ``flash_attn_func``
+(defaults, validation, FA2-style return values). Forward only: zyfa is a prefill kernel library.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import torch
+
+from zyfa import reference as _reference  # noqa: F401  (registers "reference" and "oracle")
+from zyfa.backends import AttentionArgs, select_backend
+
+SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float8_e4m3fn)
+MAX_HEADDIM = 256
+
+
+def _check_tensor(name: str, x) -> None:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if x.dim() != 4:
+        raise ValueError(
+            f"{name} must have 4 dimensions (batch, seqlen, nheads, headdim), got shape {tuple(x.shape)}"
+        )
+    if x.dtype not in SUPPORTED_DTYPES:
+        names = ", ".join(str(d).removeprefix("torch.") for d in SUPPORTED_DTYPES)
+        raise TypeError(f"{name} has dtype {x.dtype}; supported: {names}")
+    if x.numel() > 0 and x.stride(-1) != 1:
+        raise ValueError(
+            f"{name} must have a contiguous last dimension (stride(-1) == 1), got strides "
+            f"{tuple(x.stride())}; call {name}.contiguous()"
+        )
+
+
+def _check_descale(name: str, descale, q: torch.Tensor, batch: int, nheads_k: int):
+    if descale is None:
+        return None
+    if not isinstance(descale, torch.Tensor):
+        raise TypeError(f"{name} must be a float32 torch.Tensor of shape (batch, nheads_k), got {type(descale).__name__}")
+    if q.dtype != torch.float8_e4m3fn:
+        raise ValueError(f"{name} is only meaningful for float8_e4m3fn inputs; q has dtype {q.dtype}")
+    if descale.dtype != torch.float32:
+        raise TypeError(f"{name} must be float32, got {descale.dtype}")
+    if tuple(descale.shape) != (batch, nheads_k):
+        raise ValueError(f"{name} must have shape (batch, nheads_k) = {(batch, nheads_k)}, got {tuple(descale.shape)}")
+    if descale.device != q.device:
+        raise ValueError(f"{name} is on {descale.device} but q is on {q.device}")
+    if not bool(torch.isfinite(descale).all()):
+        raise ValueError(f"{name} contains non-finite values (NaN or inf)")
+    if not bool((descale > 0).all()):
+        raise ValueError(f"{name} must be positive, got min {descale.min().item()}")
+    return descale
+
+
+def _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
+              q_descale, k_descale, v_descale) -> AttentionArgs:
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        _check_tensor(name, x)
+    if not (q.dtype == k.dtype == v.dtype):
+        raise TypeError(f"q, k, v must share one dtype, got q={q.dtype}, k={k.dtype}, v={v.dtype}")
+    if not (q.device == k.device == v.device):
+        raise ValueError(f"q, k, v must be on one device, got q={q.device}, k={k.device}, v={v.device}")
+    batch, seqlen_q, nheads, headdim = q.shape
+    _, seqlen_k, nheads_k, headdim_k = k.shape
+    if k.shape[0] != batch or v.shape[0] != batch:
+        raise ValueError(f"batch sizes differ: q={batch}, k={k.shape[0]}, v={v.shape[0]}")
+    if v.shape[1] != seqlen_k:
+        raise ValueError(f"k and v must have the same seqlen, got k={seqlen_k}, v={v.shape[1]}")
+    if v.shape[2] != nheads_k:
+        raise ValueError(f"k and v must have the same number of heads, got k={nheads_k}, v={v.shape[2]}")
+    if headdim_k != headdim:
+        raise ValueError(f"q and k must have the same headdim, got q={headdim}, k={headdim_k}")
+    if nheads_k == 0 or nheads % nheads_k != 0:
+        raise ValueError(f"nheads of q ({nheads}) must be a multiple of nheads of k/v ({nheads_k}) (GQA/MQA)")
+    for name, d in (("headdim", headdim), ("headdim of v", v.shape[3])):
+        if d <= 0 or d > MAX_HEADDIM or d % 8 != 0:
+            raise ValueError(f"unsupported {name} {d}: must be a multiple of 8 in [8, {MAX_HEADDIM}]")
+    if dropout_p != 0.0:
+        raise ValueError(
+            f"dropout_p={dropout_p}: zyfa implements the inference (prefill) forward pass only; "
+            "dropout is a training feature, pass dropout_p=0.0"
+        )
+    if softmax_scale is None:
+        softmax_scale = headdim ** -0.5
+    softmax_scale = float(softmax_scale)
+    if not math.isfinite(softmax_scale) or softmax_scale <= 0:
+        raise ValueError(f"softmax_scale must be a positive finite number, got {softmax_scale}")
+    try:
+        left, right = (int(w) for w in window_size)
+    except (TypeError, ValueError):
+        raise ValueError(f"window_size must be a pair of ints (left, right), got {window_size!r}") from None
+    if left < -1 or right < -1:
+        raise ValueError(f"window_size entries must be >= -1 (-1 = unbounded), got {window_size!r}")
+    softcap = float(softcap)
+    if not math.isfinite(softcap) or softcap < 0:
+        raise ValueError(f"softcap must be >= 0 (0 disables it), got {softcap}")
+    if alibi_slopes is not None:
+        if not isinstance(alibi_slopes, torch.Tensor) or alibi_slopes.dtype != torch.float32:
+            raise TypeError("alibi_slopes must be a float32 tensor of shape (nheads,) or (batch, nheads)")
+        if tuple(alibi_slopes.shape) not in ((nheads,), (batch, nheads)):
+            raise ValueError(f"alibi_slopes must have shape (nheads,) or (batch, nheads), got {tuple(alibi_slopes.shape)}")
+        if alibi_slopes.device != q.device:
+            raise ValueError(f"alibi_slopes is on {alibi_slopes.device} but q is on {q.device}")
+    return AttentionArgs(
+        q=q, k=k, v=v, softmax_scale=softmax_scale, causal=bool(causal), window_size=(left, right),
+        softcap=softcap, alibi_slopes=alibi_slopes,
+        q_descale=_check_descale("q_descale", q_descale, q, batch, nheads_k),
+        k_descale=_check_descale("k_descale", k_descale, q, batch, nheads_k),
+        v_descale=_check_descale("v_descale", v_descale, q, batch, nheads_k),
+    )
+
+
+def _flash_attn_forward(args: AttentionArgs, backend: str) -> tuple[torch.Tensor, torch.Tensor]:
+    impl = select_backend(backend, args)
+    return impl.forward(args)
+
+
+def flash_attn_func(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    dropout_p: float = 0.0,
+    softmax_scale: Optional[float] = None,
+    causal: bool = False,
+    window_size: tuple[int, int] = (-1, -1),
+    softcap: float = 0.0,
+    alibi_slopes: Optional[torch.Tensor] = None,
+    deterministic: bool = False,
+    return_attn_probs: bool = False,
+    *,
+    q_descale: Optional[torch.Tensor] = None,
+    k_descale: Optional[torch.Tensor] = None,
+    v_descale: Optional[torch.Tensor] = None,
+    backend: str = "auto",
+):
+    """Scaled dot-product attention forward pass (prefill), FlashAttention-2/3 compatible.
+
+    Supports multi-query and grouped-query attention (MQA/GQA) by passing K, V with fewer heads
+    than Q; the number of heads in Q must be divisible by the number of heads in K, V. For
+    example, Q with 6 heads and K, V with 2 heads: heads 0, 1, 2 of Q attend to head 0 of K, V,
+    and heads 3, 4, 5 of Q attend to head 1 of K, V.
+
+    If causal=True, the causal mask is aligned to the bottom right corner of the attention matrix
+    (as in FlashAttention >= 2.1). Rows are queries, columns keys, 1 = attended. For
+    seqlen_q = 2 and seqlen_k = 5 the mask is::
+
+        1 1 1 1 0
+        1 1 1 1 1
+
+    and for seqlen_q = 5, seqlen_k = 2::
+
+        0 0
+        0 0
+        0 0
+        1 0
+        1 1
+
+    A row that is masked entirely yields output 0 (and softmax_lse = +inf).
+
+    If window_size != (-1, -1), sliding-window (local) attention: query i attends to keys in
+    [i + seqlen_k - seqlen_q - window_size[0], i + seqlen_k - seqlen_q + window_size[1]].
+
+    FP8 inputs (``torch.float8_e4m3fn``) follow FlashAttention-3: the real value of q[b, :, h]
+    is ``q_descale[b, h // (nheads // nheads_k)] * q[b, :, h]`` and likewise for k, v; a
+    missing descale means 1.0. The output is bfloat16. :mod:`zyfa.numerics` quantises
+    bf16/fp32 tensors (optionally after a Hadamard rotation of Q and K) into this form.
+
+    Arguments:
+        q: (batch_size, seqlen_q, nheads, headdim), float16 / bfloat16 / float32 / float8_e4m3fn.
+        k: (batch_size, seqlen_k, nheads_k, headdim), same dtype as q.
+        v: (batch_size, seqlen_k, nheads_k, headdim_v), same dtype as q; headdim_v may differ
+            from headdim (e.g. the MLA shape 192 / 128).
+        dropout_p: must be 0.0 (inference only).
+        softmax_scale: scaling of QK^T before the softmax; default 1 / sqrt(headdim).
+        causal: apply the bottom-right aligned causal mask.
+        window_size: (left, right) sliding window; (-1, -1) disables it.
+        softcap: if > 0, scores become ``softcap * tanh(scores / softcap)``.
+        alibi_slopes: float32 (nheads,) or (batch_size, nheads); adds
+            ``-slope * |i + seqlen_k - seqlen_q - j|`` to the score of query i and key j.
+        deterministic: accepted for compatibility; every zyfa backend is deterministic.
+        return_attn_probs: if True also return softmax_lse (and ``None`` in place of the
+            probability matrix, which zyfa never materialises), as FlashAttention-2 does.
+        q_descale, k_descale, v_descale: float32 (batch_size, nheads_k), positive and finite;
+            FP8 inputs only.
+        backend: "auto" (best available for the inputs' device and dtype), "reference" (dense
+            PyTorch, fp32), "oracle" (fp64), or a kernel backend listed by
+            :func:`zyfa.available_backends` (e.g. "triton", "gfx950").
+
+    Returns:
+        out: (batch_size, seqlen_q, nheads, headdim_v); input dtype, bfloat16 for FP8 inputs,
+            float64 for the oracle.
+        softmax_lse [only if return_attn_probs]: (batch_size, nheads, seqlen_q), float32, the
+            natural-log sum of exp of the (scaled, masked) scores of each row.
+        S_dmask [only if return_attn_probs]: always None.
+    """
+    args = _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap,
+                     alibi_slopes, q_descale, k_descale, v_descale)
+    del deterministic  # every backend is deterministic (no atomics, fixed reduction order)
+    out, softmax_lse = _flash_attn_forward(args, backend)
+    if return_attn_probs:
+        return out, softmax_lse, None
+    return out
