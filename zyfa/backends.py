@@ -17,6 +17,7 @@ import torch
 # Modules that register backends when imported. Missing optional dependencies (no triton, no ROCm)
 # are not errors: the backend simply does not appear.
 _PLUGIN_MODULES = (
+    "zyfa.numerics",
     "zyfa.kernels.triton.backend",
     "zyfa.kernels.gfx950.backend",
 )
