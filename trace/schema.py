@@ -203,7 +203,7 @@ class TraceMeta:
             raise TraceError(file, "schema_version", f"unknown schema_version {version!r}; this zyfa reads "
                                                      f"{SCHEMA_VERSION}")
         known = [f.name for f in fields(cls)]
-        unknown = sorted(set(data) - known)
+        unknown = sorted(set(data) - set(known))
         if unknown:
             raise TraceError(file, unknown[0], f"unknown metadata key(s) {unknown}; free-form data goes in 'extra'")
         for required in ("kernel", "arch", "source"):
