@@ -1,0 +1,90 @@
+"""Pieces shared by the Triton attention kernels: constants, per-arch autotune tables, launch helpers.
+
+Autotune configurations live in one table keyed by architecture (``sm_90`` for Hopper, ``gfx950``
+for CDNA4, ``default`` otherwise); Triton's autotuner keeps the winner per problem key in memory
+and, with ``cache_results=True``, on disk under Triton's cache directory.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+import triton
+
+LOG2E = 1.4426950408889634  # 1/ln(2), rounded to fp32 where used (docs/numerics.md)
+LN2 = 0.6931471805599453
+FP8_MAGIC = 12582912.0  # 1.5 * 2**23: adding it rounds an fp32 to an integer held in the low mantissa bits
+BLOCK_KEYS = 64  # ZYFA scales P per 64-key block (docs/numerics.md); every kernel steps keys by it
+
+
+@dataclass(frozen=True)
+class TileConfig:
+    """One launch configuration: query rows per program, warps, software-pipeline depth.
+
+    ``warp_specialize`` asks Triton to split the key loop into producer/consumer warp groups
+    (``tl.range(..., warp_specialize=True)``); it only compiles where Triton supports it.
+    """
+
+    block_m: int
+    num_warps: int
+    num_stages: int
+    warp_specialize: bool = False
+
+    def __post_init__(self):
+        if self.block_m not in (16, 32, 64, 128, 256):
+            raise ValueError(f"TileConfig.block_m must be a power of two in [16, 256], got {self.block_m}")
+        if self.num_warps not in (1, 2, 4, 8, 16):
+            raise ValueError(f"TileConfig.num_warps must be a power of two <= 16, got {self.num_warps}")
+        if self.num_stages < 1:
+            raise ValueError(f"TileConfig.num_stages must be >= 1, got {self.num_stages}")
+
+    def to_triton(self) -> triton.Config:
+        return triton.Config({"BLOCK_M": self.block_m, "WARP_SPEC": self.warp_specialize},
+                             num_warps=self.num_warps, num_stages=self.num_stages)
+
+
+# arch -> candidate configs for the autotuner (small lists: each candidate is one compile).
+AUTOTUNE_CONFIGS: dict[str, tuple[TileConfig, ...]] = {
+    "sm_90": (
+        TileConfig(128, 8, 2), TileConfig(128, 8, 3), TileConfig(128, 4, 3), TileConfig(64, 4, 3),
+    ),
+    "gfx950": (TileConfig(128, 8, 2), TileConfig(256, 8, 2), TileConfig(128, 4, 2)),
+    "default": (TileConfig(128, 8, 2), TileConfig(64, 4, 2)),
+}
+# Interpreter runs (CPU tests) use one small tile so the tests stay fast.
+INTERPRET_CONFIG = TileConfig(16, 1, 1)
+
+
+def interpreting() -> bool:
+    """True when ``triton.jit`` currently builds CPU-interpreted kernels (``TRITON_INTERPRET=1``)."""
+    return bool(triton.knobs.runtime.interpret)
+
+
+def device_arch(device: torch.device | None = None) -> str:
+    """``sm_90``, ``gfx950``... for the current GPU; ``default`` without one."""
+    if not torch.cuda.is_available():
+        return "default"
+    props = torch.cuda.get_device_properties(device or torch.cuda.current_device())
+    if torch.version.hip is not None:
+        return str(getattr(props, "gcnArchName", "default")).split(":")[0]
+    return f"sm_{props.major}{props.minor}"
+
+
+def autotune_configs(arch: str | None = None) -> list[triton.Config]:
+    """The autotune candidates for ``arch`` (``ZYFA_TRITON_WS=1`` adds warp-specialised twins)."""
+    if interpreting():
+        return [INTERPRET_CONFIG.to_triton()]
+    arch = arch or device_arch()
+    configs = list(AUTOTUNE_CONFIGS.get(arch, AUTOTUNE_CONFIGS["default"]))
+    if os.environ.get("ZYFA_TRITON_WS", "0") == "1":
+        configs += [TileConfig(c.block_m, c.num_warps, c.num_stages, True) for c in configs]
+    return [c.to_triton() for c in configs]
+
+
+def padded_headdim(d: int) -> int:
+    """Next power of two >= d (Triton tiles are powers of two; MLA's 192 runs as 256, masked)."""
+    if d <= 0:
+        raise ValueError(f"headdim must be positive, got {d}")
+    return max(16, triton.next_power_of_2(d))

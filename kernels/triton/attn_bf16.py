@@ -1,0 +1,144 @@
+"""BF16 / FP16 flash-attention forward in Triton (fp32 online softmax).
+
+Follows the fused-attention tutorial of Triton (Tillet et al.), after FlashAttention-2 (Dao, 2023):
+running row max ``m`` and sum ``l`` in fp32, ``p = exp2(t s - m)`` with ``t = softmax_scale *
+log2(e)``, P cast to the input dtype for the PV product. Causal masking is bottom-right aligned;
+the key loop runs in two stages (unmasked blocks, then diagonal / ragged-tail blocks).
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from zyfa.kernels.triton._common import BLOCK_KEYS, LOG2E, autotune_configs, interpreting, padded_headdim
+
+_INTERPRET = interpreting()
+
+
+@triton.jit
+def _attn_fwd_bf16_inner(acc, l_i, m_i, q, k_base, v_base, t,
+                         stride_ks, stride_vs, offs_m, offs_d, offs_dv,
+                         lo, hi, offset, SEQ_K,
+                         HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
+                         BLOCK_N: tl.constexpr, MASKED: tl.constexpr, IS_CAUSAL: tl.constexpr,
+                         WARP_SPEC: tl.constexpr, INTERPRET: tl.constexpr):
+    offs_n0 = tl.arange(0, BLOCK_N)
+    for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPEC):
+        offs_n = start_n + offs_n0
+        # -- load K^T and V tiles ----
+        kt_ptrs = k_base + offs_n[None, :] * stride_ks + offs_d[:, None]
+        v_ptrs = v_base + offs_n[:, None] * stride_vs + offs_dv[None, :]
+        if MASKED:
+            kt = tl.load(kt_ptrs, mask=(offs_n[None, :] < SEQ_K) & (offs_d[:, None] < HEAD_DIM), other=0.0)
+            v = tl.load(v_ptrs, mask=(offs_n[:, None] < SEQ_K) & (offs_dv[None, :] < HEAD_DIM_V), other=0.0)
+        else:
+            kt = tl.load(kt_ptrs, mask=offs_d[:, None] < HEAD_DIM, other=0.0)
+            v = tl.load(v_ptrs, mask=offs_dv[None, :] < HEAD_DIM_V, other=0.0)
+        # -- s = q k^T ----
+        if INTERPRET:  # the interpreter's bf16 dot is wrong: widen to fp32
+            s = tl.dot(q.to(tl.float32), kt.to(tl.float32), input_precision="ieee")
+        else:
+            s = tl.dot(q, kt)
+        if MASKED:
+            allowed = offs_n[None, :] < SEQ_K
+            if IS_CAUSAL:
+                allowed = allowed & (offs_n[None, :] <= offs_m[:, None] + offset)
+            s = tl.where(allowed, s, float("-inf"))
+        # -- online softmax in base 2 ----
+        m_new = tl.maximum(m_i, tl.max(s, 1) * t)
+        m_safe = tl.where(m_new > float("-inf"), m_new, 0.0)
+        p = tl.math.exp2(s * t - m_safe[:, None])
+        alpha = tl.math.exp2(m_i - m_safe)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        if INTERPRET:
+            pv = tl.dot(p.to(q.dtype).to(tl.float32), v.to(tl.float32), input_precision="ieee")
+            acc = acc * alpha[:, None] + pv
+        else:
+            acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])
+        m_i = m_new
+    return acc, l_i, m_i
+
+
+@triton.autotune(configs=autotune_configs(), key=["SEQ_Q", "SEQ_K", "HEAD_DIM", "HEAD_DIM_V", "IS_CAUSAL"],
+                 cache_results=not _INTERPRET)
+@triton.jit
+def _attn_fwd_bf16(Q, K, V, Out, Lse, t,
+                   stride_qb, stride_qs, stride_qh,
+                   stride_kb, stride_ks, stride_kh,
+                   stride_vb, stride_vs, stride_vh,
+                   stride_ob, stride_os, stride_oh,
+                   stride_lb, stride_lh,
+                   H, GROUP, SEQ_Q, SEQ_K,
+                   HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
+                   HEAD_DIM_PAD: tl.constexpr, HEAD_DIM_V_PAD: tl.constexpr,
+                   IS_CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                   WARP_SPEC: tl.constexpr, INTERPRET: tl.constexpr):
+    start_m = tl.program_id(0) * BLOCK_M
+    off_bh = tl.program_id(1)
+    off_b = off_bh // H
+    off_h = off_bh % H
+    off_hk = off_h // GROUP  # GQA: query head h reads KV head h // GROUP
+    offs_m = start_m + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM_PAD)
+    offs_dv = tl.arange(0, HEAD_DIM_V_PAD)
+    q_ptrs = Q + off_b * stride_qb + off_h * stride_qh + offs_m[:, None] * stride_qs + offs_d[None, :]
+    q = tl.load(q_ptrs, mask=(offs_m[:, None] < SEQ_Q) & (offs_d[None, :] < HEAD_DIM), other=0.0)
+    k_base = K + off_b * stride_kb + off_hk * stride_kh
+    v_base = V + off_b * stride_vb + off_hk * stride_vh
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM_V_PAD], dtype=tl.float32)
+    # -- key ranges: [0, full_hi) unmasked for every row of the tile, [full_hi, hi) masked ----
+    offset = SEQ_K - SEQ_Q  # bottom-right causal alignment
+    if IS_CAUSAL:
+        hi = tl.maximum(tl.minimum(start_m + BLOCK_M + offset, SEQ_K), 0)
+        full_hi = tl.maximum(tl.minimum(start_m + offset + 1, SEQ_K), 0) // BLOCK_N * BLOCK_N
+    else:
+        hi = SEQ_K
+        full_hi = SEQ_K // BLOCK_N * BLOCK_N
+    acc, l_i, m_i = _attn_fwd_bf16_inner(acc, l_i, m_i, q, k_base, v_base, t,
+                                         stride_ks, stride_vs, offs_m, offs_d, offs_dv,
+                                         0, full_hi, offset, SEQ_K, HEAD_DIM, HEAD_DIM_V, BLOCK_N,
+                                         False, IS_CAUSAL, WARP_SPEC, INTERPRET)
+    acc, l_i, m_i = _attn_fwd_bf16_inner(acc, l_i, m_i, q, k_base, v_base, t,
+                                         stride_ks, stride_vs, offs_m, offs_d, offs_dv,
+                                         full_hi, hi, offset, SEQ_K, HEAD_DIM, HEAD_DIM_V, BLOCK_N,
+                                         True, IS_CAUSAL, WARP_SPEC, INTERPRET)
+    # -- epilogue: out = acc / l; lse = (m + log2 l) ln2; rows without keys -> 0, +inf ----
+    has_keys = l_i > 0.0
+    l_safe = tl.where(has_keys, l_i, 1.0)
+    out = tl.where(has_keys[:, None], acc / l_safe[:, None], 0.0)
+    lse = tl.where(has_keys, (m_i + tl.log2(l_safe)) * 0.6931471805599453, float("inf"))  # ln 2
+    o_ptrs = Out + off_b * stride_ob + off_h * stride_oh + offs_m[:, None] * stride_os + offs_dv[None, :]
+    tl.store(o_ptrs, out.to(Out.dtype.element_ty), mask=(offs_m[:, None] < SEQ_Q) & (offs_dv[None, :] < HEAD_DIM_V))
+    tl.store(Lse + off_b * stride_lb + off_h * stride_lh + offs_m, lse, mask=offs_m < SEQ_Q)
+
+
+def attention_bf16(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_scale: float, causal: bool,
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
+    """BF16/FP16 forward. q, k, v ``(b, s, h, d)`` with unit stride along d (GQA: fewer KV heads).
+
+    Returns ``out`` (input dtype, ``(b, s_q, h, d_v)``) and ``softmax_lse`` float32 ``(b, h, s_q)``.
+    """
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        if x.dtype not in (torch.bfloat16, torch.float16):
+            raise TypeError(f"{name} must be bfloat16 or float16, got {x.dtype}")
+    b, s_q, h, d = q.shape
+    _, s_k, h_k, d_v = v.shape
+    out = torch.empty(b, s_q, h, d_v, dtype=q.dtype, device=q.device)
+    lse = torch.empty(b, h, s_q, dtype=torch.float32, device=q.device)
+    grid = lambda meta: (triton.cdiv(s_q, meta["BLOCK_M"]), b * h)  # noqa: E731
+    _attn_fwd_bf16[grid](
+        q, k, v, out, lse, softmax_scale * LOG2E,
+        q.stride(0), q.stride(1), q.stride(2),
+        k.stride(0), k.stride(1), k.stride(2),
+        v.stride(0), v.stride(1), v.stride(2),
+        out.stride(0), out.stride(1), out.stride(2),
+        lse.stride(0), lse.stride(1),
+        h, h // h_k, s_q, s_k,
+        HEAD_DIM=d, HEAD_DIM_V=d_v, HEAD_DIM_PAD=padded_headdim(d), HEAD_DIM_V_PAD=padded_headdim(d_v),
+        IS_CAUSAL=causal, BLOCK_N=BLOCK_KEYS, INTERPRET=_INTERPRET,
+    )
+    return out, lse

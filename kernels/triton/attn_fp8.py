@@ -1,0 +1,198 @@
+"""FP8 (e4m3) flash-attention forward with the ZYFA numerics, in Triton.
+
+Follows the fused-attention tutorial of Triton (Tillet et al.), after FlashAttention-2 (Dao, 2023)
+and FlashAttention-3 (Shah et al., 2024); the softmax is the ZYFA one of ``docs/numerics.md``:
+
+* keys in blocks of 64; per block and query row an integer ``bm = ceil(t * max_j s_j)``;
+* Lean P, Hopper "magic" variant: one FMA ``f = fma(s, 8t, (120 - 8 bm) + 1.5*2^23)`` whose low
+  byte after ``max(f, 1.5*2^23)`` is the e4m3 code of ``2^(t s - bm + 8)`` (no exp, no fp8 convert);
+* the block enters the accumulator scaled by ``2^(bm - 8 - m)`` (exact power of two), ``m`` the
+  running integer max; the row sum adds the *rounded* probabilities;
+* epilogue ``out = (acc / l) * dv`` in bf16 and ``lse = (m + log2 l) ln 2``.
+
+Causal masking is bottom-right aligned; the key loop runs in two stages as in the tutorial: blocks
+every row of the tile may see (no mask), then the diagonal / ragged-tail blocks (masked).
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from zyfa.kernels.triton._common import (
+    BLOCK_KEYS, LOG2E, autotune_configs, interpreting, padded_headdim,
+)
+
+_INTERPRET = interpreting()
+
+
+@triton.jit
+def _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
+                        stride_ks, stride_vs, stride_vd, offs_m, offs_d, offs_dv,
+                        lo, hi, offset, SEQ_K,
+                        HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
+                        BLOCK_N: tl.constexpr, MASKED: tl.constexpr, IS_CAUSAL: tl.constexpr,
+                        WARP_SPEC: tl.constexpr, INTERPRET: tl.constexpr):
+    offs_n0 = tl.arange(0, BLOCK_N)
+    magic: tl.constexpr = 12582912.0  # 1.5 * 2**23
+    for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPEC):
+        offs_n = start_n + offs_n0
+        # -- load K^T and V tiles ----
+        kt_ptrs = k_base + offs_n[None, :] * stride_ks + offs_d[:, None]
+        v_ptrs = v_base + offs_n[:, None] * stride_vs + offs_dv[None, :] * stride_vd
+        if MASKED:
+            kt = tl.load(kt_ptrs, mask=(offs_n[None, :] < SEQ_K) & (offs_d[:, None] < HEAD_DIM), other=0.0)
+            v = tl.load(v_ptrs, mask=(offs_n[:, None] < SEQ_K) & (offs_dv[None, :] < HEAD_DIM_V), other=0.0)
+        else:
+            kt = tl.load(kt_ptrs, mask=offs_d[:, None] < HEAD_DIM, other=0.0)
+            v = tl.load(v_ptrs, mask=offs_dv[None, :] < HEAD_DIM_V, other=0.0)
+        # -- s = q k^T (fp32 accumulate) ----
+        if INTERPRET:
+            s = tl.dot(q.to(tl.float32), kt.to(tl.float32), input_precision="ieee")
+        else:
+            s = tl.dot(q, kt)
+        if MASKED:
+            allowed = offs_n[None, :] < SEQ_K
+            if IS_CAUSAL:
+                allowed = allowed & (offs_n[None, :] <= offs_m[:, None] + offset)
+            s = tl.where(allowed, s, float("-inf"))
+        # -- per-64-key power-of-two scale: bm = ceil(t * max s) ----
+        mx = tl.max(s, 1)
+        valid = mx > float("-inf")
+        bm = tl.where(valid, tl.math.ceil(t * mx), 0.0)
+        m_new = tl.maximum(m_i, tl.where(valid, bm, float("-inf")))
+        # -- Lean P (magic rounding): e4m3 code = low byte of max(fma(s, 8t, C), 1.5*2^23) ----
+        c = (120.0 - 8.0 * bm) + magic
+        f = tl.fma(s, T8, c[:, None])
+        code = (tl.maximum(f, magic).to(tl.int32, bitcast=True) & 0xFF).to(tl.uint8)
+        p = code.to(tl.float8e4nv, bitcast=True)
+        # -- rescale and accumulate: acc = acc * 2^(m - m_new) + (P V) * 2^(bm - 8 - m_new) ----
+        e = bm - 8.0 - m_new
+        blk_scale = tl.where(valid & (e >= -127.0), tl.math.exp2(e), 0.0)
+        alpha = tl.where(m_new > float("-inf"), tl.math.exp2(m_i - m_new), 1.0)
+        if INTERPRET:
+            pv = tl.dot(p.to(tl.float32), v.to(tl.float32), input_precision="ieee")
+        else:
+            pv = tl.dot(p, v)
+        acc = acc * alpha[:, None] + pv * blk_scale[:, None]
+        l_i = l_i * alpha + tl.sum(p.to(tl.float32), 1) * blk_scale
+        m_i = m_new
+    return acc, l_i, m_i
+
+
+@triton.autotune(configs=autotune_configs(), key=["SEQ_Q", "SEQ_K", "HEAD_DIM", "HEAD_DIM_V", "IS_CAUSAL"],
+                 cache_results=not _INTERPRET)
+@triton.jit
+def _attn_fwd_fp8(Q, K, V, Out, Lse, T, DV,
+                  stride_qb, stride_qs, stride_qh,
+                  stride_kb, stride_ks, stride_kh,
+                  stride_vb, stride_vs, stride_vh, stride_vd,
+                  stride_ob, stride_os, stride_oh,
+                  stride_lb, stride_lh, stride_tb,
+                  H, GROUP, SEQ_Q, SEQ_K,
+                  HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
+                  HEAD_DIM_PAD: tl.constexpr, HEAD_DIM_V_PAD: tl.constexpr,
+                  IS_CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                  WARP_SPEC: tl.constexpr, INTERPRET: tl.constexpr):
+    tl.static_assert(BLOCK_N == 64, "ZYFA scales P per 64-key block")
+    start_m = tl.program_id(0) * BLOCK_M
+    off_bh = tl.program_id(1)
+    off_b = off_bh // H
+    off_h = off_bh % H
+    off_hk = off_h // GROUP  # GQA: query head h reads KV head h // GROUP
+    offs_m = start_m + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM_PAD)
+    offs_dv = tl.arange(0, HEAD_DIM_V_PAD)
+    # -- per-(batch, kv-head) constants: t = fp32(scale*LOG2E) * fp32(dq*dk), T8 = 8t, dv ----
+    t = tl.load(T + off_b * stride_tb + off_hk)
+    T8 = 8.0 * t
+    dv = tl.load(DV + off_b * stride_tb + off_hk)
+    # -- Q tile, stays in registers ----
+    q_ptrs = Q + off_b * stride_qb + off_h * stride_qh + offs_m[:, None] * stride_qs + offs_d[None, :]
+    q = tl.load(q_ptrs, mask=(offs_m[:, None] < SEQ_Q) & (offs_d[None, :] < HEAD_DIM), other=0.0)
+    k_base = K + off_b * stride_kb + off_hk * stride_kh
+    v_base = V + off_b * stride_vb + off_hk * stride_vh
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM_V_PAD], dtype=tl.float32)
+    # -- key ranges: [0, full_hi) unmasked for every row of the tile, [full_hi, hi) masked ----
+    offset = SEQ_K - SEQ_Q  # bottom-right causal alignment
+    if IS_CAUSAL:
+        hi = tl.maximum(tl.minimum(start_m + BLOCK_M + offset, SEQ_K), 0)
+        full_hi = tl.maximum(tl.minimum(start_m + offset + 1, SEQ_K), 0) // BLOCK_N * BLOCK_N
+    else:
+        hi = SEQ_K
+        full_hi = SEQ_K // BLOCK_N * BLOCK_N
+    acc, l_i, m_i = _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
+                                        stride_ks, stride_vs, stride_vd, offs_m, offs_d, offs_dv,
+                                        0, full_hi, offset, SEQ_K, HEAD_DIM, HEAD_DIM_V, BLOCK_N,
+                                        False, IS_CAUSAL, WARP_SPEC, INTERPRET)
+    acc, l_i, m_i = _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
+                                        stride_ks, stride_vs, stride_vd, offs_m, offs_d, offs_dv,
+                                        full_hi, hi, offset, SEQ_K, HEAD_DIM, HEAD_DIM_V, BLOCK_N,
+                                        True, IS_CAUSAL, WARP_SPEC, INTERPRET)
+    # -- epilogue: out = fp32(acc / l) * dv -> bf16; lse = (m + log2 l) ln2; empty rows -> 0, +inf ----
+    has_keys = l_i > 0.0
+    l_safe = tl.where(has_keys, l_i, 1.0)
+    out = tl.div_rn(acc, l_safe[:, None]) * dv
+    out = tl.where(has_keys[:, None], out, 0.0)
+    lse = tl.where(has_keys, (m_i + tl.log2(l_safe)) * 0.6931471805599453, float("inf"))  # ln 2
+    o_ptrs = Out + off_b * stride_ob + off_h * stride_oh + offs_m[:, None] * stride_os + offs_dv[None, :]
+    tl.store(o_ptrs, out.to(Out.dtype.element_ty), mask=(offs_m[:, None] < SEQ_Q) & (offs_dv[None, :] < HEAD_DIM_V))
+    tl.store(Lse + off_b * stride_lb + off_h * stride_lh + offs_m, lse, mask=offs_m < SEQ_Q)
+
+
+def fp8_constants(softmax_scale: float, q_descale: torch.Tensor, k_descale: torch.Tensor) -> torch.Tensor:
+    """``t = fp32(fp32(softmax_scale * LOG2E) * fp32(dq * dk))`` per (batch, kv-head), float32."""
+    scale_log2 = torch.tensor(softmax_scale * LOG2E, dtype=torch.float32, device=q_descale.device)
+    return (scale_log2 * (q_descale.float() * k_descale.float())).contiguous()
+
+
+def attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_scale: float, causal: bool,
+                  q_descale: torch.Tensor | None = None, k_descale: torch.Tensor | None = None,
+                  v_descale: torch.Tensor | None = None, transpose_v: bool | None = None,
+                  out_dtype: torch.dtype = torch.bfloat16) -> tuple[torch.Tensor, torch.Tensor]:
+    """ZYFA FP8 forward. q, k, v: float8_e4m3fn ``(b, s, h, d)``; descales float32 ``(b, h_k)``.
+
+    Returns ``out`` bfloat16 ``(b, s_q, h, d_v)`` and ``softmax_lse`` float32 ``(b, h, s_q)``.
+    ``transpose_v`` (default: on CUDA GPUs) first copies V to a key-contiguous layout, which the
+    Hopper fp8 tensor-core instruction needs for its B operand; the copy is part of the call.
+    ``out_dtype=torch.float32`` keeps the fp32 ``(acc / l) * dv`` unrounded (tests).
+    """
+    if out_dtype not in (torch.bfloat16, torch.float32):
+        raise ValueError(f"out_dtype must be torch.bfloat16 or torch.float32, got {out_dtype}")
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        if x.dtype != torch.float8_e4m3fn:
+            raise TypeError(f"{name} must be float8_e4m3fn, got {x.dtype}")
+    b, s_q, h, d = q.shape
+    _, s_k, h_k, d_v = v.shape
+    ones = torch.ones(b, h_k, dtype=torch.float32, device=q.device)
+    dq = ones if q_descale is None else q_descale
+    dk = ones if k_descale is None else k_descale
+    dv = (ones if v_descale is None else v_descale).float().contiguous()
+    t = fp8_constants(softmax_scale, dq, dk)
+    if transpose_v is None:
+        transpose_v = q.is_cuda and torch.version.hip is None and not _INTERPRET
+    if transpose_v:
+        v_t = v.permute(0, 2, 3, 1).contiguous()  # (b, h_k, d_v, s_k): keys contiguous
+        v_strides = (v_t.stride(0), v_t.stride(3), v_t.stride(1), v_t.stride(2))
+        v_arg = v_t
+    else:
+        v_strides = (v.stride(0), v.stride(1), v.stride(2), v.stride(3))
+        v_arg = v
+    out = torch.empty(b, s_q, h, d_v, dtype=out_dtype, device=q.device)
+    lse = torch.empty(b, h, s_q, dtype=torch.float32, device=q.device)
+    grid = lambda meta: (triton.cdiv(s_q, meta["BLOCK_M"]), b * h)  # noqa: E731
+    _attn_fwd_fp8[grid](
+        q, k, v_arg, out, lse, t, dv,
+        q.stride(0), q.stride(1), q.stride(2),
+        k.stride(0), k.stride(1), k.stride(2),
+        *v_strides,
+        out.stride(0), out.stride(1), out.stride(2),
+        lse.stride(0), lse.stride(1), t.stride(0),
+        h, h // h_k, s_q, s_k,
+        HEAD_DIM=d, HEAD_DIM_V=d_v, HEAD_DIM_PAD=padded_headdim(d), HEAD_DIM_V_PAD=padded_headdim(d_v),
+        IS_CAUSAL=causal, BLOCK_N=BLOCK_KEYS, INTERPRET=_INTERPRET,
+    )
+    return out, lse

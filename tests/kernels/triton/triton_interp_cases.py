@@ -1,0 +1,121 @@
+"""Runs the Triton kernels in Triton's CPU interpreter on tiny shapes; prints one JSON line.
+
+Started by test_triton_interpreter.py in a subprocess with ``TRITON_INTERPRET=1`` (the variable
+must be set before triton is imported). Compares against ``spec_fp8_magic`` (a direct, per-block
+transcription of docs/numerics.md, magic rounding) and the fp64 oracle backend.
+"""
+
+import json
+import math
+
+import torch
+
+from zyfa import flash_attn_func
+from zyfa.kernels.triton.attn_bf16 import attention_bf16
+from zyfa.kernels.triton.attn_fp8 import attention_fp8
+from zyfa.reference import key_window
+
+MAGIC = 12582912.0
+LOG2E = 1.4426950408889634
+
+
+def quantise(x, h_k):
+    """(b, s, h, d) -> fp8 and (b, h_k) descale (amax over each KV head's group)."""
+    b, s, h, d = x.shape
+    amax = x.abs().reshape(b, s, h_k, h // h_k, d).amax(dim=(1, 3, 4)).clamp_min(1e-6)
+    ds = (amax / 448).float()
+    xs = x / ds.repeat_interleave(h // h_k, 1)[:, None, :, None]
+    return xs.clamp(-448, 448).to(torch.float8_e4m3fn), ds
+
+
+def spec_fp8_magic(q8, k8, v8, dq, dk, dv, scale, causal):
+    b, sq, h, d = q8.shape
+    sk, hk, d_v = k8.shape[1], k8.shape[2], v8.shape[3]
+    allowed = key_window(sq, sk, causal, (-1, -1), "cpu")
+    out = torch.zeros(b, sq, h, d_v)
+    lse = torch.zeros(b, h, sq)
+    for bi in range(b):
+        for hi in range(h):
+            kv = hi // (h // hk)
+            t = torch.tensor(scale * LOG2E, dtype=torch.float32) * (dq[bi, kv] * dk[bi, kv]).float()
+            t8 = 8 * t
+            s_all = (q8[bi, :, hi].double() @ k8[bi, :, kv].double().T).float()
+            m = torch.full((sq,), -math.inf)
+            l = torch.zeros(sq, dtype=torch.float64)
+            acc = torch.zeros(sq, d_v, dtype=torch.float64)
+            for j0 in range(0, sk, 64):
+                s = torch.where(allowed[:, j0:j0 + 64], s_all[:, j0:j0 + 64], -math.inf)
+                mx = s.max(1).values
+                valid = mx > -math.inf
+                bm = torch.where(valid, torch.ceil(t * mx), torch.zeros(()))
+                c = (120 - 8 * bm) + MAGIC
+                f = (s.double() * t8.double() + c.double()[:, None]).float()
+                code = torch.maximum(f, torch.tensor(MAGIC)).view(torch.int32) & 0xFF
+                p = code.to(torch.uint8).view(torch.float8_e4m3fn).double()
+                m_new = torch.maximum(m, torch.where(valid, bm, -math.inf))
+                e = bm - 8 - m_new
+                sc = torch.where(valid & (e >= -127), torch.exp2(e.double()), torch.zeros((), dtype=torch.float64))
+                alpha = torch.where(m_new > -math.inf, torch.exp2((m - m_new).double()), torch.ones((), dtype=torch.float64))
+                acc = acc * alpha[:, None] + (p @ v8[bi, j0:j0 + 64, kv].double()) * sc[:, None]
+                l = l * alpha + p.sum(1) * sc
+                m = m_new
+            has = l > 0
+            o = torch.where(has[:, None], (acc / torch.where(has, l, 1.0)[:, None]).float() * dv[bi, kv], 0.0)
+            out[:, :, hi][bi] = o
+            lse[bi, hi] = torch.where(has, (m + torch.log2(torch.where(has, l, 1.0))) * math.log(2), math.inf).float()
+    return out, lse
+
+
+def rel_l2(a, ref):
+    a, ref = a.double(), ref.double()
+    return float((a - ref).norm() / ref.norm())
+
+
+def main():
+    torch.manual_seed(1234)
+    results = {}
+    fp8_cases = {  # name: (b, sq, sk, h, hk, d, dv, causal)
+        "fp8_full_gqa": (1, 40, 40, 4, 2, 32, 32, False),
+        "fp8_causal_sk_gt_sq": (2, 24, 90, 2, 1, 32, 32, True),
+        "fp8_causal_sq_gt_sk": (1, 70, 40, 2, 2, 32, 32, True),
+        "fp8_mla_like_padded": (1, 33, 33, 2, 1, 48, 32, True),
+    }
+    for name, (b, sq, sk, h, hk, d, d_v, causal) in fp8_cases.items():
+        q, k, v = torch.randn(b, sq, h, d), torch.randn(b, sk, hk, d), torch.randn(b, sk, hk, d_v)
+        q8, dq = quantise(q, hk)
+        k8, dk = quantise(k, hk)
+        v8, dv = quantise(v, hk)
+        out, lse = attention_fp8(q8, k8, v8, d ** -0.5, causal, dq, dk, dv)
+        out32, _ = attention_fp8(q8, k8, v8, d ** -0.5, causal, dq, dk, dv, out_dtype=torch.float32)
+        ref, ref_lse = spec_fp8_magic(q8, k8, v8, dq, dk, dv, d ** -0.5, causal)
+        oracle, oracle_lse, _ = flash_attn_func(q8, k8, v8, causal=causal, q_descale=dq, k_descale=dk,
+                                                v_descale=dv, backend="oracle", return_attn_probs=True)
+        finite = torch.isfinite(ref_lse)
+        results[name] = {
+            "fp32_vs_spec_rel_l2": rel_l2(out32, ref),
+            "bf16_vs_fp32_max_ulps": float(((out.float() - out32).abs() / out32.abs().clamp_min(1e-30)).max() * 256),
+            "lse_vs_spec_max_abs": float((lse[finite] - ref_lse[finite]).abs().max()),
+            "lse_inf_match": bool(torch.equal(torch.isinf(lse), torch.isinf(ref_lse))),
+            "vs_fp64_rel_l2": rel_l2(out, oracle),
+            "empty_rows_zero": bool((out[:, ~torch.isfinite(ref_lse[0, 0])] == 0).all()),
+            "out_dtype": str(out.dtype),
+        }
+    bf16_cases = {"bf16_full_gqa": (1, 40, 40, 4, 2, 32, False), "bf16_causal_sk_gt_sq": (1, 24, 90, 2, 1, 32, True),
+                  "bf16_causal_sq_gt_sk": (1, 70, 40, 2, 2, 32, True)}
+    for name, (b, sq, sk, h, hk, d, causal) in bf16_cases.items():
+        q, k, v = (torch.randn(b, s, n, d).bfloat16() for s, n in ((sq, h), (sk, hk), (sk, hk)))
+        out, lse = attention_bf16(q, k, v, d ** -0.5, causal)
+        oracle, oracle_lse, _ = flash_attn_func(q, k, v, causal=causal, backend="oracle", return_attn_probs=True)
+        finite = torch.isfinite(oracle_lse)
+        results[name] = {
+            "vs_fp64_rel_l2": rel_l2(out, oracle),
+            "bf16_rounding_rel_l2": rel_l2(oracle.bfloat16(), oracle),
+            "lse_max_abs": float((lse[finite].double() - oracle_lse[finite]).abs().max()),
+            "lse_inf_match": bool(torch.equal(torch.isinf(lse), torch.isinf(oracle_lse))),
+            "out_dtype": str(out.dtype),
+        }
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()
