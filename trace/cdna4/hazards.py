@@ -1,0 +1,120 @@
+"""Static gfx950 hazard check: MFMA/VALU register hazards that software must cover with
+independent instructions or ``s_nop`` (MI355X does not interlock on them).
+
+``check_hazards(program)`` walks back from every consumer through the control-flow graph
+(fall-through and branch edges), counting wait states (:func:`timing.nop_wait_states`), and
+reports each producer closer than its rule in :data:`timing.HAZARDS` requires.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from zyfa.trace.cdna4 import timing
+from zyfa.trace.cdna4.isa import Instruction, Program, is_vector_key, register_keys
+
+_MAX_WAIT_STATES = 24  # > the largest rule (16 passes + 4)
+
+
+@dataclass(frozen=True)
+class Violation:
+    """A consumer at ``index`` reads a register written ``actual`` wait states after the
+    producer at ``producer_index``; ``rule`` requires ``needed``."""
+
+    index: int
+    pc: int
+    producer_index: int
+    producer_pc: int
+    rule: str
+    needed: int
+    actual: int
+    registers: tuple[int, ...]
+    text: str
+
+    def __str__(self) -> str:
+        return (f"pc 0x{self.pc:x} {self.text!r}: {self.rule} needs {self.needed} wait states after "
+                f"pc 0x{self.producer_pc:x}, has {self.actual} (insert s_nop {self.needed - self.actual - 1})")
+
+
+def _vector(keys) -> frozenset:
+    return frozenset(k for k in keys if is_vector_key(k))
+
+
+def consumer_reads(inst: Instruction) -> list[tuple[str, frozenset]]:
+    """(consumer kind, vector registers read) of one instruction, kinds as in HazardRule."""
+    if inst.unit == "MFMA":
+        ab = frozenset()
+        for operand in inst.operands[1:3] + inst.operands[4:]:
+            ab |= _vector(register_keys(operand))
+        c = _vector(register_keys(inst.operands[3])) if len(inst.operands) > 3 else frozenset()
+        return [("MFMA_AB", ab), ("MFMA_C", c)]
+    if inst.unit in ("VALU", "TRANS"):
+        return [("VALU", _vector(inst.uses))]
+    if inst.unit in ("LDS", "VMEM"):
+        return [("MEM", _vector(inst.uses))]
+    return []
+
+
+def required_wait_states(producer: Instruction, consumer: Instruction) -> list[tuple[timing.HazardRule, int, frozenset]]:
+    """Rules that apply between a producer and a later consumer: (rule, wait states, registers)."""
+    written = _vector(producer.defs)
+    if not written or producer.unit not in ("MFMA", "VALU", "TRANS"):
+        return []
+    passes = timing.op_class(producer.opcode).passes if producer.unit == "MFMA" else 0
+    out = []
+    for kind, read in consumer_reads(consumer):
+        regs = written & read
+        if not regs:
+            continue
+        if kind == "MFMA_C":
+            same = producer.unit == "MFMA" and read == written
+            kind = "MFMA_C_SAME" if same else ("MFMA_AB" if producer.unit == "MFMA" else "MFMA_C_SAME")
+        rule = timing.hazard_rule(producer.unit, kind)
+        if rule is not None:
+            needed = rule.wait_states(passes)
+            if needed > 0:
+                out.append((rule, needed, regs))
+    return out
+
+
+def _predecessors(program: Program) -> list[list[int]]:
+    n = len(program)
+    preds: list[list[int]] = [[] for _ in range(n + 1)]
+    for i, inst in enumerate(program.instructions):
+        unconditional = inst.opcode in ("s_branch", "s_endpgm", "s_setpc_b64")
+        if not unconditional and i + 1 <= n:
+            preds[i + 1].append(i)
+        if i in program.branch_targets:
+            preds[program.branch_targets[i]].append(i)
+    return preds
+
+
+def check_hazards(program: Program) -> list[Violation]:
+    """Every MFMA/VALU register hazard in ``program`` not covered by enough wait states."""
+    if not isinstance(program, Program):
+        raise TypeError(f"program must be a zyfa.trace.cdna4.isa.Program, got {type(program).__name__}")
+    preds = _predecessors(program)
+    insts = program.instructions
+    violations: list[Violation] = []
+    for index, consumer in enumerate(insts):
+        groups = consumer_reads(consumer)
+        if not groups:
+            continue
+        reads = frozenset().union(*(r for _, r in groups))
+        seen: dict[int, int] = {}
+        stack = [(p, 0) for p in preds[index]]
+        while stack:
+            j, distance = stack.pop()
+            if distance >= _MAX_WAIT_STATES or seen.get(j, _MAX_WAIT_STATES + 1) <= distance:
+                continue
+            seen[j] = distance
+            producer = insts[j]
+            for rule, needed, regs in required_wait_states(producer, consumer):
+                if distance < needed:
+                    violations.append(Violation(index, consumer.pc, j, producer.pc, rule.name, needed, distance,
+                                                tuple(sorted(regs)), consumer.text))
+            if _vector(producer.defs) >= reads:
+                continue  # a nearer write of every register read hides older producers
+            step = timing.nop_wait_states(producer)
+            stack.extend((p, distance + step) for p in preds[j])
+    unique = {(v.index, v.producer_index, v.rule): v for v in violations}
+    return sorted(unique.values(), key=lambda v: (v.index, v.producer_index))
