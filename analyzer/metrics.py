@@ -1,0 +1,472 @@
+"""Pipeline metrics over a :class:`~zyfa.trace.schema.Trace`, registered by name.
+
+Every metric takes ``(trace, window="whole")`` (see :mod:`zyfa.analyzer.window`) and is computed
+over the cycle range ``W = [w0, w1)``. A record's interval ``[start, end)`` is clipped to ``W``
+when cycles are measured; counts use the record's ``issue`` cycle (in ``W``) unless said otherwise.
+Scalar metrics return a float, or None where the quantity is undefined (empty window, no MFMA,
+no ``iteration`` column, no clock ...). Table metrics return a pandas DataFrame.
+
+``METRICS`` (scalars, in report order) and ``TABLES`` map names to :class:`Metric` entries, so the
+CLI and the web UI iterate them instead of naming functions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import numpy as np
+import pandas as pd
+
+from zyfa.analyzer.arrays import UNIT_CODES, Arrays, arrays_of
+from zyfa.analyzer.intervals import Coverage, check_keyspace, sweep, union
+from zyfa.analyzer.tables import ARCHS, mfma_flops, opcode_class
+from zyfa.analyzer.window import WindowSpec, resolve_window
+from zyfa.trace.schema import Trace
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A registered metric: ``fn(trace, window)``; ``unit`` says how to print it."""
+
+    name: str
+    unit: str  # fraction | cycles | count | flop | TFLOP/s | table
+    fn: Callable
+    description: str
+
+    def __post_init__(self):
+        if self.unit not in ("fraction", "cycles", "count", "flop", "TFLOP/s", "table"):
+            raise ValueError(f"Unknown metric unit: {self.unit!r}")
+
+
+METRICS: dict[str, Metric] = {}
+TABLES: dict[str, Metric] = {}
+
+
+def _register(registry: dict, unit: str):
+    def wrap(fn):
+        doc = (fn.__doc__ or "").strip().splitlines()
+        registry[fn.__name__] = Metric(fn.__name__, unit, fn, doc[0] if doc else fn.__name__)
+        return fn
+    return wrap
+
+
+def metric(unit: str):
+    """Register a scalar metric under its function name."""
+    return _register(METRICS, unit)
+
+
+def table(fn):
+    """Register a table metric under its function name."""
+    return _register(TABLES, "table")(fn)
+
+
+def _setup(trace: Trace, window: WindowSpec) -> tuple[Arrays, int, int]:
+    a = arrays_of(trace)
+    w0, w1 = resolve_window(trace, window)
+    return a, w0, w1
+
+
+def _ratio(num: float, den: float) -> Optional[float]:
+    return float(num) / float(den) if den else None
+
+
+def _clipped(a: Arrays, mask: np.ndarray, w0: int, w1: int) -> tuple[np.ndarray, np.ndarray]:
+    """Clipped [start, end) of the masked records, empty intervals where they miss W."""
+    s = np.clip(a.start[mask], w0, w1)
+    e = np.clip(a.end[mask], w0, w1)
+    return s, np.maximum(e, s)
+
+
+def _issued_in(a: Arrays, w0: int, w1: int) -> np.ndarray:
+    return (a.issue >= w0) & (a.issue < w1)
+
+
+def _simd_frame(a: Arrays) -> pd.DataFrame:
+    return pd.DataFrame({"cu": a.simd_keys[:, 0], "simd": a.simd_keys[:, 1]})
+
+
+# -- basic extent ------------------------------------------------------------------------------------
+
+@metric("cycles")
+def cycles(trace: Trace, window: WindowSpec = "whole") -> float:
+    """Length of the window in cycles, ``w1 - w0``."""
+    _, w0, w1 = _setup(trace, window)
+    return float(w1 - w0)
+
+
+@metric("count")
+def simds(trace: Trace, window: WindowSpec = "whole") -> float:
+    """Number of ``(cu, simd)`` pairs in the trace (the denominator of per-SIMD fractions)."""
+    return float(arrays_of(trace).n_simd)
+
+
+@metric("count")
+def waves(trace: Trace, window: WindowSpec = "whole") -> float:
+    """Number of ``(cu, wave)`` pairs in the trace (the denominator of per-wave fractions)."""
+    return float(arrays_of(trace).n_wave)
+
+
+# -- MFMA pipe busy / idle -----------------------------------------------------------------------------
+
+def _mfma_cycles(a: Arrays, w0: int, w1: int) -> np.ndarray:
+    mask = a.unit_mask("MFMA")
+    s, e = _clipped(a, mask, w0, w1)
+    return np.bincount(a.simd_id[mask], weights=e - s, minlength=a.n_simd)
+
+
+@table
+def mfma_busy_per_simd(trace: Trace, window: WindowSpec = "whole") -> pd.DataFrame:
+    """Per ``(cu, simd)``: ``mfma_cycles`` = |W ∩ ⋃ MFMA [start, end)| on that SIMD, ``mfma_busy`` = mfma_cycles / |W|, ``mfma_idle`` = 1 - mfma_busy.
+
+    MFMA records of one SIMD never overlap (schema validation), so the union is the sum of the
+    clipped durations. Every SIMD that has any record in the trace gets a row.
+    """
+    a, w0, w1 = _setup(trace, window)
+    busy = _mfma_cycles(a, w0, w1)
+    out = _simd_frame(a)
+    out["mfma_cycles"] = busy
+    length = w1 - w0
+    out["mfma_busy"] = busy / length if length else np.nan
+    out["mfma_idle"] = 1.0 - out["mfma_busy"]
+    return out
+
+
+@metric("fraction")
+def mfma_busy(trace: Trace, window: WindowSpec = "whole") -> Optional[float]:
+    """Fraction of SIMD-cycles in W with the MFMA pipe busy: Σ_simd mfma_cycles / (simds × |W|).
+
+    None for an empty window or a trace without records.
+    """
+    a, w0, w1 = _setup(trace, window)
+    return _ratio(_mfma_cycles(a, w0, w1).sum(), a.n_simd * (w1 - w0))
+
+
+@metric("fraction")
+def mfma_idle(trace: Trace, window: WindowSpec = "whole") -> Optional[float]:
+    """1 - mfma_busy: fraction of SIMD-cycles in W with the MFMA pipe idle."""
+    busy = mfma_busy(trace, window)
+    return None if busy is None else 1.0 - busy
+
+
+# -- ping-pong overlap -----------------------------------------------------------------------------------
+
+def _overlap(a: Arrays, w0: int, w1: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per SIMD: (MFMA cycles in W, of those the cycles some *other* wave of the SIMD runs VALU/TRANS)."""
+    span = a.span
+    check_keyspace(a.n_simd * max(a.n_wave, 1) + 1, span)
+    # each wave's own VALU ∪ TRANS busy time, keyed by (simd, wave)
+    work = a.unit_mask("VALU", "TRANS")
+    pair = a.simd_id[work] * a.n_wave + a.wave_id[work]
+    ps, pe = union(pair * span + (a.start[work] - a.t0), pair * span + (a.end[work] - a.t0))
+    pair_of = ps // span
+    simd_of, wave_of = pair_of // max(a.n_wave, 1), pair_of % max(a.n_wave, 1)
+    # re-key by simd and sweep: segments with how many waves work and (if one) which
+    offset = simd_of * span - pair_of * span
+    seg_s, seg_e, count, label = sweep(ps + offset, pe + offset, wave_of + 1)
+    anyone = Coverage(seg_s, seg_e)
+    solo = count == 1
+    seg_simd = seg_s[solo] // span
+    solo_pair = seg_simd * a.n_wave + (label[solo] - 1)
+    solo_s = seg_s[solo] - seg_simd * span + solo_pair * span
+    solo_e = seg_e[solo] - seg_simd * span + solo_pair * span
+    order = np.argsort(solo_s, kind="stable")
+    alone = Coverage(solo_s[order], solo_e[order])
+    # MFMA intervals clipped to W: covered by anyone, minus covered by their own wave alone
+    mfma = a.unit_mask("MFMA")
+    s, e = _clipped(a, mfma, w0, w1)
+    simd = a.simd_id[mfma]
+    pair_m = simd * a.n_wave + a.wave_id[mfma]
+    rel_s, rel_e = s - a.t0, e - a.t0
+    covered = (anyone.between(simd * span + rel_s, simd * span + rel_e)
+               - alone.between(pair_m * span + rel_s, pair_m * span + rel_e))
+    mfma_cycles = np.bincount(simd, weights=e - s, minlength=a.n_simd)
+    overlap = np.bincount(simd, weights=covered, minlength=a.n_simd)
+    return mfma_cycles, overlap
+
+
+@table
+def pingpong_overlap_per_simd(trace: Trace, window: WindowSpec = "whole") -> pd.DataFrame:
+    """Per ``(cu, simd)``: ``mfma_cycles``, ``overlap_cycles`` and ``pingpong_overlap`` = overlap_cycles / mfma_cycles.
+
+    overlap_cycles = Σ over MFMA records m (wave w) of |m ∩ W ∩ ⋃ VALU/TRANS [start, end) of the
+    SIMD's waves other than w|.
+    """
+    a, w0, w1 = _setup(trace, window)
+    mfma_cycles, overlap = _overlap(a, w0, w1)
+    out = _simd_frame(a)
+    out["mfma_cycles"] = mfma_cycles
+    out["overlap_cycles"] = overlap
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["pingpong_overlap"] = np.where(mfma_cycles > 0, overlap / np.maximum(mfma_cycles, 1), np.nan)
+    return out
+
+
+@metric("fraction")
+def pingpong_overlap(trace: Trace, window: WindowSpec = "whole") -> Optional[float]:
+    """Fraction of MFMA-busy cycles in W during which another wave of the same SIMD runs VALU or TRANS work.
+
+    = Σ_simd overlap_cycles / Σ_simd mfma_cycles (see :func:`pingpong_overlap_per_simd`): for each
+    MFMA record of wave w, the cycles of its clipped interval covered by the union of VALU/TRANS
+    intervals of the other waves on its SIMD. 1.0 is perfect two-wave ping-pong; a wave's own VALU
+    work under its own MFMA does not count. None without MFMA cycles in W.
+    """
+    a, w0, w1 = _setup(trace, window)
+    mfma_cycles, overlap = _overlap(a, w0, w1)
+    return _ratio(overlap.sum(), mfma_cycles.sum())
+
+
+# -- MFMA hand-over ----------------------------------------------------------------------------------------
+
+@table
+def handover_gaps(trace: Trace, window: WindowSpec = "whole") -> pd.DataFrame:
+    """MFMA hand-overs: consecutive MFMA records on one SIMD (ordered by start) that belong to different waves.
+
+    ``gap`` = next.start - previous.end (cycles the MFMA pipe waited while changing hands; 0 is a
+    seamless hand-over). Kept when the gap lies in W: previous.end >= w0 and next.start <= w1.
+    Columns: cu, simd, from_wave, to_wave, prev_end, next_start, gap.
+    """
+    a, w0, w1 = _setup(trace, window)
+    idx = np.flatnonzero(a.unit_mask("MFMA"))
+    idx = idx[np.lexsort((a.start[idx], a.simd_id[idx]))]
+    prev, nxt = idx[:-1], idx[1:]
+    keep = ((a.simd_id[prev] == a.simd_id[nxt]) & (a.wave_id[prev] != a.wave_id[nxt])
+            & (a.end[prev] >= w0) & (a.start[nxt] <= w1))
+    prev, nxt = prev[keep], nxt[keep]
+    return pd.DataFrame({"cu": a.cu[prev], "simd": a.simd[prev], "from_wave": a.wave[prev], "to_wave": a.wave[nxt],
+                         "prev_end": a.end[prev], "next_start": a.start[nxt], "gap": a.start[nxt] - a.end[prev]})
+
+
+@metric("count")
+def handovers(trace: Trace, window: WindowSpec = "whole") -> float:
+    """Number of MFMA hand-overs between waves in W (rows of :func:`handover_gaps`)."""
+    return float(len(handover_gaps(trace, window)))
+
+
+@metric("cycles")
+def handover_gap_mean(trace: Trace, window: WindowSpec = "whole") -> Optional[float]:
+    """Mean MFMA hand-over gap in cycles (see :func:`handover_gaps`); None without hand-overs."""
+    gaps = handover_gaps(trace, window)["gap"]
+    return float(gaps.mean()) if len(gaps) else None
+
+
+# -- VALU / TRANS per key block ----------------------------------------------------------------------------
+
+def _inside_blocks(a: Arrays, w0: int, w1: int) -> np.ndarray:
+    b = a.blocks
+    return (b.first_issue >= w0) & (b.last_end <= w1)
+
+
+def _per_block(a: Arrays, w0: int, w1: int, unit: str) -> tuple[Optional[float], Optional[float]]:
+    inside = _inside_blocks(a, w0, w1)
+    n = int(inside.sum())
+    if n == 0:
+        return None, None
+    rec = a.unit_mask(unit) & (a.block >= 0)
+    rec[rec] = inside[a.block[rec]]
+    return rec.sum() / n, float((a.end[rec] - a.start[rec]).sum()) / n
+
+
+@metric("count")
+def blocks(trace: Trace, window: WindowSpec = "whole") -> float:
+    """Number of blocks (``(cu, wave, iteration)`` triples) whose records all lie in W (first issue >= w0, last end <= w1)."""
+    a, w0, w1 = _setup(trace, window)
+    return float(_inside_blocks(a, w0, w1).sum())
+
+
+@metric("count")
+def valu_ops_per_block(trace: Trace, window: WindowSpec = "whole") -> Optional[float]:
+    """VALU instructions per block: VALU records of the blocks inside W / number of those blocks.
+
+    A block is one wave's work for one main-loop iteration (one key block), from ``iteration``.
+    None without ``iteration`` or without a block inside W.
+    """
+    a, w0, w1 = _setup(trace, window)
+    return _per_block(a, w0, w1, "VALU")[0]
+
+
+@metric("cycles")
+def valu_cycles_per_block(trace: Trace, window: WindowSpec = "whole") -> Optional[float]:
+    """VALU cycles per block: Σ (end - start) of VALU records of the blocks inside W / their number.
+
+    Reads as "224 VALU = 896 cycles" (224 ops x 4 cycles per wave64 op, per wave per iteration).
+    """
+    a, w0, w1 = _setup(trace, window)
+    return _per_block(a, w0, w1, "VALU")[1]
+
+
+@metric("count")
+def trans_ops_per_block(trace: Trace, window: WindowSpec = "whole") -> Optional[float]:
+    """TRANS instructions per block (as valu_ops_per_block, unit TRANS)."""
+    a, w0, w1 = _setup(trace, window)
+    return _per_block(a, w0, w1, "TRANS")[0]
+
+
+@metric("cycles")
+def trans_cycles_per_block(trace: Trace, window: WindowSpec = "whole") -> Optional[float]:
+    """TRANS cycles per block (as valu_cycles_per_block, unit TRANS)."""
+    a, w0, w1 = _setup(trace, window)
+    return _per_block(a, w0, w1, "TRANS")[1]
+
+
+@table
+def valu_by_class(trace: Trace, window: WindowSpec = "whole") -> pd.DataFrame:
+    """VALU and TRANS work per block by opcode class (``zyfa.analyzer.tables.opcode_class``).
+
+    Columns: unit, op_class, ops_per_block, cycles_per_block (both over the blocks inside W, as in
+    :func:`valu_cycles_per_block`), sorted by unit then cycles. Empty without blocks inside W.
+    """
+    a, w0, w1 = _setup(trace, window)
+    columns = ["unit", "op_class", "ops_per_block", "cycles_per_block"]
+    inside = _inside_blocks(a, w0, w1)
+    n = int(inside.sum())
+    if n == 0:
+        return pd.DataFrame(columns=columns)
+    rec = a.unit_mask("VALU", "TRANS") & (a.block >= 0)
+    rec[rec] = inside[a.block[rec]]
+    classes = np.array([opcode_class(op) for op in a.opcodes] or ["-"], dtype=object)
+    frame = pd.DataFrame({"unit": np.where(a.unit[rec] == UNIT_CODES["VALU"], "VALU", "TRANS"),
+                          "op_class": classes[a.opcode[rec]], "ops": 1, "cycles": a.end[rec] - a.start[rec]})
+    out = frame.groupby(["unit", "op_class"], as_index=False)[["ops", "cycles"]].sum()
+    out["ops_per_block"] = out.pop("ops") / n
+    out["cycles_per_block"] = out.pop("cycles") / n
+    return out.sort_values(["unit", "cycles_per_block", "op_class"], ascending=[False, False, True],
+                           ignore_index=True)[columns]
+
+
+# -- stalls and issue ------------------------------------------------------------------------------------------
+
+@table
+def stall_breakdown(trace: Trace, window: WindowSpec = "whole") -> pd.DataFrame:
+    """Stall cycles by unit and reason, over records issued in W with ``stall > 0``.
+
+    Columns: unit, reason (``"unknown"`` where null), stall_cycles (Σ stall), records (how many
+    stalled), share (of all stall cycles in W). Sorted by stall_cycles, largest first.
+    """
+    a, w0, w1 = _setup(trace, window)
+    rec = _issued_in(a, w0, w1) & (a.stall > 0)
+    reasons = np.array(a.reasons + ["unknown"], dtype=object)
+    units = np.array(list(UNIT_CODES), dtype=object)
+    frame = pd.DataFrame({"unit": units[a.unit[rec]], "reason": reasons[a.reason[rec]],
+                          "stall_cycles": a.stall[rec], "records": 1})
+    out = frame.groupby(["unit", "reason"], as_index=False)[["stall_cycles", "records"]].sum()
+    total = out["stall_cycles"].sum()
+    out["share"] = out["stall_cycles"] / total if total else np.nan
+    return out.sort_values(["stall_cycles", "unit", "reason"], ascending=[False, True, True], ignore_index=True)
+
+
+@metric("fraction")
+def stall_fraction(trace: Trace, window: WindowSpec = "whole") -> Optional[float]:
+    """Σ stall of records issued in W / (waves × |W|): the fraction of wave-cycles spent waiting to issue."""
+    a, w0, w1 = _setup(trace, window)
+    return _ratio(a.stall[_issued_in(a, w0, w1)].sum(), a.n_wave * (w1 - w0))
+
+
+@metric("fraction")
+def issue_utilisation(trace: Trace, window: WindowSpec = "whole") -> Optional[float]:
+    """Fraction of SIMD-cycles in W in which the SIMD issued at least one instruction.
+
+    = |{(simd, issue cycle)}| over non-REGION records issued in W / (simds × |W|).
+    """
+    a, w0, w1 = _setup(trace, window)
+    rec = _issued_in(a, w0, w1) & (a.unit != UNIT_CODES["REGION"])
+    slots = np.unique(a.simd_id[rec] * a.span + (a.issue[rec] - a.t0)).size
+    return _ratio(slots, a.n_simd * (w1 - w0))
+
+
+@metric("fraction")
+def issue_per_wave(trace: Trace, window: WindowSpec = "whole") -> Optional[float]:
+    """Instructions issued in W per wave-cycle: non-REGION records issued in W / (waves × |W|) (at most 1)."""
+    a, w0, w1 = _setup(trace, window)
+    rec = _issued_in(a, w0, w1) & (a.unit != UNIT_CODES["REGION"])
+    return _ratio(rec.sum(), a.n_wave * (w1 - w0))
+
+
+# -- throughput -----------------------------------------------------------------------------------------
+
+def _flops(a: Arrays, w0: int, w1: int) -> Optional[float]:
+    mask = a.unit_mask("MFMA")
+    s, e = _clipped(a, mask, w0, w1)
+    length = a.end[mask] - a.start[mask]
+    weight = np.where(length > 0, (e - s) / np.maximum(length, 1), _issued_in(a, w0, w1)[mask])
+    per_opcode = np.array([np.nan if (f := mfma_flops(op)) is None else f for op in a.opcodes] or [0.0])
+    flops = per_opcode[a.opcode[mask]]
+    counted = weight > 0
+    if np.isnan(flops[counted]).any():
+        return None
+    return float((flops[counted] * weight[counted]).sum())
+
+
+@table
+def unknown_mfma_opcodes(trace: Trace, window: WindowSpec = "whole") -> pd.DataFrame:
+    """MFMA-unit opcodes without a flops entry (``zyfa.analyzer.tables.mfma_flops``): they make mfma_flops None."""
+    a = arrays_of(trace)
+    mask = a.unit_mask("MFMA")
+    names = sorted({a.opcodes[i] for i in np.unique(a.opcode[mask]) if mfma_flops(a.opcodes[i]) is None})
+    return pd.DataFrame({"opcode": names})
+
+
+@metric("flop")
+def mfma_flops_total(trace: Trace, window: WindowSpec = "whole") -> Optional[float]:
+    """Matrix flops executed in W: Σ over MFMA records of flops/inst × |[start, end) ∩ W| / (end - start).
+
+    flops/inst = 2·M·N·K (``zyfa.analyzer.tables``). None if an MFMA opcode in W has no entry.
+    """
+    a, w0, w1 = _setup(trace, window)
+    return _flops(a, w0, w1)
+
+
+@metric("TFLOP/s")
+def tflops(trace: Trace, window: WindowSpec = "whole") -> Optional[float]:
+    """Achieved matrix TFLOP/s of the traced CUs in W: mfma_flops_total / (|W| / clock) / 1e12.
+
+    None without ``meta.clock_mhz``, an empty window or unknown MFMA flops.
+    """
+    a, w0, w1 = _setup(trace, window)
+    clock = trace.meta.clock_mhz
+    flops = _flops(a, w0, w1)
+    if clock is None or flops is None or w1 <= w0:
+        return None
+    return flops * clock / (w1 - w0) / 1e6
+
+
+@metric("TFLOP/s")
+def tflops_device(trace: Trace, window: WindowSpec = "whole") -> Optional[float]:
+    """Device TFLOP/s if every SIMD of ``meta.arch`` ran like the traced ones in W.
+
+    = mfma_flops_total / (simds × |W|) × (SIMDs of the device) × clock / 1e12, with unit counts from
+    ``zyfa.analyzer.tables.ARCHS``. None for an unknown arch or where :func:`tflops` is None.
+    """
+    a, w0, w1 = _setup(trace, window)
+    arch = ARCHS.get(trace.meta.arch)
+    rate = tflops(trace, (w0, w1)) if w1 > w0 else None
+    if arch is None or rate is None or a.n_simd == 0:
+        return None
+    return rate / a.n_simd * arch.simds
+
+
+# -- summary and compare ------------------------------------------------------------------------------------
+
+def summary(trace: Trace, window: WindowSpec = "whole") -> dict[str, Optional[float]]:
+    """Every scalar metric of :data:`METRICS` over one window, in registry order.
+
+    Keys include cycles, mfma_busy, mfma_idle, pingpong_overlap, valu_cycles_per_block,
+    trans_cycles_per_block, issue_utilisation, tflops; values are floats or None (undefined).
+    """
+    resolved = resolve_window(trace, window)
+    return {name: m.fn(trace, resolved) for name, m in METRICS.items()}
+
+
+def compare(a: Trace, b: Trace, window: WindowSpec = "whole") -> pd.DataFrame:
+    """Two traces metric by metric: columns metric, unit, a, b, diff (= b - a), ratio (= b / a).
+
+    Each trace gets its own window from the same spec (``"steady"`` is resolved per trace).
+    Undefined values are NaN; ratio is NaN where a is 0.
+    """
+    sa, sb = summary(a, window), summary(b, window)
+    va = np.array([np.nan if sa[n] is None else sa[n] for n in METRICS], float)
+    vb = np.array([np.nan if sb[n] is None else sb[n] for n in METRICS], float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.where(va != 0, vb / np.where(va != 0, va, 1), np.nan)
+    return pd.DataFrame({"metric": list(METRICS), "unit": [m.unit for m in METRICS.values()],
+                         "a": va, "b": vb, "diff": vb - va, "ratio": ratio})
