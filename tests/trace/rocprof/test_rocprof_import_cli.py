@@ -1,0 +1,31 @@
+"""``zyfa-trace import-att DIR -o TRACE`` on the hand-written fixture (see test_rocprof_att_import.py
+for the format documentation it follows)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from zyfa.cli.trace_main import main
+from zyfa.trace.schema import Trace
+
+TINY = Path(__file__).resolve().parents[2] / "data" / "att" / "tiny"
+
+
+def test_import_att_writes_a_trace(tmp_path, capsys):
+    assert main(["import-att", str(TINY), "-o", str(tmp_path / "hw"), "--clock-mhz", "2100"]) == 0
+    out = capsys.readouterr().out
+    assert "zyfa_tiny (gfx950, hardware (rocprof-att)): 16 records from 3 waves, 1 without a code address" in out
+    t = Trace.load(tmp_path / "hw.parquet")
+    assert t.meta.clock_mhz == 2100.0 and t.meta.source == "rocprof-att"
+    assert (tmp_path / "hw.json").is_file()
+    # the CLI takes MFMA pipe cycles from the CDNA4 timing table: 32x32x64 fp8 = 16 passes = 64 cycles
+    mfma = t.df[t.df["unit"] == "MFMA"]
+    assert sorted(zip(mfma["start"], mfma["end"])) == [(1018, 1082), (1028, 1092)]
+    assert "start + matrix-pipe cycles" in out
+
+
+def test_import_att_errors_go_to_stderr(tmp_path, capsys):
+    assert main(["import-att", str(tmp_path / "missing"), "-o", str(tmp_path / "x")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("zyfa-trace import-att:") and "does not exist" in err
+    assert not (tmp_path / "x.parquet").exists()

@@ -1,0 +1,141 @@
+"""Decoded thread-trace waves -> trace schema v1 records (``zyfa.trace.rocprof.records``).
+
+Both hardware routes end here: the ``rocprofv3 --att`` importer (waves read from the JSON files)
+and the ctypes binding (waves handed over by rocprof-trace-decoder). One :class:`AttWave` is one
+``rocprofiler_thread_trace_decoder_wave_t``; one :class:`AttInstruction` is one
+``rocprofiler_thread_trace_decoder_inst_t`` (trace_decoder_types.h).
+
+Timing on gfx9 (CDNA), per the decoder header: ``time`` is the cycle the wave first tried to
+issue the instruction, ``time + stall`` the cycle it issued, ``time + duration`` the cycle the
+issue completed. The schema record is therefore
+
+    issue = start = time + stall,   stall = stall,   end = time + duration
+
+except for MFMA, whose ``end`` is ``start + cycles(opcode)`` when an MFMA timing table is given
+(the schema's MFMA convention; the decoder does not see the matrix pipe finish). Without a table
+MFMA ``end`` is the issue completion too, and the metadata says so (``extra["mfma_end"]``).
+
+Waves get ids unique within their CU in order of (begin, se, simd, slot). ``cu`` is
+``se * CU_STRIDE + cu_in_se`` so captures over several shader engines keep CUs apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable, Mapping, Optional
+
+from zyfa.trace.rocprof.isa import CATEGORIES, split_isa, stall_reason, unit_of
+
+CU_STRIDE = 16  # att-target-cu is 0-15 (rocprofv3 thread-trace guide, parameter table)
+
+
+@dataclass(frozen=True)
+class AttInstruction:
+    """One traced instruction: decoder timing plus where it lives in the code."""
+
+    time: int
+    category: int
+    stall: int
+    duration: int
+    vaddr: Optional[int] = None  # ELF vaddr in its code object; None if the decoder could not place it
+    isa: Optional[str] = None  # disassembly text, None if unknown
+
+    def __post_init__(self):
+        for name in ("time", "category", "stall", "duration"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"AttInstruction.{name} must be an int, got {value!r}")
+        if self.category not in CATEGORIES:
+            raise ValueError(f"AttInstruction.category: unknown decoder category {self.category}; "
+                             f"expected one of {sorted(CATEGORIES)}")
+        if self.stall < 0:
+            raise ValueError(f"AttInstruction.stall must be >= 0, got {self.stall}")
+        if self.duration < self.stall:
+            raise ValueError(f"AttInstruction.duration ({self.duration}) must be >= stall ({self.stall}): "
+                             "the decoder's duration is stall + issue time")
+
+
+@dataclass(frozen=True)
+class AttWave:
+    """One traced wave on the target CU of one shader engine."""
+
+    se: int
+    cu: int
+    simd: int
+    slot: int
+    begin: int
+    end: int
+    instructions: tuple[AttInstruction, ...]
+
+    def __post_init__(self):
+        for name in ("se", "cu", "simd", "slot"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"AttWave.{name} must be a non-negative int, got {value!r}")
+        if self.cu >= CU_STRIDE:
+            raise ValueError(f"AttWave.cu must be < {CU_STRIDE} (a CU index within its shader engine), got {self.cu}")
+        if self.simd > 3:
+            raise ValueError(f"AttWave.simd must be 0-3, got {self.simd}")
+        if self.end < self.begin:
+            raise ValueError(f"AttWave: end ({self.end}) < begin ({self.begin})")
+        object.__setattr__(self, "instructions", tuple(self.instructions))
+
+
+MfmaCycles = Callable[[str], Optional[int]]
+
+
+def wave_records(waves: Iterable[AttWave], mfma_cycles: Optional[MfmaCycles] = None) -> tuple[list[dict], dict]:
+    """Schema records of all waves, and counters for the metadata.
+
+    ``mfma_cycles(opcode)`` gives the matrix-pipe busy cycles of an MFMA (None if unknown).
+    Returns ``(records, stats)`` with ``stats = {"waves", "unmapped", "mfma_end"}``: waves seen,
+    records whose code address was unknown (opcode ``<unmapped:CATEGORY>``, pc null) and how MFMA
+    ends were computed.
+    """
+    waves = sorted(waves, key=lambda w: (w.se * CU_STRIDE + w.cu, w.begin, w.se, w.simd, w.slot))
+    next_id: dict[int, int] = {}
+    records: list[dict] = []
+    unmapped = 0
+    mfma_from_table = mfma_issue_only = 0
+    for wave in waves:
+        cu = wave.se * CU_STRIDE + wave.cu
+        wave_id = next_id.get(cu, 0)
+        next_id[cu] = wave_id + 1
+        for inst in wave.instructions:
+            if inst.isa is not None:
+                opcode, operands = split_isa(inst.isa)
+            else:
+                opcode, operands = f"<unmapped:{CATEGORIES[inst.category][0]}>", None
+                unmapped += 1
+            unit = unit_of(None if inst.isa is None else opcode, inst.category)
+            issue = inst.time + inst.stall
+            end = inst.time + inst.duration
+            if unit == "MFMA":
+                cycles = mfma_cycles(opcode) if mfma_cycles else None
+                if cycles is not None:
+                    end = issue + cycles
+                    mfma_from_table += 1
+                else:
+                    mfma_issue_only += 1
+            records.append({
+                "cu": cu, "simd": wave.simd, "wave": wave_id, "slot": wave.slot,
+                "pc": inst.vaddr if inst.isa is not None else None,
+                "opcode": opcode, "operands": operands, "unit": unit,
+                "issue": issue, "start": issue, "end": end,
+                "stall": inst.stall, "stall_reason": stall_reason(opcode, inst.stall),
+            })
+    if mfma_issue_only and mfma_from_table:
+        mfma_end = "mixed: timing table where the opcode is listed, issue completion otherwise"
+    elif mfma_issue_only:
+        mfma_end = "issue completion (time + duration): no MFMA timing table given"
+    else:
+        mfma_end = "start + matrix-pipe cycles from the MFMA timing table"
+    return records, {"waves": len(waves), "unmapped": unmapped, "mfma_end": mfma_end}
+
+
+def cycles_from_table(table: Mapping[str, int]) -> MfmaCycles:
+    """An ``mfma_cycles`` function over a ``{opcode: cycles}`` table (values checked here)."""
+    for opcode, cycles in table.items():
+        if isinstance(cycles, bool) or not isinstance(cycles, int) or cycles <= 0:
+            raise ValueError(f"cycles_from_table: cycles of {opcode!r} must be a positive int, got {cycles!r}")
+    return lambda opcode: table.get(opcode)

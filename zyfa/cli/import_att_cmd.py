@@ -1,0 +1,46 @@
+"""Import a rocprofv3 --att output directory into the zyfa trace schema.
+
+    zyfa-trace import-att DIR -o TRACE [--dispatch N] [--kernel NAME] [--arch gfx950] [--clock-mhz F]
+
+DIR is a ``ui_output_agent_<agent>_dispatch_<id>`` directory or the rocprofv3 output directory
+holding it (capture with ``rocprofv3 --att -d DIR -- <app>`` on an MI3xx). Writes TRACE.parquet
+and TRACE.json; the trace is hardware data (source rocprof-att), cycles in shader clocks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("directory", metavar="DIR", help="rocprofv3 --att output (or one ui_output_agent_* dir)")
+    p.add_argument("-o", "--output", required=True, metavar="TRACE", help="output stem (writes .parquet + .json)")
+    p.add_argument("--dispatch", type=int, default=None, help="dispatch id, when DIR holds several")
+    p.add_argument("--kernel", default=None, help="kernel name to record (default: from occupancy.json)")
+    p.add_argument("--arch", default=None, help="gfx target (default: from the *_code_object_id_*.out names)")
+    p.add_argument("--clock-mhz", type=float, default=None, help="shader clock of the capture, if known")
+
+
+def run(args: argparse.Namespace) -> int:
+    from zyfa.trace.rocprof import AttFormatError, import_att_dir
+
+    try:
+        trace = import_att_dir(args.directory, dispatch=args.dispatch, kernel=args.kernel, arch=args.arch,
+                               clock_mhz=args.clock_mhz, mfma_cycles=_mfma_cycles(),
+                               provenance={"command": " ".join(sys.argv)})
+    except (AttFormatError, FileNotFoundError, ValueError) as exc:
+        print(f"zyfa-trace import-att: {exc}", file=sys.stderr)
+        return 1
+    path = trace.save(args.output)
+    extra = trace.meta.extra
+    print(f"{trace.meta.kernel} ({trace.meta.arch}, {trace.meta.label}): {len(trace)} records from "
+          f"{extra['waves']} waves, {extra['unmapped_records']} without a code address -> {path}")
+    print(f"MFMA end: {extra['mfma_end']}")
+    return 0
+
+
+def _mfma_cycles():
+    from zyfa.trace.rocprof.timing import model_mfma_cycles
+
+    return model_mfma_cycles()
