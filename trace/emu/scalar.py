@@ -1,0 +1,264 @@
+"""Scalar ALU, scalar memory and program-flow semantics (SOP1/SOP2/SOPC/SOPK/SOPP/SMEM).
+
+Scalar values are Python ints (uint32 per SGPR). SCC follows the CDNA4 ISA guide per opcode:
+carry/borrow for unsigned add/sub, signed overflow for ``s_add_i32``/``s_sub_i32``, ``result
+!= 0`` for bitwise ops and shifts, the comparison for ``s_cmp*`` and ``s_min/max``.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from zyfa.trace.emu.errors import EmulationError
+from zyfa.trace.emu.operands import parse_operand, scalar_u32, scalar_u64, write_scalar
+
+M32 = 0xFFFFFFFF
+M64 = 2**64 - 1
+
+
+def _s32(x: int) -> int:
+    x &= M32
+    return x - (1 << 32) if x >> 31 else x
+
+
+def _s64(x: int) -> int:
+    x &= M64
+    return x - (1 << 64) if x >> 63 else x
+
+
+def _sext16(x: int) -> int:
+    x &= 0xFFFF
+    return x - 0x10000 if x >> 15 else x
+
+
+def _bfe(x: int, ctl: int, width_bits: int, signed: bool) -> int:
+    off, width = ctl & (width_bits - 1), (ctl >> 16) & 0x7F
+    val = (x >> off) & ((1 << width) - 1)
+    if signed and width and val >> (width - 1):
+        val -= 1 << width
+    return val
+
+
+# name: (dwords of dst, dwords of sources, fn(a, b, scc) -> (result, scc or None))
+SOP2 = {
+    "s_add_u32": (1, 1, lambda a, b, c: ((a + b) & M32, int(a + b > M32))),
+    "s_addc_u32": (1, 1, lambda a, b, c: ((a + b + c) & M32, int(a + b + c > M32))),
+    "s_sub_u32": (1, 1, lambda a, b, c: ((a - b) & M32, int(b > a))),
+    "s_subb_u32": (1, 1, lambda a, b, c: ((a - b - c) & M32, int(b + c > a))),
+    "s_add_i32": (1, 1, lambda a, b, c: ((a + b) & M32,
+                                         int(not -2**31 <= _s32(a) + _s32(b) < 2**31))),
+    "s_sub_i32": (1, 1, lambda a, b, c: ((a - b) & M32,
+                                         int(not -2**31 <= _s32(a) - _s32(b) < 2**31))),
+    "s_mul_i32": (1, 1, lambda a, b, c: ((_s32(a) * _s32(b)) & M32, None)),
+    "s_mul_hi_u32": (1, 1, lambda a, b, c: ((a * b) >> 32, None)),
+    "s_mul_hi_i32": (1, 1, lambda a, b, c: (((_s32(a) * _s32(b)) >> 32) & M32, None)),
+    "s_and_b32": (1, 1, lambda a, b, c: (a & b, int(a & b != 0))),
+    "s_or_b32": (1, 1, lambda a, b, c: (a | b, int(a | b != 0))),
+    "s_xor_b32": (1, 1, lambda a, b, c: (a ^ b, int(a ^ b != 0))),
+    "s_andn2_b32": (1, 1, lambda a, b, c: (a & ~b & M32, int(a & ~b & M32 != 0))),
+    "s_orn2_b32": (1, 1, lambda a, b, c: ((a | ~b) & M32, int((a | ~b) & M32 != 0))),
+    "s_nand_b32": (1, 1, lambda a, b, c: (~(a & b) & M32, int(~(a & b) & M32 != 0))),
+    "s_nor_b32": (1, 1, lambda a, b, c: (~(a | b) & M32, int(~(a | b) & M32 != 0))),
+    "s_and_b64": (2, 2, lambda a, b, c: (a & b, int(a & b != 0))),
+    "s_or_b64": (2, 2, lambda a, b, c: (a | b, int(a | b != 0))),
+    "s_xor_b64": (2, 2, lambda a, b, c: (a ^ b, int(a ^ b != 0))),
+    "s_andn2_b64": (2, 2, lambda a, b, c: (a & ~b & M64, int(a & ~b & M64 != 0))),
+    "s_orn2_b64": (2, 2, lambda a, b, c: ((a | ~b) & M64, int((a | ~b) & M64 != 0))),
+    "s_lshl_b32": (1, 1, lambda a, b, c: ((a << (b & 31)) & M32, int((a << (b & 31)) & M32 != 0))),
+    "s_lshr_b32": (1, 1, lambda a, b, c: (a >> (b & 31), int(a >> (b & 31) != 0))),
+    "s_ashr_i32": (1, 1, lambda a, b, c: ((_s32(a) >> (b & 31)) & M32, int(_s32(a) >> (b & 31) != 0))),
+    "s_lshl_b64": (2, (2, 1), lambda a, b, c: ((a << (b & 63)) & M64,
+                                               int((a << (b & 63)) & M64 != 0))),
+    "s_lshr_b64": (2, (2, 1), lambda a, b, c: (a >> (b & 63), int(a >> (b & 63) != 0))),
+    "s_ashr_i64": (2, (2, 1), lambda a, b, c: ((_s64(a) >> (b & 63)) & M64,
+                                               int(_s64(a) >> (b & 63) != 0))),
+    "s_lshl1_add_u32": (1, 1, lambda a, b, c: (((a << 1) + b) & M32, int((a << 1 & M32) + b > M32))),
+    "s_lshl2_add_u32": (1, 1, lambda a, b, c: (((a << 2) + b) & M32, int((a << 2 & M32) + b > M32))),
+    "s_lshl3_add_u32": (1, 1, lambda a, b, c: (((a << 3) + b) & M32, int((a << 3 & M32) + b > M32))),
+    "s_lshl4_add_u32": (1, 1, lambda a, b, c: (((a << 4) + b) & M32, int((a << 4 & M32) + b > M32))),
+    "s_min_i32": (1, 1, lambda a, b, c: (a if _s32(a) < _s32(b) else b, int(_s32(a) < _s32(b)))),
+    "s_max_i32": (1, 1, lambda a, b, c: (a if _s32(a) > _s32(b) else b, int(_s32(a) > _s32(b)))),
+    "s_min_u32": (1, 1, lambda a, b, c: (min(a, b), int(a < b))),
+    "s_max_u32": (1, 1, lambda a, b, c: (max(a, b), int(a > b))),
+    "s_cselect_b32": (1, 1, lambda a, b, c: (a if c else b, None)),
+    "s_cselect_b64": (2, 2, lambda a, b, c: (a if c else b, None)),
+    "s_bfe_u32": (1, 1, lambda a, b, c: (_bfe(a, b, 32, False), int(_bfe(a, b, 32, False) != 0))),
+    "s_bfe_i32": (1, 1, lambda a, b, c: (_bfe(a, b, 32, True) & M32, int(_bfe(a, b, 32, True) != 0))),
+    "s_bfm_b32": (1, 1, lambda a, b, c: ((((1 << (a & 31)) - 1) << (b & 31)) & M32, None)),
+    "s_pack_ll_b32_b16": (1, 1, lambda a, b, c: ((a & 0xFFFF) | ((b & 0xFFFF) << 16), None)),
+    "s_pack_lh_b32_b16": (1, 1, lambda a, b, c: ((a & 0xFFFF) | (b & 0xFFFF0000), None)),
+    "s_pack_hh_b32_b16": (1, 1, lambda a, b, c: ((a >> 16) | (b & 0xFFFF0000), None)),
+    "s_absdiff_i32": (1, 1, lambda a, b, c: (abs(_s32(a) - _s32(b)) & M32,
+                                             int(abs(_s32(a) - _s32(b)) != 0))),
+}
+
+SOP1 = {
+    "s_mov_b32": (1, 1, lambda a, c: (a, None)),
+    "s_mov_b64": (2, 2, lambda a, c: (a, None)),
+    "s_not_b32": (1, 1, lambda a, c: (~a & M32, int(~a & M32 != 0))),
+    "s_not_b64": (2, 2, lambda a, c: (~a & M64, int(~a & M64 != 0))),
+    "s_brev_b32": (1, 1, lambda a, c: (int(f"{a:032b}"[::-1], 2), None)),
+    "s_bcnt1_i32_b32": (1, 1, lambda a, c: (bin(a).count("1"), int(a != 0))),
+    "s_bcnt1_i32_b64": (1, 2, lambda a, c: (bin(a).count("1"), int(a != 0))),
+    "s_ff1_i32_b32": (1, 1, lambda a, c: ((a & -a).bit_length() - 1 & M32 if a else M32, None)),
+    "s_ff1_i32_b64": (1, 2, lambda a, c: ((a & -a).bit_length() - 1 & M32 if a else M32, None)),
+    "s_flbit_i32_b32": (1, 1, lambda a, c: (32 - a.bit_length() if a else M32, None)),
+    "s_abs_i32": (1, 1, lambda a, c: (abs(_s32(a)) & M32, int(a != 0))),
+    "s_sext_i32_i8": (1, 1, lambda a, c: (((a & 0xFF) ^ 0x80) - 0x80 & M32, None)),
+    "s_sext_i32_i16": (1, 1, lambda a, c: (_sext16(a) & M32, None)),
+}
+
+_SCMP = {"eq": lambda a, b: a == b, "lg": lambda a, b: a != b, "gt": lambda a, b: a > b,
+         "ge": lambda a, b: a >= b, "lt": lambda a, b: a < b, "le": lambda a, b: a <= b}
+
+
+def _conv(value: int, signed: bool, dwords: int) -> int:
+    if not signed:
+        return value
+    return _s32(value) if dwords == 1 else _s64(value)
+
+
+def compile_scalar(inst, labels: dict):
+    """Returns fn(w, g) -> next instruction index (or None = fall through), or None if unknown."""
+    op = inst.opcode
+    operands = [o for o in inst.operands]
+    if op in SOP2:
+        ddw, sdw, fn = SOP2[op]
+        sdw = sdw if isinstance(sdw, tuple) else (sdw, sdw)
+        dst, a, b = (parse_operand(o) for o in operands)
+        ra = scalar_u64 if sdw[0] == 2 else scalar_u32
+        rb = scalar_u64 if sdw[1] == 2 else scalar_u32
+
+        def run(w, g):
+            res, scc = fn(ra(w, a), rb(w, b), w.scc)
+            write_scalar(w, dst, res, ddw)
+            if scc is not None:
+                w.scc = scc
+        return run
+    if op in SOP1:
+        ddw, sdw, fn = SOP1[op]
+        dst, a = (parse_operand(o) for o in operands)
+        ra = scalar_u64 if sdw == 2 else scalar_u32
+
+        def run(w, g):
+            res, scc = fn(ra(w, a), w.scc)
+            write_scalar(w, dst, res, ddw)
+            if scc is not None:
+                w.scc = scc
+        return run
+    m = re.match(r"^s_(and|or|xor|andn2|orn2|nand|nor|xnor)_saveexec_b64$", op)
+    if m:
+        return _saveexec(m.group(1), *(parse_operand(o) for o in operands))
+    m = re.match(r"^s_cmpk?_(eq|lg|gt|ge|lt|le)_(i32|u32|u64)$", op)
+    if m:
+        cmp, signed, dwords = _SCMP[m.group(1)], m.group(2)[0] == "i", 2 if m.group(2) == "u64" else 1
+        a, b = (parse_operand(o) for o in operands)
+        imm16 = op.startswith("s_cmpk")
+
+        def run(w, g):
+            x = scalar_u64(w, a) if dwords == 2 else scalar_u32(w, a)
+            y = b.value & 0xFFFF if imm16 else (scalar_u64(w, b) if dwords == 2 else scalar_u32(w, b))
+            if imm16 and signed:
+                y = _sext16(y)
+            w.scc = int(cmp(_conv(x, signed, dwords), y if imm16 else _conv(y, signed, dwords)))
+        return run
+    if op in ("s_movk_i32", "s_addk_i32", "s_mulk_i32", "s_cmovk_i32"):
+        dst, k = (parse_operand(o) for o in operands)
+        imm = _sext16(k.value)
+
+        def run(w, g):
+            cur = w.s[dst.index]
+            if op == "s_movk_i32":
+                w.s[dst.index] = imm & M32
+            elif op == "s_cmovk_i32":
+                w.s[dst.index] = imm & M32 if w.scc else cur
+            elif op == "s_addk_i32":
+                w.s[dst.index] = (cur + imm) & M32
+                w.scc = int(not -2**31 <= _s32(cur) + imm < 2**31)
+            else:
+                w.s[dst.index] = (_s32(cur) * imm) & M32
+        return run
+    if op == "s_cmov_b32" or op == "s_cmov_b64":
+        dst, a = (parse_operand(o) for o in operands)
+        dw = 2 if op.endswith("64") else 1
+
+        def run(w, g):
+            if w.scc:
+                write_scalar(w, dst, scalar_u64(w, a) if dw == 2 else scalar_u32(w, a), dw)
+        return run
+    m = re.match(r"^s_(load|buffer_load)_dword(x(\d+))?$", op)
+    if m:
+        return _smem_load(inst, m.group(1) == "buffer_load", int(m.group(3) or 1))
+    return _compile_flow(inst, labels)
+
+
+def _saveexec(kind, dst, src):
+    fns = {"and": lambda s, e: s & e, "or": lambda s, e: s | e, "xor": lambda s, e: s ^ e,
+           "andn2": lambda s, e: s & ~e, "orn2": lambda s, e: s | ~e,
+           "nand": lambda s, e: ~(s & e), "nor": lambda s, e: ~(s | e),
+           "xnor": lambda s, e: ~(s ^ e)}
+    fn = fns[kind]
+
+    def run(w, g):
+        old = w.exec
+        new = fn(scalar_u64(w, src), old) & M64
+        w.set_s64(dst.index, old)
+        w.exec = new
+        w.scc = int(new != 0)
+    return run
+
+
+def _smem_load(inst, buffered: bool, dwords: int):
+    dst, base, off = (parse_operand(o) for o in inst.operands[:3])
+    extra = int(inst.mod("offset", "0"), 0)
+
+    def run(w, g):
+        if buffered:
+            addr = w.s[base.index] | ((w.s[base.index + 1] & 0xFFFF) << 32)
+        else:
+            addr = w.get_s64(base.index)
+        offset = (scalar_u32(w, off) + extra) & ~3
+        raw = g.memory.get(addr + offset, 4 * dwords).view(np.uint32)
+        for i in range(dwords):
+            w.s[dst.index + i] = int(raw[i])
+    return run
+
+
+_NOPS = {"s_nop", "s_waitcnt", "s_setprio", "s_sleep", "s_dcache_wb", "s_dcache_inv",
+         "s_icache_inv", "s_sched_barrier", "s_sched_group_barrier", "s_set_vgpr_msb",
+         "s_waitcnt_vscnt", "s_ttracedata", "s_setreg_imm32_b32", "s_setreg_b32"}
+_BRANCH = {"s_branch": lambda w: True, "s_cbranch_scc0": lambda w: w.scc == 0,
+           "s_cbranch_scc1": lambda w: w.scc == 1,
+           "s_cbranch_vccz": lambda w: w.get_s64(106) == 0,
+           "s_cbranch_vccnz": lambda w: w.get_s64(106) != 0,
+           "s_cbranch_execz": lambda w: w.exec == 0,
+           "s_cbranch_execnz": lambda w: w.exec != 0}
+
+ENDPGM = -1
+BARRIER = -2
+
+
+def _compile_flow(inst, labels):
+    op = inst.opcode
+    if op in _NOPS:
+        return lambda w, g: None
+    if op == "s_endpgm":
+        return lambda w, g: ENDPGM
+    if op == "s_barrier":
+        return lambda w, g: BARRIER
+    if op in _BRANCH:
+        target = inst.operands[0] if inst.operands else ""
+        if target not in labels:
+            raise EmulationError(f"branch target {target!r} is not a label (instruction "
+                                 f"{inst.index}, line {inst.line}: {inst.text})")
+        dest, cond = labels[target], _BRANCH[op]
+        return lambda w, g: dest if cond(w) else None
+    if op in ("s_memtime", "s_memrealtime"):
+        dst = parse_operand(inst.operands[0])
+
+        def run(w, g):
+            write_scalar(w, dst, w.executed, 2)
+        return run
+    return None
