@@ -1,0 +1,183 @@
+"""Plotly figures of the schedule explorer, built from :mod:`zyfa.webui.timeline` data.
+
+One figure holds every panel (trace) stacked with a shared, linked x-axis in cycles: per panel a
+timeline (a row per wave, bars coloured by unit) and a strip (per SIMD: MFMA busy, and the
+ping-pong overlap shading). Every bar carries ``customdata = [panel, row]`` so a click names the
+record (``row = -1`` for a merged segment).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from zyfa.trace.schema import Trace
+from zyfa.webui.timeline import UNIT_COLOURS, View, segments, strip, tracks
+
+TRACK_PX = 26  # height of one timeline row
+STRIP_PX = 16  # height of one strip row
+HIGHLIGHT = "#000000"
+OVERLAP_COLOUR = "#009E73"  # strip rows: ping-pong overlap
+
+
+@dataclass(frozen=True)
+class Panel:
+    """A trace shown on the timeline under a title (``"A: zyfa-fp8 ..."``)."""
+
+    title: str
+    trace: Trace
+
+    def __post_init__(self):
+        if not isinstance(self.trace, Trace):
+            raise TypeError(f"Panel.trace must be a Trace, got {type(self.trace).__name__}")
+
+
+def panel_title(slot: str, trace: Trace) -> str:
+    """``"A: zyfa-fp8 · b1 h32 s4096 d128 causal fp8 · simulated (cycle model) · 1234 records"``."""
+    shape = trace.meta.attn_shape
+    parts = [f"{slot}: {trace.meta.kernel}"]
+    if shape is not None:
+        parts.append(str(shape))
+    parts += [trace.meta.label, f"{len(trace)} records"]
+    return " · ".join(parts)
+
+
+def _hover(trace: Trace, seg: pd.DataFrame) -> list[str]:
+    """Hover text per bar: the instruction, its cycles and stall, or a merged segment's totals."""
+    opcode = trace.table.column("opcode").to_numpy(zero_copy_only=False)
+    operands = trace.table.column("operands").to_numpy(zero_copy_only=False)
+    issue, stall = trace.column("issue"), trace.column("stall")
+    reason = trace.table.column("stall_reason").to_numpy(zero_copy_only=False)
+    region = trace.table.column("region").to_numpy(zero_copy_only=False)
+    end = trace.column("end")
+    out = []
+    for row, s, e, count, busy in zip(seg["row"], seg["start"], seg["end"], seg["count"], seg["busy"]):
+        if row < 0:
+            out.append(f"{count} instructions merged at this zoom<br>cycles {s}-{e}: busy {busy} of {e - s}"
+                       "<br>zoom in for single instructions")
+            continue
+        text = f"<b>{opcode[row]}</b> {operands[row] or ''}".rstrip()
+        text += f"<br>issue {issue[row]} · start {s} · end {end[row]} ({end[row] - s} cycles)"
+        text += f"<br>stall {stall[row]}" + (f" ({reason[row]})" if reason[row] else "")
+        if region[row]:
+            text += f"<br>region {region[row]}"
+        out.append(text)
+    return out
+
+
+def schedule_figure(panels: Sequence[Panel], view: View, selected: Optional[tuple[int, int]] = None) -> go.Figure:
+    """Timelines and strips of ``panels`` over ``view``; ``selected = (panel, row)`` is outlined."""
+    if not panels:
+        fig = go.Figure()
+        fig.update_layout(height=200, annotations=[dict(text="no trace loaded", showarrow=False,
+                                                        xref="paper", yref="paper", x=0.5, y=0.5)])
+        return fig
+    layout_rows, heights, titles = [], [], []
+    for p in panels:
+        n_tracks = max(len(tracks(p.trace)), 1)
+        n_simds = max(len({(t.cu, t.simd) for t in tracks(p.trace)}), 1)
+        layout_rows += [("timeline", p), ("strip", p)]
+        heights += [n_tracks * TRACK_PX, 2 * n_simds * STRIP_PX]
+        titles += [p.title, ""]
+    fig = make_subplots(rows=len(layout_rows), cols=1, shared_xaxes=True, row_heights=heights,
+                        vertical_spacing=40 / sum(heights) / len(panels), subplot_titles=titles)
+    decimated_any = False
+    for i, p in enumerate(panels):
+        row_t, row_s = 2 * i + 1, 2 * i + 2
+        decimated_any |= _add_timeline(fig, p, i, row_t, view, first=i == 0)
+        _add_strip(fig, p, row_s, view)
+    if selected is not None:
+        _outline(fig, panels, selected)
+    fig.update_xaxes(range=[view.x0, view.x1], showspikes=True, spikemode="across", spikethickness=1)
+    fig.update_xaxes(title_text="cycle", row=len(layout_rows), col=1)
+    fig.update_layout(
+        barmode="overlay", height=sum(heights) + 60 * len(panels) + 80, margin=dict(l=110, r=20, t=40, b=40),
+        hovermode="closest", legend=dict(orientation="h", y=1.0, yanchor="bottom", x=0, xanchor="left"),
+        uirevision="schedule", plot_bgcolor="white", clickmode="event",
+        meta={"decimated": decimated_any},
+    )
+    return fig
+
+
+def _add_timeline(fig: go.Figure, panel: Panel, index: int, row: int, view: View, first: bool) -> bool:
+    trk = tracks(panel.trace)
+    seg, decimated = segments(panel.trace, view)
+    hover = np.array(_hover(panel.trace, seg), dtype=object)
+    for unit, colour in UNIT_COLOURS.items():
+        mask = (seg["unit"] == unit).to_numpy()
+        if not mask.any():
+            continue
+        part = seg[mask]
+        fig.add_trace(go.Bar(
+            orientation="h", base=part["start"], x=part["end"] - part["start"], y=part["track"],
+            width=0.8, name=unit, legendgroup=unit, showlegend=first, marker=dict(color=colour, line_width=0),
+            customdata=np.stack([np.full(len(part), index), part["row"]], axis=1),
+            hovertext=hover[mask], hovertemplate="%{hovertext}<extra>" + unit + "</extra>",
+        ), row=row, col=1)
+    fig.update_yaxes(tickmode="array", tickvals=list(range(len(trk))), ticktext=[t.label for t in trk],
+                     range=[len(trk) - 0.5, -0.5], showgrid=False, row=row, col=1)
+    return decimated
+
+
+def _add_strip(fig: go.Figure, panel: Panel, row: int, view: View) -> None:
+    st = strip(panel.trace, view)
+    if not st.simds:
+        return
+    centres = (st.edges[:-1] + st.edges[1:]) / 2
+    labels = []
+    for cu, simd in st.simds:
+        labels += [f"CU{cu} S{simd} MFMA busy", f"CU{cu} S{simd} overlap"]
+    kinds = ((st.mfma, UNIT_COLOURS["MFMA"], "MFMA busy"),
+             (st.overlap, OVERLAP_COLOUR, "MFMA overlapped by another wave's VALU"))
+    for i in range(len(st.simds)):
+        for offset, (values, colour, what) in enumerate(kinds):
+            fig.add_trace(go.Heatmap(
+                x=centres, y=[2 * i + offset], z=values[i:i + 1], zmin=0, zmax=1, showscale=False,
+                colorscale=[[0, "#FFFFFF"], [1, colour]], name=what,
+                hovertemplate="%{z:.0%} of cycles near %{x:.0f}<extra>" + what + "</extra>",
+            ), row=row, col=1)
+    fig.update_yaxes(tickmode="array", tickvals=list(range(len(labels))), ticktext=labels,
+                     range=[len(labels) - 0.5, -0.5], showgrid=False, tickfont=dict(size=10), row=row, col=1)
+
+
+def _outline(fig: go.Figure, panels: Sequence[Panel], selected: tuple[int, int]) -> None:
+    index, row = selected
+    if not (0 <= index < len(panels)) or not (0 <= row < len(panels[index].trace)):
+        return
+    trace = panels[index].trace
+    trk = tracks(trace)
+    key = (int(trace.column("cu")[row]), int(trace.column("simd")[row]), int(trace.column("wave")[row]))
+    y = next(i for i, t in enumerate(trk) if (t.cu, t.simd, t.wave) == key)
+    start = int(trace.column("start")[row])
+    end = max(int(trace.column("end")[row]), start + 1)
+    fig.add_shape(type="rect", x0=start, x1=end, y0=y - 0.5, y1=y + 0.5, line=dict(color=HIGHLIGHT, width=2),
+                  fillcolor="rgba(0,0,0,0)", row=2 * index + 1, col=1)
+
+
+def valu_figure(tables: Sequence[tuple[str, pd.DataFrame]]) -> go.Figure:
+    """Grouped bars: VALU/TRANS cycles per key block by opcode class, one colour per trace.
+
+    ``tables``: ``(trace label, zyfa.analyzer.valu_by_class frame)``; bars are labelled
+    ``UNIT op_class`` and sorted by the first trace's cycles.
+    """
+    fig = go.Figure()
+    order: list[str] = []
+    for label, frame in tables:
+        names = (frame["unit"] + " " + frame["op_class"]).tolist()
+        order += [n for n in names if n not in order]
+        fig.add_trace(go.Bar(x=names, y=frame["cycles_per_block"], name=label,
+                             customdata=frame["ops_per_block"],
+                             hovertemplate="%{x}: %{y:.1f} cycles, %{customdata:.1f} ops per block<extra>"
+                                           + label + "</extra>"))
+    fig.update_layout(barmode="group", height=320, margin=dict(l=60, r=20, t=30, b=80),
+                      yaxis_title="cycles per key block (per wave)", plot_bgcolor="white",
+                      xaxis=dict(categoryorder="array", categoryarray=order),
+                      legend=dict(orientation="h", y=1.02, yanchor="bottom"))
+    if not tables:
+        fig.add_annotation(text="no trace", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)
+    return fig

@@ -1,0 +1,272 @@
+"""Timeline data for the schedule explorer: tracks, decimation and per-bin busy fractions.
+
+Pure functions over a :class:`zyfa.trace.schema.Trace`; the figure builders in
+:mod:`zyfa.webui.figures` draw what these return and the Dash callbacks only call them.
+
+Decimation rule. A view ``[x0, x1)`` holding at most ``budget`` records is drawn in full, one bar
+per instruction. Above the budget, records of one ``(track, unit)`` whose gaps are shorter than
+``resolution = (x1 - x0) / bins`` cycles are merged into one segment: at that zoom the gap is
+narrower than one bin (about a pixel), so the merged picture differs from the full one by less
+than a bin. Each segment keeps its instruction ``count`` and ``busy`` cycles (the sum of its
+records' ``end - start``), shown on hover. Zooming in shrinks the view until it is under the
+budget and full detail returns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from zyfa.trace.schema import Trace
+
+# units drawn on the timeline, in legend order, with their colours (colour-blind-safe Okabe-Ito
+# palette plus greys for the control units)
+UNIT_COLOURS: dict[str, str] = {
+    "MFMA": "#0072B2",
+    "VALU": "#E69F00",
+    "TRANS": "#D55E00",
+    "LDS": "#009E73",
+    "VMEM": "#CC79A7",
+    "SMEM": "#56B4E9",
+    "SALU": "#F0E442",
+    "WAIT": "#BBBBBB",
+    "BARRIER": "#555555",
+    "BRANCH": "#999999",
+    "MISC": "#DDDDDD",
+    "REGION": "#8E6C8A",
+}
+
+# VALU-side units whose work the ping-pong overlaps with another wave's MFMA
+SOFTMAX_UNITS = ("VALU", "TRANS")
+
+
+@dataclass(frozen=True)
+class Track:
+    """One timeline row: a wave on a SIMD of a CU."""
+
+    cu: int
+    simd: int
+    wave: int
+
+    @property
+    def label(self) -> str:
+        return f"CU{self.cu} S{self.simd} w{self.wave}"
+
+
+@dataclass(frozen=True)
+class View:
+    """A cycle range ``[x0, x1)`` of the timeline and how finely to draw it.
+
+    ``budget``: most records drawn one by one; ``bins``: resolution of merged segments and of the
+    MFMA-busy strip when the view holds more.
+    """
+
+    x0: float
+    x1: float
+    budget: int = 4000
+    bins: int = 800
+
+    def __post_init__(self):
+        for name in ("x0", "x1"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
+                raise TypeError(f"View.{name} must be a finite number of cycles, got {value!r}")
+        if self.x1 <= self.x0:
+            raise ValueError(f"View: x1 ({self.x1}) must be greater than x0 ({self.x0})")
+        for name in ("budget", "bins"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"View.{name} must be a positive int, got {value!r}")
+
+    @property
+    def resolution(self) -> float:
+        """Cycles per bin."""
+        return (self.x1 - self.x0) / self.bins
+
+
+def tracks(trace: Trace) -> list[Track]:
+    """The trace's ``(cu, simd, wave)`` rows, sorted by CU, SIMD, then wave."""
+    if len(trace) == 0:
+        return []
+    keys = np.stack([trace.column("cu"), trace.column("simd"), trace.column("wave")], axis=1)
+    return [Track(int(c), int(s), int(w)) for c, s, w in np.unique(keys, axis=0)]
+
+
+def extent(trace: Trace) -> tuple[int, int]:
+    """``(first issue, last end)`` in cycles; ``(0, 1)`` for an empty trace."""
+    if len(trace) == 0:
+        return 0, 1
+    return int(trace.column("issue").min()), int(max(trace.column("end").max(), trace.column("issue").min() + 1))
+
+
+def iterations(trace: Trace) -> list[int]:
+    """Main-loop iteration numbers present in the trace (empty when the column is all null)."""
+    if len(trace) == 0 or trace.table.column("iteration").null_count == len(trace):
+        return []
+    it = trace.column("iteration", fill=-1)
+    return sorted(int(i) for i in np.unique(it[it >= 0]))
+
+
+def iteration_span(trace: Trace, iteration: int) -> tuple[int, int]:
+    """``[first issue, last end)`` of the records of one loop iteration over all waves."""
+    if isinstance(iteration, bool) or not isinstance(iteration, (int, np.integer)):
+        raise TypeError(f"iteration must be an int, got {iteration!r}")
+    it = trace.column("iteration", fill=-1) if len(trace) else np.empty(0, dtype=np.int32)
+    rows = np.flatnonzero(it == iteration)
+    if rows.size == 0:
+        raise ValueError(f"iteration {iteration} is not in the trace; present: {iterations(trace)}")
+    return int(trace.column("issue")[rows].min()), int(trace.column("end")[rows].max())
+
+
+def rows_in_view(trace: Trace, x0: float, x1: float, limit: int) -> tuple[list[int], int]:
+    """Rows executing in ``[x0, x1)`` (zero-length records count as one cycle) in start order:
+    the first ``limit`` of them, and how many there are."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise ValueError(f"limit must be a non-negative int, got {limit!r}")
+    if len(trace) == 0:
+        return [], 0
+    start = trace.column("start")
+    end = np.maximum(trace.column("end"), start + 1)
+    hit = np.flatnonzero((end > x0) & (start < x1))
+    hit = hit[np.argsort(start[hit], kind="stable")]
+    return [int(r) for r in hit[:limit]], int(hit.size)
+
+
+def _track_index(trace: Trace) -> np.ndarray:
+    """Row -> index into :func:`tracks` (cached on the trace)."""
+    key = "webui.track_index"
+    if key not in trace.cache:
+        keys = np.stack([trace.column("cu"), trace.column("simd"), trace.column("wave")], axis=1)
+        _, inverse = np.unique(keys, axis=0, return_inverse=True)
+        trace.cache[key] = inverse.reshape(-1)
+    return trace.cache[key]
+
+
+def segments(trace: Trace, view: View) -> tuple[pd.DataFrame, bool]:
+    """What to draw of ``trace`` in ``view``: one row per bar, and whether it was decimated.
+
+    Columns: ``track`` (index into :func:`tracks`), ``unit``, ``start``, ``end``, ``count``
+    (instructions in the bar), ``busy`` (sum of their ``end - start``), ``row`` (the record's row
+    in the trace for a single instruction, -1 for a merged segment). Zero-length records (issue-
+    only units such as WAIT or BRANCH) are drawn from ``issue`` to ``issue + 1``.
+    """
+    cols = ["track", "unit", "start", "end", "count", "busy", "row"]
+    if len(trace) == 0:
+        return pd.DataFrame({c: [] for c in cols}), False
+    start = trace.column("start")
+    end = np.maximum(trace.column("end"), start + 1)
+    rows = np.flatnonzero((end > view.x0) & (start < view.x1))
+    unit = np.asarray(trace.table.column("unit").to_numpy(zero_copy_only=False), dtype=object)
+    track = _track_index(trace)
+    if rows.size <= view.budget:
+        out = pd.DataFrame({"track": track[rows], "unit": unit[rows], "start": start[rows], "end": end[rows],
+                            "count": np.ones(rows.size, dtype=np.int64),
+                            "busy": (trace.column("end") - start)[rows], "row": rows})
+        return out, False
+    # merge per (track, unit): a new segment starts where the gap to everything before it in the
+    # group is at least one bin
+    u_codes, u_names = pd.factorize(unit[rows])
+    s, e, t = start[rows], end[rows], track[rows]
+    order = np.lexsort((s, u_codes, t))
+    s, e, t, u = s[order], e[order], t[order], u_codes[order]
+    busy = (trace.column("end") - start)[rows][order]
+    group = np.r_[True, (t[1:] != t[:-1]) | (u[1:] != u[:-1])]
+    reach = _grouped_cummax(e, group)
+    new = group.copy()
+    new[1:] |= s[1:] - reach[:-1] >= view.resolution
+    seg = np.cumsum(new) - 1
+    n = int(seg[-1]) + 1
+    out = pd.DataFrame({
+        "track": t[new], "unit": np.asarray(u_names, dtype=object)[u[new]], "start": s[new],
+        "end": np.maximum.reduceat(e, np.flatnonzero(new)), "count": np.bincount(seg, minlength=n),
+        "busy": np.bincount(seg, weights=busy, minlength=n).astype(np.int64), "row": -1,
+    })
+    single = out["count"].to_numpy() == 1
+    out.loc[single, "row"] = rows[order][new][single]
+    return out, True
+
+
+def _grouped_cummax(values: np.ndarray, group_start: np.ndarray) -> np.ndarray:
+    """Running maximum of ``values`` restarting where ``group_start`` is True."""
+    # offset each group above all earlier ones so one global cummax never crosses a boundary
+    gid = np.cumsum(group_start) - 1
+    span = int(values.max() - values.min()) + 1
+    lifted = values - values.min() + gid * span
+    return np.maximum.accumulate(lifted) - gid * span + values.min()
+
+
+# -- busy fractions per bin (MFMA-busy strip and overlap shading) -----------------------------------
+
+def _union(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Disjoint sorted intervals covering the union of ``[start, end)``."""
+    keep = end > start
+    start, end = start[keep], end[keep]
+    if start.size == 0:
+        return start, end
+    order = np.argsort(start, kind="stable")
+    start, end = start[order], end[order]
+    reach = np.maximum.accumulate(end)
+    new = np.r_[True, start[1:] > reach[:-1]]
+    first = np.flatnonzero(new)
+    return start[first], np.maximum.reduceat(end, first)
+
+
+def coverage(start: np.ndarray, end: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Cycles of each bin ``[edges[i], edges[i+1])`` covered by the union of ``[start, end)``."""
+    us, ue = _union(np.asarray(start, dtype=np.float64), np.asarray(end, dtype=np.float64))
+    edges = np.asarray(edges, dtype=np.float64)
+    if us.size == 0:
+        return np.zeros(edges.size - 1)
+    before = np.r_[0.0, np.cumsum(ue - us)]  # covered cycles before interval k
+    k = np.searchsorted(us, edges, side="right") - 1
+    inside = np.clip(edges - us[np.maximum(k, 0)], 0.0, (ue - us)[np.maximum(k, 0)])
+    covered = np.where(k >= 0, before[np.maximum(k, 0)] + inside, 0.0)
+    return np.diff(covered)
+
+
+@dataclass(frozen=True)
+class Strip:
+    """Per-SIMD fractions over the bins of a view.
+
+    ``mfma[i, j]``: fraction of bin j in which SIMD ``simds[i]``'s MFMA unit is busy.
+    ``overlap[i, j]``: fraction of bin j in which one wave's MFMA on that SIMD runs while another
+    wave of the same SIMD executes VALU/TRANS work (the ping-pong overlap, per bin).
+    """
+
+    simds: tuple[tuple[int, int], ...]
+    edges: np.ndarray
+    mfma: np.ndarray
+    overlap: np.ndarray
+
+
+def strip(trace: Trace, view: View) -> Strip:
+    """MFMA-busy and ping-pong-overlap fractions per SIMD and bin of ``view``."""
+    edges = np.linspace(view.x0, view.x1, view.bins + 1)
+    width = np.diff(edges)
+    if len(trace) == 0:
+        return Strip((), edges, np.zeros((0, view.bins)), np.zeros((0, view.bins)))
+    cu, simd, wave = trace.column("cu"), trace.column("simd"), trace.column("wave")
+    start, end = trace.column("start"), trace.column("end")
+    unit = np.asarray(trace.table.column("unit").to_numpy(zero_copy_only=False), dtype=object)
+    is_mfma = unit == "MFMA"
+    is_soft = np.isin(unit, SOFTMAX_UNITS)
+    simds = sorted({(int(c), int(s)) for c, s in zip(cu, simd)})
+    mfma_rows, overlap_rows = [], []
+    for c, s in simds:
+        here = (cu == c) & (simd == s)
+        m = here & is_mfma
+        mfma_rows.append(coverage(start[m], end[m], edges) / width)
+        total = np.zeros(view.bins)
+        for w in np.unique(wave[here]):
+            mine = m & (wave == w)
+            if not mine.any():
+                continue
+            other = here & is_soft & (wave != w)
+            # |M_w ∩ V_other| = |M_w| + |V_other| - |M_w ∪ V_other|
+            both = mine | other
+            total += (coverage(start[mine], end[mine], edges) + coverage(start[other], end[other], edges)
+                      - coverage(start[both], end[both], edges))
+        overlap_rows.append(total / width)
+    return Strip(tuple(simds), edges, np.array(mfma_rows), np.array(overlap_rows))
