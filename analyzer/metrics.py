@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from zyfa.analyzer.arrays import UNIT_CODES, Arrays, arrays_of
-from zyfa.analyzer.intervals import Coverage, check_keyspace, sweep, union
+from zyfa.analyzer.intervals import Coverage, check_keyspace, count_distinct, sweep, union
 from zyfa.analyzer.tables import ARCHS, mfma_flops, opcode_class
 from zyfa.analyzer.window import WindowSpec, resolve_window
 from zyfa.trace.schema import Trace
@@ -324,9 +324,15 @@ def valu_by_class(trace: Trace, window: WindowSpec = "whole") -> pd.DataFrame:
         return pd.DataFrame(columns=columns)
     rec = a.unit_mask("VALU", "TRANS") & (a.block >= 0)
     rec[rec] = inside[a.block[rec]]
-    classes = np.array([opcode_class(op) for op in a.opcodes] or ["-"], dtype=object)
-    frame = pd.DataFrame({"unit": np.where(a.unit[rec] == UNIT_CODES["VALU"], "VALU", "TRANS"),
-                          "op_class": classes[a.opcode[rec]], "ops": 1, "cycles": a.end[rec] - a.start[rec]})
+    # per (unit, opcode) sums in numpy, then grouped by class over the few distinct opcodes
+    n_op = max(len(a.opcodes), 1)
+    key = (a.unit[rec] == UNIT_CODES["VALU"]).astype(np.int64) * n_op + a.opcode[rec]
+    ops = np.bincount(key, minlength=2 * n_op)
+    cyc = np.bincount(key, weights=a.end[rec] - a.start[rec], minlength=2 * n_op)
+    used = np.flatnonzero(ops)
+    frame = pd.DataFrame({"unit": np.where(used >= n_op, "VALU", "TRANS"),
+                          "op_class": [opcode_class(a.opcodes[k % n_op]) for k in used],
+                          "ops": ops[used], "cycles": cyc[used]})
     out = frame.groupby(["unit", "op_class"], as_index=False)[["ops", "cycles"]].sum()
     out["ops_per_block"] = out.pop("ops") / n
     out["cycles_per_block"] = out.pop("cycles") / n
@@ -345,11 +351,16 @@ def stall_breakdown(trace: Trace, window: WindowSpec = "whole") -> pd.DataFrame:
     """
     a, w0, w1 = _setup(trace, window)
     rec = _issued_in(a, w0, w1) & (a.stall > 0)
-    reasons = np.array(a.reasons + ["unknown"], dtype=object)
-    units = np.array(list(UNIT_CODES), dtype=object)
-    frame = pd.DataFrame({"unit": units[a.unit[rec]], "reason": reasons[a.reason[rec]],
-                          "stall_cycles": a.stall[rec], "records": 1})
-    out = frame.groupby(["unit", "reason"], as_index=False)[["stall_cycles", "records"]].sum()
+    # reason code -1 (null) -> the last slot, "unknown"
+    n_reason = len(a.reasons) + 1
+    key = a.unit[rec].astype(np.int64) * n_reason + np.where(a.reason[rec] < 0, n_reason - 1, a.reason[rec])
+    count = np.bincount(key, minlength=len(UNIT_CODES) * n_reason)
+    cycles_ = np.bincount(key, weights=a.stall[rec], minlength=len(UNIT_CODES) * n_reason)
+    used = np.flatnonzero(count)
+    reasons = a.reasons + ["unknown"]
+    units = list(UNIT_CODES)
+    out = pd.DataFrame({"unit": [units[k // n_reason] for k in used], "reason": [reasons[k % n_reason] for k in used],
+                        "stall_cycles": cycles_[used].astype(np.int64), "records": count[used]})
     total = out["stall_cycles"].sum()
     out["share"] = out["stall_cycles"] / total if total else np.nan
     return out.sort_values(["stall_cycles", "unit", "reason"], ascending=[False, True, True], ignore_index=True)
@@ -370,7 +381,7 @@ def issue_utilisation(trace: Trace, window: WindowSpec = "whole") -> Optional[fl
     """
     a, w0, w1 = _setup(trace, window)
     rec = _issued_in(a, w0, w1) & (a.unit != UNIT_CODES["REGION"])
-    slots = np.unique(a.simd_id[rec] * a.span + (a.issue[rec] - a.t0)).size
+    slots = count_distinct(a.simd_id[rec] * a.span + (a.issue[rec] - a.t0))
     return _ratio(slots, a.n_simd * (w1 - w0))
 
 

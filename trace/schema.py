@@ -269,16 +269,32 @@ def _first(mask: np.ndarray) -> int:
     return int(np.flatnonzero(mask)[0])
 
 
-def _check_values(table: pa.Table, file: Any) -> None:
-    """Row-level rules: units, issue <= start <= end, stall >= 0, no overlap on MFMA/VALU."""
+def _overlap_order(cu: np.ndarray, simd: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """Row order sorted by (cu, simd, start): one int64 key when it fits, else a lexsort."""
+    group = (cu - cu.min()) * (int(simd.max() - simd.min()) + 1) + (simd - simd.min())
+    span = int(start.max() - start.min()) + 1
+    if (int(group.max()) + 1) * span < 2**62:
+        return np.argsort(group * span + (start - start.min()), kind="stable")
+    return np.lexsort((start, simd, cu))
+
+
+def _check_values(table: pa.Table, file: Any) -> dict[str, np.ndarray]:
+    """Row-level rules: units, issue <= start <= end, stall >= 0, no overlap on MFMA/VALU.
+
+    Returns the int64 numpy arrays it read (issue, start, end, stall, cu, simd) for reuse.
+    """
+    arrays = {c: table.column(c).to_numpy().astype(np.int64, copy=False)
+              for c in ("issue", "start", "end", "stall", "cu", "simd")}
     if table.num_rows == 0:
-        return
-    unit = table.column("unit")
-    bad_unit = pc.invert(pc.is_in(unit, value_set=pa.array(list(UNITS))))
-    if pc.any(bad_unit).as_py():
-        row = _first(bad_unit.to_numpy(zero_copy_only=False))
-        raise TraceError(file, "unit", f"row {row}: unknown unit {unit[row].as_py()!r}; expected one of {list(UNITS)}")
-    issue, start, end, stall = (table.column(c).to_numpy() for c in ("issue", "start", "end", "stall"))
+        return arrays
+    encoded = pc.dictionary_encode(table.column("unit").combine_chunks())
+    values = encoded.dictionary.to_pylist()
+    codes = encoded.indices.to_numpy()
+    unknown = [i for i, v in enumerate(values) if v not in UNITS]
+    if unknown:
+        row = _first(np.isin(codes, unknown))
+        raise TraceError(file, "unit", f"row {row}: unknown unit {values[codes[row]]!r}; expected one of {list(UNITS)}")
+    issue, start, end, stall = (arrays[c] for c in ("issue", "start", "end", "stall"))
     if (start < issue).any():
         row = _first(start < issue)
         raise TraceError(file, "start", f"row {row}: start {start[row]} < issue {issue[row]}")
@@ -289,20 +305,21 @@ def _check_values(table: pa.Table, file: Any) -> None:
         row = _first(stall < 0)
         raise TraceError(file, "stall", f"row {row}: negative stall {stall[row]}")
     for name in EXCLUSIVE_UNITS:
-        rows = np.flatnonzero(pc.equal(unit, name).to_numpy(zero_copy_only=False) & (end > start))
+        if name not in values:
+            continue
+        rows = np.flatnonzero((codes == values.index(name)) & (end > start))
         if rows.size < 2:
             continue
-        cu = table.column("cu").to_numpy()[rows]
-        simd = table.column("simd").to_numpy()[rows]
-        s, e = start[rows], end[rows]
-        order = np.lexsort((s, simd, cu))
-        same = (cu[order][1:] == cu[order][:-1]) & (simd[order][1:] == simd[order][:-1])
-        clash = same & (s[order][1:] < e[order][:-1])
+        cu, simd, s, e = arrays["cu"][rows], arrays["simd"][rows], start[rows], end[rows]
+        order = _overlap_order(cu, simd, s)
+        cu, simd, s, e = cu[order], simd[order], s[order], e[order]
+        clash = (cu[1:] == cu[:-1]) & (simd[1:] == simd[:-1]) & (s[1:] < e[:-1])
         if clash.any():
             k = _first(clash)
             a, b = rows[order[k]], rows[order[k + 1]]
-            raise TraceError(file, "start", f"{name} records overlap on cu {cu[order][k]} simd {simd[order][k]}: "
+            raise TraceError(file, "start", f"{name} records overlap on cu {cu[k]} simd {simd[k]}: "
                                             f"row {a} [{start[a]}, {end[a]}) and row {b} [{start[b]}, {end[b]})")
+    return arrays
 
 
 # -- the trace -----------------------------------------------------------------------------------
@@ -327,13 +344,13 @@ class Trace:
             table = df
         else:
             raise TypeError(f"Trace: df must be a pandas DataFrame or pyarrow Table, got {type(df).__name__}")
+        self._numpy: dict[str, np.ndarray] = {}
         if not _validated:
             table = _conform(table, _file, _strict)
-            _check_values(table, _file)
+            self._numpy.update({f"{name}|None": arr for name, arr in _check_values(table, _file).items()})
         self.table: pa.Table = table.replace_schema_metadata(None)
         self.meta = meta
         self._df: Optional[pd.DataFrame] = None
-        self._numpy: dict[str, np.ndarray] = {}
         self.cache: dict[str, Any] = {}  # derived data (e.g. the analyzer's per-unit arrays)
 
     # construction ----------------------------------------------------------------------------
@@ -381,7 +398,9 @@ class Trace:
         if not parquet_path.exists():
             raise TraceError(parquet_path, "<file>", "no such trace file")
         try:
-            table = pq.read_table(parquet_path)
+            strings = [c.name for c in COLUMNS.values() if pa.types.is_string(c.type)]
+            present = set(pq.read_schema(parquet_path).names)
+            table = pq.read_table(parquet_path, read_dictionary=[c for c in strings if c in present])
         except (pa.ArrowException, OSError) as exc:
             raise TraceError(parquet_path, "<file>", f"unreadable or truncated Parquet file: {exc}") from exc
         if json_path.exists():
@@ -412,7 +431,7 @@ class Trace:
         return self.df.copy()
 
     def column(self, name: str, fill: Any = None) -> np.ndarray:
-        """One column as a numpy array (cached). Nulls become ``fill``; a null without ``fill`` is an error."""
+        """One column as a numpy array (cached; integer columns as int64). Nulls become ``fill``; a null without ``fill`` is an error."""
         if name not in self.table.column_names:
             raise KeyError(f"Trace has no column {name!r}; columns: {self.table.column_names}")
         key = f"{name}|{fill!r}"
@@ -422,7 +441,8 @@ class Trace:
                 if fill is None:
                     raise ValueError(f"column {name!r} has {arr.null_count} null(s): pass fill=")
                 arr = pc.fill_null(arr, fill)
-            self._numpy[key] = arr.to_numpy()
+            values = arr.to_numpy()
+            self._numpy[key] = values.astype(np.int64, copy=False) if pa.types.is_integer(arr.type) else values
         return self._numpy[key]
 
     def query(self, expr: str) -> "Trace":
