@@ -1,0 +1,588 @@
+"""ZYFA FP8 forward numerics: a bit-exact torch emulator of ``docs/numerics.md``.
+
+The Triton kernels, the gfx950 assembly and the functional emulator of gfx950 code compute what
+this module computes. Contents, in the order of the spec:
+
+- e4m3 format helpers: :func:`encode_e4m3` (saturating round-to-nearest-even, the hardware
+  convert), :func:`decode_e4m3` (exact value of every bit pattern), :func:`fma_f32` (fp32 fused
+  multiply-add with one rounding).
+- Input preparation: :func:`quantize_fp8` (FlashAttention-3 descales), :func:`hadamard` and
+  :func:`rotate_qk`.
+- Lean P: :func:`lean_p_code` (the gfx950 ``v_fma_f32`` + ``v_cvt_u32_f32`` pair, element for
+  element; ``rounding="magic"`` is the Hopper variant).
+- :func:`zyfa_fp8_attention`: the forward pass and its ablations (``naive``, ``blockscale``,
+  ``roundedsum``, ``leanp``/``zyfa``), :func:`bf16_attention`, and :func:`attention_row_kl`
+  (KL divergence of the attention rows against fp64).
+- The ``emulator`` backend of :func:`zyfa.flash_attn_func` for FP8 inputs.
+
+Exactness. Products of two e4m3 values have at most 8 significant bits and are multiples of
+2^-18 below 2^18, so a float64 sum of up to 256 of them is exact in any order; QK^T and P @ V are
+computed that way and rounded to fp32 once (the correctly rounded fp32 dot product, which a
+hardware fp32 accumulation approximates; the spec leaves that order to the implementation). Sums
+of rounded probabilities (multiples of 2^-9 below 2^14) are exact in fp32. Every other reduction
+uses a fixed pairwise order, so results are bitwise identical across runs and thread counts.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterator, Optional
+
+import torch
+
+from zyfa.backends import AttentionArgs, Backend, register_backend
+
+# -- constants (docs/numerics.md) ----------------------------------------------------------------
+E4M3_MAX = 448.0                  # largest finite float8_e4m3fn (bit pattern 0x7e)
+E4M3_MAX_CODE = 0x7E              # Lean P clamp: min(trunc(y), 126)
+E4M3_NAN_CODE = 0x7F              # e4m3fn has no inf; 0x7f / 0xff are NaN
+LOG2E_F32 = float(torch.tensor(1.4426950408889634, dtype=torch.float32))  # 1/ln(2), fp32
+LN2_F32 = float(torch.tensor(math.log(2.0), dtype=torch.float32))
+KEY_BLOCK = 64                    # keys per block, aligned to key 0
+LEANP_BIAS = 120.5                # code of 2^8 (120) + 0.5: trunc(y) rounds half up
+MAGIC = 1.5 * 2.0**23             # fp32 ulp is 1 in [2^23, 2^24): low mantissa bits = integer
+E8M0_MIN_EXP = -127               # smallest E8M0 scale exponent; below it a block is dropped
+
+VARIANTS = ("zyfa", "leanp", "roundedsum", "blockscale", "naive")
+ROUNDINGS = ("trunc", "magic")
+GRANULARITIES = ("head", "tensor")
+
+
+# -- exact fp32 / e4m3 arithmetic ----------------------------------------------------------------
+
+def _pow2(e: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """2.0**e exactly (e integer tensor within the normal range of ``dtype``), built from bits."""
+    if dtype == torch.float64:
+        return ((e.to(torch.int64) + 1023) << 52).view(torch.float64)
+    return ((e.to(torch.int32) + 127) << 23).view(torch.float32)
+
+
+def _ldexp_f32(x: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
+    """fp32 ``x * 2**e`` with one rounding (exact unless the result is fp32-subnormal).
+
+    ``e`` may be -inf (a row with no history): the result is then 0 for any finite ``x``.
+    The product is formed in float64, where it is exact, then rounded once to fp32.
+    """
+    e = torch.nan_to_num(e.to(torch.float64), neginf=-1000.0).clamp(-1000.0, 1000.0)
+    return (x.to(torch.float64) * _pow2(e, torch.float64)).to(torch.float32)
+
+
+def fma_f32(a, b, c) -> torch.Tensor:
+    """fp32 fused multiply-add ``a * b + c`` with a single round-to-nearest-even, elementwise.
+
+    torch has no fma, so it is emulated exactly: ``a * b`` of two fp32 values is exact in float64
+    (24 + 24 significand bits); TwoSum splits ``a*b + c`` into ``hi + lo`` exactly; ``hi`` is then
+    rounded to odd (moved one float64 ulp towards ``lo`` when the sum was inexact and ``hi``'s
+    last bit is even). Rounding a round-to-odd value with 53 >= 24 + 2 bits to fp32 equals
+    rounding the exact value once (Boldo & Melquiond, "Emulation of FMA and correctly rounded
+    sums: proved algorithms using rounding to odd", IEEE TC 2008). Plain float64 ``a*b + c``
+    followed by a cast would round twice and differ at fp32 ties (see the tests).
+    """
+    a, b, c = (torch.as_tensor(x, dtype=torch.float32) for x in (a, b, c))
+    p = a.to(torch.float64) * b.to(torch.float64)
+    c64 = c.to(torch.float64)
+    hi = p + c64
+    bv = hi - p
+    lo = (p - (hi - bv)) + (c64 - bv)
+    even = (hi.view(torch.int64) & 1) == 0
+    towards = torch.where(lo > 0, math.inf, -math.inf).to(torch.float64)
+    hi = torch.where((lo != 0) & even, torch.nextafter(hi, towards), hi)
+    return hi.to(torch.float32)
+
+
+def _decode_e4m3_formula(codes: torch.Tensor) -> torch.Tensor:
+    c = codes.to(torch.int32)
+    exp = (c >> 3) & 0xF
+    man = c & 0x7
+    significand = torch.where(exp == 0, man, man + 8).to(torch.float32)
+    value = significand * _pow2(exp.clamp(min=1) - 10, torch.float32)
+    value = torch.where((c & 0x7F) == E4M3_NAN_CODE, math.nan, value)
+    return torch.where((c & 0x80) != 0, -value, value)
+
+
+_E4M3_VALUES = _decode_e4m3_formula(torch.arange(256, dtype=torch.int32))  # index = bit pattern
+
+
+def decode_e4m3(codes: torch.Tensor) -> torch.Tensor:
+    """Exact float32 value of e4m3fn bit patterns (uint8), subnormals included.
+
+    Layout s.eeee.mmm, bias 7: exponent field 0 is subnormal ``m * 2**-9``, otherwise
+    ``(8 + m) * 2**(e - 10)``; 0x7f and 0xff are NaN (no infinities). A 256-entry table
+    built from that formula.
+    """
+    if not isinstance(codes, torch.Tensor) or codes.dtype != torch.uint8:
+        raise TypeError(f"codes must be a uint8 torch.Tensor, got {getattr(codes, 'dtype', type(codes).__name__)}")
+    return _E4M3_VALUES.to(codes.device)[codes.long()]
+
+
+def encode_e4m3(x: torch.Tensor) -> torch.Tensor:
+    """e4m3fn bit patterns (uint8) of ``x``: round-to-nearest-even, saturating at +-448, NaN -> 0x7f.
+
+    Implemented from the format (not by torch's cast): the quantum of |x| is 2**(floor(log2|x|) - 3)
+    for |x| >= 2**-6 and 2**-9 below; |x| / quantum is rounded half-to-even.
+    """
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        raise TypeError(f"x must be a floating-point torch.Tensor, got {getattr(x, 'dtype', type(x).__name__)}")
+    x = x.to(torch.float32)
+    a = x.abs().clamp(max=E4M3_MAX)
+    _, e = torch.frexp(a)                      # a = f * 2**e, f in [0.5, 1)
+    qexp = (e - 4).clamp(min=-9)               # quantum exponent: floor(log2 a) - 3
+    n = torch.round(a * _pow2(-qexp, torch.float32))
+    v = (n * _pow2(qexp, torch.float32)).clamp(max=E4M3_MAX)  # rounding may carry to the next binade
+    _, ev = torch.frexp(v)
+    normal = v >= 2.0**-6
+    vexp = (ev - 4).clamp(min=-9)
+    man = (v * _pow2(-vexp, torch.float32)).to(torch.int32)  # 8..15 for normals, 0..7 subnormal
+    code = torch.where(normal, ((ev - 1 + 7) << 3) + man - 8, man)
+    code = code | (torch.signbit(x).to(torch.int32) << 7)
+    code = torch.where(torch.isnan(x), E4M3_NAN_CODE, code)
+    return code.to(torch.uint8)
+
+
+def round_e4m3(x: torch.Tensor) -> torch.Tensor:
+    """``x`` rounded to the nearest e4m3 value (RNE, saturating), as float32."""
+    return decode_e4m3(encode_e4m3(x))
+
+
+# -- input preparation: quantisation and Hadamard -------------------------------------------------
+
+def _check_bshd(name: str, x) -> None:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if x.dim() != 4:
+        raise ValueError(f"{name} must have 4 dimensions (batch, seqlen, nheads, headdim), got shape {tuple(x.shape)}")
+
+
+def quantize_fp8(x: torch.Tensor, granularity: str = "head", nheads_k: Optional[int] = None):
+    """Quantises ``x`` (batch, seqlen, nheads, headdim) to float8_e4m3fn with FA3 descales.
+
+    ``granularity="head"``: one scale per (batch, kv head); the ``nheads // nheads_k`` query heads
+    of one kv head share it (pass ``nheads_k`` for Q under GQA; default ``nheads``).
+    ``granularity="tensor"``: one scale for the whole tensor, repeated to (batch, nheads_k).
+    ``descale = amax / 448`` (fp32; 1.0 for an all-zero group), stored = RNE of
+    ``clamp(x / descale, -448, 448)``; never NaN. Input is first converted to float32.
+
+    Returns ``(x8, descale)``: float8_e4m3fn of ``x``'s shape and float32 (batch, nheads_k), with
+    real value = ``descale[b, h // (nheads // nheads_k)] * x8[b, :, h]``.
+    """
+    _check_bshd("x", x)
+    if not x.is_floating_point():
+        raise TypeError(f"x must be a floating-point tensor, got {x.dtype}")
+    if granularity not in GRANULARITIES:
+        raise ValueError(f"granularity must be one of {GRANULARITIES}, got {granularity!r}")
+    b, s, h, d = x.shape
+    hk = h if nheads_k is None else nheads_k
+    if not isinstance(hk, int) or hk <= 0 or h % hk != 0:
+        raise ValueError(f"nheads_k must be a positive divisor of nheads ({h}), got {nheads_k!r}")
+    if x.numel() == 0:
+        raise ValueError(f"x must not be empty, got shape {tuple(x.shape)}")
+    xf = x.to(torch.float32)
+    if not bool(torch.isfinite(xf).all()):
+        raise ValueError("x contains non-finite values (NaN or inf); they have no FP8 encoding")
+    g = h // hk
+    if granularity == "head":
+        amax = xf.abs().reshape(b, s, hk, g * d).amax(dim=(1, 3))
+    else:
+        amax = xf.abs().amax().expand(b, hk)
+    descale = amax / E4M3_MAX
+    descale = torch.where(descale > 0, descale, torch.ones_like(descale)).contiguous()
+    scaled = xf / descale.repeat_interleave(g, dim=1)[:, None, :, None]
+    codes = encode_e4m3(scaled.clamp(-E4M3_MAX, E4M3_MAX))
+    return codes.view(torch.float8_e4m3fn), descale
+
+
+def hadamard_block(d: int) -> int:
+    """Walsh-Hadamard block size for headdim ``d``: the largest power of two dividing ``d``.
+
+    Power-of-two ``d`` (64, 128, 256) is one H_d. Otherwise the rotation is block-diagonal:
+    d = 192 (MLA) is three H_64 blocks. Still orthonormal, so QK^T is unchanged; an outlier
+    channel is spread over its block only.
+    """
+    if not isinstance(d, int) or d <= 0:
+        raise ValueError(f"headdim must be a positive int, got {d!r}")
+    return d & -d
+
+
+def hadamard(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """Orthonormal Walsh-Hadamard transform of ``x`` along ``dim``, O(d log d) butterflies.
+
+    Blocks of :func:`hadamard_block` size along ``dim``, each multiplied by H / sqrt(block)
+    (Sylvester order). Computed in float32 (float64 inputs stay float64); returns that dtype.
+    """
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        raise TypeError(f"x must be a floating-point torch.Tensor, got {getattr(x, 'dtype', type(x).__name__)}")
+    if x.dim() == 0:
+        raise ValueError("x must have at least one dimension")
+    dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
+    y = x.to(dtype).movedim(dim, -1)
+    shape = y.shape
+    block = hadamard_block(shape[-1])
+    y = y.reshape(-1, shape[-1] // block, block)
+    half = 1
+    while half < block:
+        pairs = y.reshape(y.shape[0], y.shape[1], block // (2 * half), 2, half)
+        a, b = pairs[..., 0, :], pairs[..., 1, :]
+        y = torch.stack((a + b, a - b), dim=-2).reshape(y.shape)
+        half *= 2
+    y = y * (1.0 / math.sqrt(block))
+    return y.reshape(shape).movedim(-1, dim)
+
+
+def rotate_qk(q: torch.Tensor, k: torch.Tensor):
+    """Hadamard-rotates Q and K (b, s, h, d) along headdim; Q K^T is unchanged (orthonormal)."""
+    _check_bshd("q", q)
+    _check_bshd("k", k)
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"q and k must have the same headdim, got q={q.shape[-1]}, k={k.shape[-1]}")
+    return hadamard(q), hadamard(k)
+
+
+# -- Lean P ---------------------------------------------------------------------------------------
+
+def lean_p_code(s: torch.Tensor, T8, bm, rounding: str = "trunc") -> torch.Tensor:
+    """Lean P: e4m3 bit pattern of ~2^(t*s - bm + 8) from one fp32 FMA and one convert.
+
+    ``s``: fp32 scores (QK^T of the stored FP8 values); ``T8 = 8 * t``; ``bm``: the block's
+    integer max exponent, broadcastable to ``s``.
+
+    - ``"trunc"`` (gfx950 ``v_fma_f32`` + ``v_cvt_u32_f32``): ``y = fma(s, T8, 120.5 - 8*bm)``,
+      ``code = 0 if not (y >= 0) else min(trunc(y), 126)``.
+    - ``"magic"`` (Hopper): ``f = fma(s, T8, (120 - 8*bm) + 1.5*2^23)``, ``code`` = low byte of the
+      bits of ``max(f, 1.5*2^23)`` (round-half-even of the same quantity).
+
+    Returns uint8 codes of ``s``'s broadcast shape.
+    """
+    if rounding not in ROUNDINGS:
+        raise ValueError(f"rounding must be one of {ROUNDINGS}, got {rounding!r}")
+    s = torch.as_tensor(s, dtype=torch.float32)
+    bm = torch.as_tensor(bm, dtype=torch.float32, device=s.device)
+    T8 = torch.as_tensor(T8, dtype=torch.float32, device=s.device)
+    if rounding == "trunc":
+        y = fma_f32(s, T8, LEANP_BIAS - 8.0 * bm)
+        code = torch.where(y >= 0, torch.trunc(y).clamp(max=E4M3_MAX_CODE), 0.0)
+        return code.to(torch.uint8)
+    f = fma_f32(s, T8, (120.0 - 8.0 * bm) + MAGIC)
+    f = torch.maximum(f, torch.tensor(MAGIC, dtype=torch.float32, device=s.device))
+    return (f.view(torch.int32) & 0xFF).to(torch.uint8)
+
+
+# -- forward pass ---------------------------------------------------------------------------------
+
+def _tree_sum(x: torch.Tensor) -> torch.Tensor:
+    """Sum over the last dim (a power of two) in a fixed pairwise order: deterministic bits."""
+    while x.shape[-1] > 1:
+        half = x.shape[-1] // 2
+        x = x[..., :half] + x[..., half:]
+    return x[..., 0]
+
+
+def _exp2_f32(x: torch.Tensor) -> torch.Tensor:
+    """exp2 of fp32 arguments, evaluated in float64 and rounded once to fp32."""
+    return torch.exp2(x.to(torch.float64)).to(torch.float32)
+
+
+class _Operands:
+    """Upcast operands in (batch, nheads_k, group, seqlen, dim) layout, keys padded to a block."""
+
+    def __init__(self, q, k, v, t, v_scale, causal: bool, block: int):
+        b, sq, h, d = q.shape
+        sk, hk = k.shape[1], k.shape[2]
+        self.sq, self.sk, self.causal, self.block = sq, sk, causal, block
+        self.shape = (b, hk, h // hk)
+        pad = -sk % block
+        self.q = q.to(torch.float64).permute(0, 2, 1, 3).reshape(b, hk, h // hk, sq, d)
+        self.k = torch.nn.functional.pad(k.to(torch.float64), (0, 0, 0, 0, 0, pad)).permute(0, 2, 1, 3)[:, :, None]
+        self.v = torch.nn.functional.pad(v.to(torch.float64), (0, 0, 0, 0, 0, pad)).permute(0, 2, 1, 3)[:, :, None]
+        self.t = t.reshape(b, hk, 1, 1, 1)          # log2-domain score scale, fp32
+        self.v_scale = v_scale.reshape(b, hk, 1, 1, 1)
+
+    def first_row(self, k0: int) -> int:
+        """First query row with an allowed key in the block starting at key ``k0``."""
+        return max(0, k0 - (self.sk - self.sq)) if self.causal else 0
+
+    def scores(self, r0: int, k0: int):
+        """fp32 scores (b, hk, g, rows, block) of rows r0: and keys k0:k0+block, and the mask."""
+        kb = self.k[..., k0:k0 + self.block, :]
+        s = torch.matmul(self.q[..., r0:, :], kb.transpose(-1, -2)).to(torch.float32)
+        return s, self.allowed(r0, k0)
+
+    def allowed(self, r0: int, k0: int) -> torch.Tensor:
+        """Allowed-key mask (rows r0:, keys k0:k0+block): inside seqlen_k and bottom-right causal."""
+        key = torch.arange(k0, k0 + self.block, device=self.q.device)
+        allowed = (key < self.sk)[None, :].expand(self.sq - r0, self.block)
+        if self.causal:
+            pos = torch.arange(r0, self.sq, device=self.q.device) + (self.sk - self.sq)
+            allowed = allowed & (key[None, :] <= pos[:, None])
+        return allowed
+
+
+def _blocks(ops: _Operands, variant: str, rounding: str, p_round) -> Iterator[tuple]:
+    """Per key block: (first row r0, key start k0, P used in P @ V, the sum added to l, scale).
+
+    ``scale`` (fp32, per row) is the log2 of the factor the block's P carries: ``bm - 8`` for the
+    block-scaled variants, the running max ``m`` for naive/BF16 (exact softmax).
+    """
+    m = torch.full((*ops.shape, ops.sq), -math.inf, dtype=torch.float32, device=ops.q.device)
+    for k0 in range(0, ops.sk, ops.block):
+        r0 = ops.first_row(k0)
+        if r0 >= ops.sq:
+            break
+        s, allowed = ops.scores(r0, k0)
+        if variant in ("naive", "bf16"):
+            # -- exact softmax with a running fp32 max; P rounded after exp2 --------------------
+            x = (ops.t * s).masked_fill(~allowed, -math.inf)
+            m_new = torch.maximum(m[..., r0:], x.amax(dim=-1))
+            m[..., r0:] = m_new
+            p = _exp2_f32(x - m_new[..., None])
+            yield r0, k0, p_round(p), _tree_sum(p), m_new
+            continue
+        # -- per-block power-of-two scaling: bm = ceil(fp32(t * max s)) --------------------------
+        mx = s.masked_fill(~allowed, -math.inf).amax(dim=-1, keepdim=True)
+        bm = torch.ceil(ops.t * mx)
+        if variant in ("leanp", "zyfa"):
+            code = lean_p_code(s, 8.0 * ops.t, bm, rounding).masked_fill(~allowed, 0)
+            P = decode_e4m3(code)
+            yield r0, k0, P, _tree_sum(P), (bm - 8.0)[..., 0]
+            continue
+        x = (ops.t * s).masked_fill(~allowed, -math.inf)
+        p = _exp2_f32(x - (bm - 8.0))
+        P = round_e4m3(p)
+        yield r0, k0, P, _tree_sum(P if variant == "roundedsum" else p), (bm - 8.0)[..., 0]
+
+
+def _forward(ops: _Operands, variant: str, rounding: str, p_round):
+    """Online softmax over key blocks; returns (out fp32 (b, hk, g, sq, dv), lse, m, l)."""
+    shape = (*ops.shape, ops.sq)
+    m = torch.full(shape, -math.inf, dtype=torch.float32, device=ops.q.device)
+    l = torch.zeros(shape, dtype=torch.float32, device=ops.q.device)
+    acc = torch.zeros(*shape, ops.v.shape[-1], dtype=torch.float32, device=ops.q.device)
+    exact = variant in ("naive", "bf16")
+    for r0, k0, P, psum, scale in _blocks(ops, variant, rounding, p_round):
+        pv = torch.matmul(P.to(torch.float64), ops.v[..., k0:k0 + ops.block, :]).to(torch.float32)
+        m_old = m[..., r0:]
+        if exact:
+            alpha = _exp2_f32(m_old - scale)
+            acc[..., r0:, :] = acc[..., r0:, :] * alpha[..., None] + pv
+            l[..., r0:] = l[..., r0:] * alpha + psum
+            m[..., r0:] = scale
+            continue
+        # -- E8M0 block scale e = bm - 8 - m_new; exact pow2 rescaling --------------------------
+        m_new = torch.maximum(m_old, scale + 8.0)
+        e = scale - m_new
+        keep = e >= E8M0_MIN_EXP
+        shift = m_old - m_new
+        if bool((shift != 0).any()):  # exact no-op otherwise
+            acc[..., r0:, :] = _ldexp_f32(acc[..., r0:, :], shift[..., None])
+            l[..., r0:] = _ldexp_f32(l[..., r0:], shift)
+        acc[..., r0:, :] += torch.where(keep[..., None], _ldexp_f32(pv, e[..., None]), 0.0)
+        l[..., r0:] += torch.where(keep, _ldexp_f32(psum, e), 0.0)
+        m[..., r0:] = m_new
+    # -- epilogue --------------------------------------------------------------------------------
+    empty = l == 0
+    out = (acc / torch.where(empty, 1.0, l)[..., None]) * ops.v_scale
+    out = out.masked_fill(empty[..., None], 0.0)
+    lse = ((m + torch.log2(l)) * LN2_F32).masked_fill(empty, math.inf)
+    return out, lse, m, l
+
+
+def _to_bshd(x: torch.Tensor) -> torch.Tensor:
+    b, hk, g, s = x.shape[:4]
+    return x.reshape(b, hk * g, s, *x.shape[4:]).transpose(1, 2)
+
+
+def _check_fp8_inputs(q8, k8, v8, q_descale, k_descale, v_descale, softmax_scale, variant, rounding, block):
+    for name, x in (("q8", q8), ("k8", k8), ("v8", v8)):
+        _check_bshd(name, x)
+        if x.dtype != torch.float8_e4m3fn:
+            raise TypeError(f"{name} must be float8_e4m3fn, got {x.dtype}")
+    b, _, h, d = q8.shape
+    if k8.shape[0] != b or v8.shape[0] != b or k8.shape[1] != v8.shape[1] or k8.shape[2] != v8.shape[2]:
+        raise ValueError(f"incompatible shapes q8={tuple(q8.shape)}, k8={tuple(k8.shape)}, v8={tuple(v8.shape)}")
+    if k8.shape[3] != d:
+        raise ValueError(f"q8 and k8 must have the same headdim, got {d} and {k8.shape[3]}")
+    hk = k8.shape[2]
+    if hk == 0 or h % hk != 0:
+        raise ValueError(f"nheads of q8 ({h}) must be a multiple of nheads of k8/v8 ({hk})")
+    descales = []
+    for name, ds in (("q_descale", q_descale), ("k_descale", k_descale), ("v_descale", v_descale)):
+        if ds is None:
+            ds = torch.ones(b, hk, dtype=torch.float32, device=q8.device)
+        if not isinstance(ds, torch.Tensor) or ds.dtype != torch.float32 or tuple(ds.shape) != (b, hk):
+            raise ValueError(f"{name} must be a float32 tensor of shape (batch, nheads_k) = {(b, hk)}, "
+                             f"got {getattr(ds, 'dtype', type(ds).__name__)} {tuple(getattr(ds, 'shape', ()))}")
+        if not bool((torch.isfinite(ds) & (ds > 0)).all()):
+            raise ValueError(f"{name} must be positive and finite")
+        descales.append(ds)
+    if softmax_scale is None:
+        softmax_scale = d ** -0.5
+    if not (isinstance(softmax_scale, (int, float)) and math.isfinite(softmax_scale) and softmax_scale > 0):
+        raise ValueError(f"softmax_scale must be a positive finite number, got {softmax_scale!r}")
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+    if rounding not in ROUNDINGS:
+        raise ValueError(f"rounding must be one of {ROUNDINGS}, got {rounding!r}")
+    if not isinstance(block, int) or block <= 0 or block & (block - 1):
+        raise ValueError(f"block must be a positive power of two (the spec uses 64), got {block!r}")
+    return descales, float(softmax_scale)
+
+
+def _score_scale(softmax_scale: float, dq: torch.Tensor, dk: torch.Tensor) -> torch.Tensor:
+    """t = fp32(fp32(softmax_scale * LOG2E) * fp32(dq * dk)), per (batch, kv head)."""
+    c = torch.tensor(softmax_scale, dtype=torch.float32) * torch.tensor(LOG2E_F32, dtype=torch.float32)
+    return c.to(dq.device) * (dq * dk)
+
+
+def _fp8_operands(q8, k8, v8, q_descale, k_descale, v_descale, causal, softmax_scale, variant, rounding, block):
+    (dq, dk, dv), scale = _check_fp8_inputs(q8, k8, v8, q_descale, k_descale, v_descale,
+                                            softmax_scale, variant, rounding, block)
+    return _Operands(q8, k8, v8, _score_scale(scale, dq, dk), dv, bool(causal), block)
+
+
+def zyfa_fp8_attention(q8, k8, v8, q_descale=None, k_descale=None, v_descale=None, causal=True,
+                       softmax_scale=None, variant="zyfa", rounding="trunc", block=KEY_BLOCK):
+    """FP8 attention forward with the ZYFA numerics (docs/numerics.md), bit-exact.
+
+    Arguments:
+        q8: (batch, seqlen_q, nheads, headdim) float8_e4m3fn; k8: (batch, seqlen_k, nheads_k,
+            headdim); v8: (batch, seqlen_k, nheads_k, headdim_v). GQA when nheads_k < nheads.
+        q_descale, k_descale, v_descale: float32 (batch, nheads_k) (FA3 convention); None = 1.
+        causal: bottom-right aligned causal mask (query i sits at key i + seqlen_k - seqlen_q).
+        softmax_scale: default headdim ** -0.5.
+        variant: "zyfa" / "leanp" (spec steps 1-5; identical numerics: the Hadamard of full ZYFA
+            happens at quantisation), "roundedsum", "blockscale", "naive" (the spec's ablations).
+        rounding: Lean P convert, "trunc" (gfx950) or "magic" (Hopper).
+        block: keys per block (64 in the spec).
+
+    Returns:
+        out: (batch, seqlen_q, nheads, headdim_v) bfloat16; softmax_lse: (batch, nheads,
+        seqlen_q) float32, natural log. Rows with no allowed key: out 0, lse +inf.
+    """
+    ops = _fp8_operands(q8, k8, v8, q_descale, k_descale, v_descale, causal, softmax_scale,
+                        variant, rounding, block)
+    out, lse, _, _ = _forward(ops, variant, rounding, round_e4m3)
+    return _to_bshd(out).to(torch.bfloat16), lse.reshape(lse.shape[0], -1, ops.sq)
+
+
+def bf16_attention(q, k, v, causal=True, softmax_scale=None, block=KEY_BLOCK):
+    """BF16 flash-attention numerics: inputs rounded to bf16, fp32 scores and online softmax
+    (exp2, running max), P rounded to bf16 for P @ V, fp32 accumulate, bfloat16 output.
+
+    Shapes as :func:`zyfa_fp8_attention`; returns (out bfloat16, lse float32).
+    """
+    q, k, v = (x.to(torch.bfloat16) for x in (q, k, v))
+    ops = _bf16_operands(q, k, v, causal, softmax_scale, block)
+    out, lse, _, _ = _forward(ops, "bf16", "trunc", _round_bf16)
+    return _to_bshd(out).to(torch.bfloat16), lse.reshape(lse.shape[0], -1, ops.sq)
+
+
+def _round_bf16(p: torch.Tensor) -> torch.Tensor:
+    return p.to(torch.bfloat16).to(torch.float32)
+
+
+def _bf16_operands(q, k, v, causal, softmax_scale, block):
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        _check_bshd(name, x)
+    b, hk = k.shape[0], k.shape[2]
+    if q.shape[2] % hk or q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"incompatible shapes q={tuple(q.shape)}, k={tuple(k.shape)}")
+    scale = q.shape[-1] ** -0.5 if softmax_scale is None else float(softmax_scale)
+    ones = torch.ones(b, hk, dtype=torch.float32, device=q.device)
+    return _Operands(q, k, v, _score_scale(scale, ones, ones), ones, bool(causal), block)
+
+
+# -- attention-row KL divergence against fp64 -----------------------------------------------------
+
+def _reference_log2_probs(q64, k64, ops: _Operands, softmax_scale: float):
+    """Blockwise fp64 log2-probabilities of the unquantised inputs, per key block (two passes)."""
+    def blocks():
+        for k0 in range(0, ops.sk, ops.block):
+            r0 = ops.first_row(k0)
+            if r0 >= ops.sq:
+                break
+            allowed = ops.allowed(r0, k0)
+            kb = k64[..., k0:k0 + ops.block, :]
+            x = torch.matmul(q64[..., r0:, :], kb.transpose(-1, -2)) * (softmax_scale / math.log(2.0))
+            yield r0, x.masked_fill(~allowed, -math.inf)
+
+    m = torch.full((*ops.shape, ops.sq), -math.inf, dtype=torch.float64, device=q64.device)
+    l = torch.zeros_like(m)
+    for r0, x in blocks():
+        m_new = torch.maximum(m[..., r0:], x.amax(dim=-1))
+        l[..., r0:] = l[..., r0:] * torch.exp2(m[..., r0:] - m_new) + torch.exp2(x - m_new[..., None]).sum(-1)
+        m[..., r0:] = m_new
+    lse2 = m + torch.log2(l)
+    for r0, x in blocks():
+        yield x - lse2[..., r0:, None]
+
+
+def attention_row_kl(q, k, v, q8, k8, v8, q_descale=None, k_descale=None, v_descale=None,
+                     causal=True, softmax_scale=None, variant="zyfa", rounding="trunc",
+                     block=KEY_BLOCK) -> float:
+    """Mean over rows of the generalised KL divergence D(P_emu || P_ref) of attention rows.
+
+    ``P_ref``: fp64 softmax of the unquantised ``q, k`` (b, s, h, d); ``P_emu``: the effective
+    weights of the variant run on ``q8, k8, v8`` (or on bf16-rounded ``q, k, v`` when
+    ``variant="bf16"``): the rounded block probabilities times their block scale, divided by the
+    row's final ``l``. Per row ``D = sum_j p log(p / r) - p + r`` (``p`` emu, ``r`` ref; 0 log 0 = 0),
+    which is the KL divergence when ``p`` sums to 1 and stays >= 0 when it does not (naive FP8
+    normalises by the unrounded sum). Finite even where FP8 flushes probabilities to zero. Rows
+    with no allowed key are skipped.
+    """
+    if variant == "bf16":
+        qb, kb, vb = (x.to(torch.bfloat16) for x in (q, k, v))
+        ops = _bf16_operands(qb, kb, vb, causal, softmax_scale, block)
+        p_round = _round_bf16
+    else:
+        ops = _fp8_operands(q8, k8, v8, q_descale, k_descale, v_descale, causal, softmax_scale,
+                            variant, rounding, block)
+        p_round = round_e4m3
+    _check_bshd("q", q)
+    _check_bshd("k", k)
+    scale = q.shape[-1] ** -0.5 if softmax_scale is None else float(softmax_scale)
+    b, hk, g = ops.shape
+    q64 = q.to(torch.float64).permute(0, 2, 1, 3).reshape(b, hk, g, ops.sq, -1)
+    pad = -ops.sk % block
+    k64 = torch.nn.functional.pad(k.to(torch.float64), (0, 0, 0, 0, 0, pad)).permute(0, 2, 1, 3)[:, :, None]
+    _, _, m, l = _forward(ops, variant, rounding, p_round)
+    kl = torch.zeros(*ops.shape, ops.sq, dtype=torch.float64, device=q64.device)
+    for (r0, _, P, _, scale_exp), ref in zip(_blocks(ops, variant, rounding, p_round),
+                                             _reference_log2_probs(q64, k64, ops, scale)):
+        log2_w = (scale_exp.to(torch.float64) - m[..., r0:].to(torch.float64)) - torch.log2(l[..., r0:].to(torch.float64))
+        p = P.to(torch.float64) * torch.exp2(log2_w)[..., None]
+        r = torch.exp2(ref)
+        term = torch.where(p > 0, p * (torch.log(p) - ref * math.log(2.0)), 0.0) - p + r
+        kl[..., r0:] += term.sum(-1)
+    rows = l > 0
+    return float(kl[rows].mean()) if bool(rows.any()) else 0.0
+
+
+# -- the "emulator" backend -------------------------------------------------------------------------
+
+def _emulator_unsupported(args: AttentionArgs) -> Optional[str]:
+    if not args.is_fp8:
+        return f"runs float8_e4m3fn inputs only (the ZYFA FP8 numerics), got {args.q.dtype}"
+    if args.is_local:
+        return "sliding-window attention is not part of the ZYFA numerics spec"
+    if args.softcap > 0:
+        return "softcap is not part of the ZYFA numerics spec"
+    if args.alibi_slopes is not None:
+        return "ALiBi is not part of the ZYFA numerics spec"
+    if args.q.device.type == "mps":
+        return "needs float64 (exact dot products), which MPS lacks"
+    return None
+
+
+def _emulator_forward(args: AttentionArgs):
+    return zyfa_fp8_attention(args.q, args.k, args.v, args.q_descale, args.k_descale, args.v_descale,
+                              causal=args.causal, softmax_scale=args.softmax_scale)
+
+
+register_backend(
+    Backend(
+        name="emulator",
+        forward=_emulator_forward,
+        unsupported=_emulator_unsupported,
+        priority=5,
+        description="bit-exact torch emulator of the ZYFA FP8 numerics (docs/numerics.md), any device",
+    )
+)
