@@ -78,7 +78,12 @@ def _operand_matrix(regs, bits, fmt, rows, k, lanes_per_group):
     if per_lane * groups != k:
         raise EmulationError(f"operand holds {per_lane} elements per lane, expected {k // groups}")
     # lane l = g * rows + i ; element e -> k = g * E + e
-    return elems.reshape(groups, rows, per_lane).transpose(1, 0, 2).reshape(rows, k)
+    mat = elems.reshape(groups, rows, per_lane).transpose(1, 0, 2)  # (rows, g, E)
+    if bits == 8 and per_lane == 32:
+        # 8-bit operands of the K=64/128 f8f6f4 shapes: two 16-element halves,
+        # k = (e // 16) * 16 * groups + g * 16 + e % 16
+        mat = mat.reshape(rows, groups, 2, 16).transpose(0, 2, 1, 3)
+    return mat.reshape(rows, k)
 
 
 def _c_index(m: int):

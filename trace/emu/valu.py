@@ -77,7 +77,7 @@ def _bfe(x, off, width, signed):
     return np.where(width == 0, 0, val).astype(np.int64).astype(np.uint32)
 
 
-def _bitop3(table: int, a, b, c):
+def _bitop3_table(table: int, a, b, c):
     out = np.zeros_like(a)
     for bit in range(8):
         if table >> bit & 1:
@@ -537,7 +537,7 @@ def _bitop3(inst, ops):
     width16 = inst.opcode.startswith("v_bitop3_b16")
 
     def run(w, g):
-        res = _bitop3(table, read_u32(w, a), read_u32(w, b), read_u32(w, c))
+        res = _bitop3_table(table, read_u32(w, a), read_u32(w, b), read_u32(w, c))
         if width16:
             res = (w.v[dst.index] & U32(0xFFFF0000)) | (res & U32(0xFFFF))
         write_u32(w, dst, res, w.exec_mask)

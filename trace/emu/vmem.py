@@ -247,13 +247,18 @@ def _ds_pair(inst, ops, kind, nbytes, offs):
 
 
 def _ds_read_tr(inst, ops, offset, bits):
-    """DS_READ_B64_TR_B{4,8,16}: each lane reads 64 bits, then within each group of
-    ``n = 64 / bits`` lanes the n x n matrix (lane, element) is transposed: lane ``n*q + i``
-    receives element ``i`` of lanes ``n*q + 0 .. n*q + n-1``. Validated by Triton's
-    bf16 flash attention (b16) and fp8 GEMM (b8) against torch; b4 follows by analogy
-    (not validated)."""
+    """DS_READ_B64_TR_B{4,8,16}: each lane reads 64 bits (``n = 64 / bits`` elements); within
+    each block of 16 lanes, element ``e`` of lane ``d`` comes from element ``d % n`` of lane
+    ``e * (16 / n) + d // n``. So the 16 x n (lane, element) block holding 16/n K rows of
+    n consecutive M/N values leaves each lane with n consecutive K values of one M/N index.
+    Derived by matching Triton's gfx950 bf16 GEMM (b16) and fp8 GEMM (b8) to torch; b4 follows
+    the same rule (not validated)."""
     dst, addr = ops[0], ops[1]
     n = 64 // bits
+    d = np.arange(LANES)[:, None]
+    e = np.arange(n)[None, :]
+    src_lane = d // 16 * 16 + e * (16 // n) + (d % 16) // n
+    src_elem = np.broadcast_to((d % 16) % n, src_lane.shape)
 
     def run(w, g):
         mask = w.exec_mask
@@ -265,7 +270,7 @@ def _ds_read_tr(inst, ops, offset, bits):
             elems = np.stack([raw & 0xF, raw >> 4], axis=2).reshape(LANES, 16)
         else:
             elems = raw.copy().view(np.uint16 if bits == 16 else np.uint8)
-        tr = elems.reshape(LANES // n, n, n).transpose(0, 2, 1).reshape(LANES, n)
+        tr = elems[src_lane, src_elem]
         if bits == 4:
             pairs = tr.reshape(LANES, 8, 2)
             out = (pairs[:, :, 0] | (pairs[:, :, 1] << 4)).astype(np.uint8)
