@@ -21,7 +21,7 @@ import pandas as pd
 from zyfa.analyzer.arrays import UNIT_CODES, Arrays, arrays_of
 from zyfa.analyzer.intervals import Coverage, check_keyspace, count_distinct, sweep, union
 from zyfa.analyzer.tables import ARCHS, mfma_flops, opcode_class
-from zyfa.analyzer.window import WindowSpec, resolve_window
+from zyfa.analyzer.window import Window, WindowSpec, resolve_window
 from zyfa.trace.schema import Trace
 
 
@@ -450,7 +450,7 @@ def tflops_device(trace: Trace, window: WindowSpec = "whole") -> Optional[float]
     """
     a, w0, w1 = _setup(trace, window)
     arch = ARCHS.get(trace.meta.arch)
-    rate = tflops(trace, (w0, w1)) if w1 > w0 else None
+    rate = tflops(trace, Window(w0, w1))
     if arch is None or rate is None or a.n_simd == 0:
         return None
     return rate / a.n_simd * arch.simds

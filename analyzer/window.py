@@ -8,22 +8,31 @@
 
 from __future__ import annotations
 
-from typing import Union
+from typing import NamedTuple, Union
 
 import numpy as np
 
 from zyfa.analyzer.arrays import arrays_of
 from zyfa.trace.schema import Trace
 
-WindowSpec = Union[str, tuple, list]
 
 
-def whole_window(trace: Trace) -> tuple[int, int]:
+class Window(NamedTuple):
+    """A resolved window ``[start, end)``; passed back to a metric it is used as is (it may be empty)."""
+
+    start: int
+    end: int
+
+
+WindowSpec = Union[str, tuple, list, Window]
+
+
+def whole_window(trace: Trace) -> Window:
     a = arrays_of(trace)
-    return a.t0, a.t1
+    return Window(a.t0, a.t1)
 
 
-def steady_window(trace: Trace) -> tuple[int, int]:
+def steady_window(trace: Trace) -> Window:
     """The steady-state cycle range: every wave is inside its main loop, past its first and before its last iteration.
 
     Rule, per wave (``(cu, wave)``) with at least 3 distinct ``iteration`` values: its steady
@@ -56,15 +65,17 @@ def steady_window(trace: Trace) -> tuple[int, int]:
             w0, w1 = int(enter.max()), int(leave.min())
             if w1 <= w0:
                 w0, w1 = int(enter.min()), int(leave.max())
-            return w0, w1
+            return Window(w0, w1)
     mfma = a.unit_mask("MFMA")
     if mfma.any():
-        return int(a.start[mfma].min()), int(a.end[mfma].max())
-    return a.t0, a.t1
+        return Window(int(a.start[mfma].min()), int(a.end[mfma].max()))
+    return Window(a.t0, a.t1)
 
 
-def resolve_window(trace: Trace, window: WindowSpec = "whole") -> tuple[int, int]:
-    """Turn a window spec (``"whole"``, ``"steady"``, ``(start, end)``, ``"start:end"``) into ``(w0, w1)``."""
+def resolve_window(trace: Trace, window: WindowSpec = "whole") -> Window:
+    """Turn a window spec (``"whole"``, ``"steady"``, ``(start, end)``, ``"start:end"``) into a :class:`Window`."""
+    if isinstance(window, Window):
+        return window
     if isinstance(window, str):
         if window == "whole":
             return whole_window(trace)
@@ -83,5 +94,5 @@ def resolve_window(trace: Trace, window: WindowSpec = "whole") -> tuple[int, int
             raise TypeError(f"window bounds must be integer cycles, got {window!r}")
         if w1 <= w0:
             raise ValueError(f"window end must be greater than its start, got {tuple(window)!r}")
-        return int(w0), int(w1)
+        return Window(int(w0), int(w1))
     raise TypeError(f"window must be 'whole', 'steady', 'START:END' or (start, end); got {window!r}")
