@@ -1,16 +1,282 @@
-"""Placeholder entry point: replaced by its issue's implementation."""
+"""FP8 accuracy study: the error of each ZYFA ingredient against fp64 attention.
 
+Each row runs one recipe through the bit-exact emulator of the ZYFA numerics
+(:mod:`zyfa.numerics`, on this machine's CPU) and compares it with fp64 attention of the
+unquantised inputs (the ``oracle``). Recipes (quantisation: FA3 per-(batch, kv-head) amax scales
+unless said otherwise; each "+" row adds one ingredient to the row above it):
+
+  naive-tensor   naive FP8 (AITER v3 style): exact exp2 softmax, P rounded to e4m3, per-tensor scales
+  naive          naive FP8 with per-(batch, kv-head) scales (FlashAttention-3 style)
+  hadamard       +Hadamard rotation of Q and K before quantisation
+  blockscale     +per-64-key power-of-two block scaling of P before rounding
+  roundedsum     +normalisation by the sum of the rounded probabilities
+  zyfa           full ZYFA: +Lean P (one FMA + one convert per probability)
+  leanp          Lean P kernel without the Hadamard rotation
+  bf16           BF16 inputs, fp32 softmax, P rounded to bf16
+  input          fp64 attention of the FP8-quantised inputs (input quantisation error alone)
+  input-hadamard the same with Q, K Hadamard-rotated before quantisation
+
+Metrics (``out``: the recipe's output, ``ref``: fp64 oracle output, both (b, s, h, dv)):
+  rel_l2   ||out - ref||_2 / ||ref||_2 over all elements
+  max_abs  max |out - ref|
+  kl       mean over query rows of the generalised KL divergence D(P_row || P_ref_row) of the
+           attention weights the recipe applied (see zyfa.numerics.attention_row_kl)
+  vs_naive rel_l2 / rel_l2 of the "naive" row
+
+Sources: ``gaussian`` (standard normal Q, K, V), ``outliers`` (gaussian with the first
+``--outlier-channels`` K channels multiplied by ``--outlier-scale``), ``real`` (Q, K, V of the six
+layers of all-MiniLM-L6-v2 on its shipped model card; the layers form the batch; needs the
+optional package named by ``zyfa.activations.INSTALL_HINT``).
+
+The design notes' reference case (FA3 FP8 on the H200: rel. L2 9.7e-2, BF16 6.0e-3):
+  zyfa-accuracy --source outliers --batch 1 --heads 8 --seqlen 4096 --headdim 128
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
 import sys
+import time
+from dataclasses import asdict, dataclass
+from typing import Optional
+
+import torch
+
+import zyfa
+from zyfa import numerics
+
+SOURCES = ("gaussian", "outliers", "real")
+FORMATS = ("table", "json", "csv")
 
 
-def add_arguments(p):
-    pass
+@dataclass(frozen=True)
+class Recipe:
+    """One row of the study: how inputs are prepared and which numerics run them."""
+
+    label: str
+    kind: str                  # "fp8" (emulator), "bf16", "input" (fp64 on quantised inputs)
+    variant: str = "naive"     # zyfa.numerics variant, for kind "fp8"
+    granularity: str = "head"  # quantisation scales
+    hadamard: bool = False     # rotate Q and K before quantisation
+
+    def __post_init__(self):
+        if self.kind not in ("fp8", "bf16", "input"):
+            raise ValueError(f"Unknown kind: {self.kind}")
+        if self.variant not in numerics.VARIANTS:
+            raise ValueError(f"Unknown variant: {self.variant}")
+        if self.granularity not in numerics.GRANULARITIES:
+            raise ValueError(f"Unknown granularity: {self.granularity}")
 
 
-def run(args):
-    print("accuracy: not yet available in this build", file=sys.stderr)
-    return 1
+RECIPES: dict[str, Recipe] = {
+    "naive-tensor": Recipe("naive FP8, per-tensor scales (AITER v3)", "fp8", "naive", "tensor"),
+    "naive": Recipe("naive FP8, per-head scales (FA3)", "fp8", "naive"),
+    "hadamard": Recipe("+Hadamard", "fp8", "naive", hadamard=True),
+    "blockscale": Recipe("+block scaling", "fp8", "blockscale", hadamard=True),
+    "roundedsum": Recipe("+rounded sum", "fp8", "roundedsum", hadamard=True),
+    "zyfa": Recipe("full ZYFA (+Lean P)", "fp8", "zyfa", hadamard=True),
+    "leanp": Recipe("Lean P, no Hadamard", "fp8", "leanp"),
+    "bf16": Recipe("BF16", "bf16"),
+    "input": Recipe("fp64 on FP8 inputs (input error)", "input"),
+    "input-hadamard": Recipe("fp64 on Hadamard+FP8 inputs", "input", hadamard=True),
+}
 
 
-def main(argv=None):
-    return run(None)
+@dataclass(frozen=True)
+class StudyConfig:
+    """Shape, input source and rows of one study. For ``source="real"`` the model fixes batch
+    (6 layers), heads (12) and headdim (32); ``seqlen`` <= 512."""
+
+    source: str = "outliers"
+    batch: int = 1
+    heads: int = 8
+    heads_k: Optional[int] = None
+    seqlen: int = 4096
+    headdim: int = 128
+    headdim_v: Optional[int] = None
+    causal: bool = True
+    outlier_channels: int = 4
+    outlier_scale: float = 8.0
+    seed: int = 0
+    rows: tuple[str, ...] = tuple(RECIPES)
+    kl: bool = True
+
+    def __post_init__(self):
+        if self.source not in SOURCES:
+            raise ValueError(f"Unknown source: {self.source!r}; choose from {SOURCES}")
+        for name in ("batch", "heads", "seqlen", "headdim"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        heads_k = self.heads if self.heads_k is None else self.heads_k
+        if not isinstance(heads_k, int) or heads_k <= 0 or self.heads % heads_k:
+            raise ValueError(f"heads_k must be a positive divisor of heads ({self.heads}), got {self.heads_k!r}")
+        if self.headdim_v is not None and (not isinstance(self.headdim_v, int) or self.headdim_v <= 0):
+            raise ValueError(f"headdim_v must be a positive int, got {self.headdim_v!r}")
+        if not 0 <= self.outlier_channels <= self.headdim:
+            raise ValueError(f"outlier_channels must be in [0, headdim={self.headdim}], got {self.outlier_channels}")
+        if not self.outlier_scale > 0:
+            raise ValueError(f"outlier_scale must be positive, got {self.outlier_scale}")
+        unknown = [r for r in self.rows if r not in RECIPES]
+        if unknown or not self.rows:
+            raise ValueError(f"rows must be a non-empty subset of {tuple(RECIPES)}, got {self.rows!r}")
+
+
+@dataclass(frozen=True)
+class RowResult:
+    key: str
+    label: str
+    rel_l2: float
+    max_abs: float
+    kl: Optional[float]
+    seconds: float
+
+
+def make_inputs(config: StudyConfig) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """float32 Q, K, V (batch, seqlen, heads, headdim) of the configured source."""
+    if config.source == "real":
+        from zyfa.activations import minilm_qkv
+        return minilm_qkv(config.seqlen)
+    gen = torch.Generator().manual_seed(config.seed)
+    hk = config.heads_k or config.heads
+    b, s, d = config.batch, config.seqlen, config.headdim
+    q = torch.randn(b, s, config.heads, d, generator=gen)
+    k = torch.randn(b, s, hk, d, generator=gen)
+    v = torch.randn(b, s, hk, config.headdim_v or d, generator=gen)
+    if config.source == "outliers":
+        k[..., :config.outlier_channels] *= config.outlier_scale
+    return q, k, v
+
+
+def _quantised(q, k, v, recipe: Recipe):
+    if recipe.hadamard:
+        q, k = numerics.rotate_qk(q, k)
+    hk = k.shape[2]
+    (q8, dq), (k8, dk), (v8, dv) = (numerics.quantize_fp8(x, recipe.granularity, nheads_k=hk) for x in (q, k, v))
+    return q8, k8, v8, dq, dk, dv
+
+
+def _dequantised(x8, descale):
+    group = x8.shape[2] // descale.shape[1]
+    return x8.to(torch.float32) * descale.repeat_interleave(group, dim=1)[:, None, :, None]
+
+
+def run_recipe(key: str, q, k, v, ref: torch.Tensor, causal: bool, kl: bool) -> RowResult:
+    """Runs one recipe on float32 inputs and measures it against the fp64 output ``ref``."""
+    recipe = RECIPES[key]
+    start = time.perf_counter()
+    kl_value = None
+    if recipe.kind == "bf16":
+        out, _ = numerics.bf16_attention(q, k, v, causal=causal)
+        if kl:
+            kl_value = numerics.attention_row_kl(q, k, v, None, None, None, causal=causal, variant="bf16")
+    else:
+        q8, k8, v8, dq, dk, dv = _quantised(q, k, v, recipe)
+        if recipe.kind == "input":
+            out = zyfa.flash_attn_func(_dequantised(q8, dq), _dequantised(k8, dk), _dequantised(v8, dv),
+                                       causal=causal, backend="oracle")
+        else:
+            out, _ = numerics.zyfa_fp8_attention(q8, k8, v8, dq, dk, dv, causal=causal, variant=recipe.variant)
+            if kl:
+                kl_value = numerics.attention_row_kl(q, k, v, q8, k8, v8, dq, dk, dv, causal=causal,
+                                                     variant=recipe.variant)
+    err = out.to(torch.float64) - ref
+    return RowResult(key, recipe.label, (err.norm() / ref.norm()).item(), err.abs().max().item(),
+                     kl_value, time.perf_counter() - start)
+
+
+def run_study(config: StudyConfig, progress=None) -> list[RowResult]:
+    """All configured rows on one set of inputs; ``progress(result)`` is called after each row."""
+    q, k, v = make_inputs(config)
+    ref = zyfa.flash_attn_func(q, k, v, causal=config.causal, backend="oracle")
+    results = []
+    for key in config.rows:
+        result = run_recipe(key, q, k, v, ref, config.causal, config.kl)
+        results.append(result)
+        if progress is not None:
+            progress(result)
+    return results
+
+
+def describe(config: StudyConfig) -> str:
+    """One-line description of the study: source, shape, mask, seed and where it ran."""
+    src = config.source
+    if src == "outliers":
+        src += f" (K channels 0-{config.outlier_channels - 1} x{config.outlier_scale:g})"
+    return (f"source {src}, b{config.batch} h{config.heads}/{config.heads_k or config.heads} s{config.seqlen} "
+            f"d{config.headdim}/{config.headdim_v or config.headdim}, {'causal' if config.causal else 'full'}, "
+            f"seed {config.seed}; bit-exact emulation on CPU (torch {torch.__version__}, "
+            f"{torch.get_num_threads()} threads)")
+
+
+def format_table(results: list[RowResult]) -> str:
+    naive = next((r.rel_l2 for r in results if r.key == "naive"), None)
+    header = f"{'row':<16} {'recipe':<42} {'rel_l2':>9} {'max_abs':>9} {'kl':>9} {'vs_naive':>8} {'time_s':>7}"
+    lines = [header, "-" * len(header)]
+    for r in results:
+        kl = f"{r.kl:9.2e}" if r.kl is not None else f"{'-':>9}"
+        ratio = f"{r.rel_l2 / naive:8.3f}" if naive else f"{'-':>8}"
+        lines.append(f"{r.key:<16} {r.label:<42} {r.rel_l2:9.3e} {r.max_abs:9.3e} {kl} {ratio} {r.seconds:7.1f}")
+    return "\n".join(lines)
+
+
+# -- command line ---------------------------------------------------------------------------------
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--source", choices=SOURCES, default="outliers", help="input source (default: outliers)")
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--heads", type=int, default=8)
+    p.add_argument("--heads-k", type=int, default=None, help="kv heads (GQA); default: --heads")
+    p.add_argument("--seqlen", type=int, default=None, help="default 4096 (512 for --source real)")
+    p.add_argument("--headdim", type=int, default=128)
+    p.add_argument("--headdim-v", type=int, default=None, help="default: --headdim (MLA: 192 / 128)")
+    p.add_argument("--no-causal", dest="causal", action="store_false", help="full (non-causal) attention")
+    p.add_argument("--outlier-channels", type=int, default=4)
+    p.add_argument("--outlier-scale", type=float, default=8.0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--rows", default=",".join(RECIPES), help=f"comma-separated subset of {','.join(RECIPES)}")
+    p.add_argument("--no-kl", dest="kl", action="store_false", help="skip the KL column (about 2x faster)")
+    p.add_argument("--format", choices=FORMATS, default="table")
+
+
+def config_from_args(args: argparse.Namespace) -> StudyConfig:
+    real = args.source == "real"
+    seqlen = args.seqlen if args.seqlen is not None else (512 if real else 4096)
+    shape = dict(batch=6, heads=12, heads_k=None, headdim=32, headdim_v=None) if real else dict(
+        batch=args.batch, heads=args.heads, heads_k=args.heads_k, headdim=args.headdim, headdim_v=args.headdim_v)
+    return StudyConfig(source=args.source, seqlen=seqlen, causal=args.causal, outlier_channels=args.outlier_channels,
+                       outlier_scale=args.outlier_scale, seed=args.seed, kl=args.kl,
+                       rows=tuple(r.strip() for r in args.rows.split(",") if r.strip()), **shape)
+
+
+def run(args: argparse.Namespace) -> int:
+    from zyfa.activations import ActivationsUnavailable
+    try:
+        config = config_from_args(args)
+    except ValueError as exc:
+        print(f"zyfa-accuracy: {exc}", file=sys.stderr)
+        return 2
+    if args.format == "table":
+        print(describe(config), flush=True)
+    try:
+        results = run_study(config)
+    except ActivationsUnavailable as exc:
+        print(f"zyfa-accuracy: {exc}", file=sys.stderr)
+        return 2
+    if args.format == "table":
+        print(format_table(results))
+    elif args.format == "json":
+        print(json.dumps({"config": asdict(config), "rows": [asdict(r) for r in results]}, indent=2))
+    else:
+        print("row,recipe,rel_l2,max_abs,kl,seconds")
+        for r in results:
+            print(f"{r.key},{r.label},{r.rel_l2:.6e},{r.max_abs:.6e},{'' if r.kl is None else f'{r.kl:.6e}'},{r.seconds:.2f}")
+    return 0
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="zyfa-accuracy", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
