@@ -174,3 +174,23 @@ def parse_asm(text: str, kernel: str | None = None) -> AsmKernel:
         raise EmulationError("no instructions found in assembly text")
     args = _parse_metadata_args(meta, name) if meta else ()
     return AsmKernel(name, tuple(insts), labels, descriptor, args)
+
+
+def from_cdna4_program(program) -> AsmKernel:
+    """Convert a ``zyfa.trace.cdna4.isa.Program`` (the cycle model's front end, which also reads
+    llvm-objdump output of code objects) into the emulator's :class:`AsmKernel`."""
+    insts = []
+    for i, ins in enumerate(program.instructions):
+        operands = tuple(ins.operands)
+        if ins.target is not None and ins.opcode.startswith("s_"):
+            operands = (ins.target,)
+        mods = []
+        for mod in ins.modifiers:
+            key, _, value = mod.partition(":")
+            mods.append((key, value if value else "1"))
+        if ins.opcode == "s_waitcnt":
+            operands, mods = (), []
+        insts.append(Inst(i, ins.opcode, operands, tuple(mods), ins.text, i))
+    d = program.descriptor
+    args = tuple(KernelArg(a.offset, a.size, a.value_kind, a.name) for a in d.args)
+    return AsmKernel(program.name, tuple(insts), dict(program.labels), dict(d.fields), args)

@@ -214,3 +214,33 @@ def _run_group(program: Program, waves: list[Wave], group: Group) -> None:
                 w.at_barrier = False
         elif not progressed:
             raise EmulationError("deadlock: waves wait at a barrier others never reach")
+
+
+def run_snippet(text: str, vgprs: dict | None = None, sgprs: dict | None = None,
+                exec_mask: int = 2**64 - 1, memory: Memory | None = None,
+                lds: np.ndarray | None = None) -> tuple[Wave, Group]:
+    """Run a few instructions on one wave from a given register state (unit tests, REPL).
+
+    ``vgprs`` maps a VGPR number (AGPR ``a[i]`` is ``AGPR_BASE + i``) to 64 lane values or one
+    value for all lanes (float arrays are stored as fp32 bits, integers as uint32); ``sgprs`` maps an SGPR number to a uint32. Execution stops at
+    ``s_endpgm`` or after the last instruction. Returns the wave and its workgroup context
+    (``group.lds``, ``group.stats``).
+    """
+    from zyfa.trace.emu.asm import parse_asm
+
+    body = text if "s_endpgm" in text else text + "\ns_endpgm"
+    program = Program(parse_asm(body))
+    group = Group(memory or Memory(), LDS_BYTES, Stats())
+    if lds is not None:
+        group.lds.data[: len(lds)] = np.asarray(lds, np.uint8)
+    w = Wave(0)
+    for index, value in (vgprs or {}).items():
+        arr = np.asarray(value)
+        bits = arr.astype(np.float32).view(np.uint32) if arr.dtype.kind == "f" else \
+            arr.astype(np.int64).astype(np.uint32)
+        w.v[index] = np.broadcast_to(bits, LANES)
+    for index, value in (sgprs or {}).items():
+        w.s[index] = int(value) & 0xFFFFFFFF
+    w.exec = exec_mask
+    _run_group(program, [w], group)
+    return w, group
