@@ -12,5 +12,8 @@ rocprofiler-sdk tool.
 """
 
 from zyfa.trace.rocprof.att_dir import AttFormatError, dispatch_dirs, import_att_dir
+from zyfa.trace.rocprof.sdk import ThreadTraceParams
+from zyfa.trace.rocprof.tracer import check_available, run_kernel_trace
 
-__all__ = ["AttFormatError", "dispatch_dirs", "import_att_dir"]
+__all__ = ["AttFormatError", "ThreadTraceParams", "check_available", "dispatch_dirs", "import_att_dir",
+           "run_kernel_trace"]
