@@ -619,7 +619,8 @@ def parse_metadata(notes_text: str, kernel: str) -> tuple[Optional[int], tuple[K
         if not re.search(rf"^\s+\.name:\s+{re.escape(kernel)}\s*$", block, flags=re.M):
             continue
         args = []
-        for entry in re.split(r"^      - ", block, flags=re.M)[1:]:
+        end = re.search(r"^    \.\w", block, flags=re.M)  # first kernel-level key ends .args
+        for entry in re.split(r"^      - ", block[:end.start() if end else len(block)], flags=re.M)[1:]:
             fields = dict(re.findall(r"\.(\w+):\s+(\S+)", entry))
             if "offset" in fields and "size" in fields:
                 args.append(KernelArg(name=fields.get("name", ""), offset=int(fields["offset"]),

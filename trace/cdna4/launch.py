@@ -1,0 +1,105 @@
+"""Resolve ``--kernel`` names into a cycle-model launch: program, kernel arguments, grid.
+
+Accepted: a name registered in :mod:`zyfa.kernels.registry` (our generated kernels, Triton AOT
+builds), ``aiter:NAME`` (:mod:`zyfa.trace.cdna4.aiter`), or a path to a ``.co``/``.hsaco``/``.s``
+file (then the caller supplies ``kernargs``/``grid``/``workgroup_size`` or the defaults below
+apply: no kernel arguments, one workgroup, the metadata's workgroup size).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from zyfa.shapes import AttnShape
+from zyfa.trace.cdna4 import aiter
+from zyfa.trace.cdna4.isa import Program, disassemble, load_program, parse_asm
+
+DEFAULT_KERNEL = "zyfa-fp8"
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Everything the cycle model needs to run one kernel on one shape."""
+
+    name: str
+    program: Program
+    kernargs: bytes
+    grid: tuple
+    workgroup_size: int
+    shape: AttnShape
+    origin: str = ""  # "registry", "aiter", "file"
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if not isinstance(self.program, Program):
+            raise TypeError(f"Launch.program must be a Program, got {type(self.program).__name__}")
+        if len(self.grid) != 3 or not all(isinstance(g, int) and g > 0 for g in self.grid):
+            raise ValueError(f"Launch.grid must be three positive ints, got {self.grid!r}")
+        if not isinstance(self.workgroup_size, int) or not 1 <= self.workgroup_size <= 1024:
+            raise ValueError(f"Launch.workgroup_size must be 1..1024, got {self.workgroup_size!r}")
+
+
+def list_kernels() -> list[tuple[str, str]]:
+    """(name, description) of every kernel ``--kernel`` accepts here."""
+    from zyfa.kernels.registry import kernels
+
+    out = [(name, spec.description) for name, spec in sorted(kernels().items())]
+    try:
+        out += [(f"aiter:{stem}", "AITER gfx950 fmha v3 forward code object (amd-aiter wheel)") for stem in aiter.available()]
+    except aiter.AiterUnavailable as exc:
+        out.append(("aiter:NAME", f"unavailable here: {exc}"))
+    out.append(("PATH.co|.hsaco|.s", "any gfx950 code object or llvm-mc assembly file"))
+    return out
+
+
+def default_kernel() -> tuple[str, str]:
+    """(name, why): ``zyfa-fp8`` if registered, else the first registered kernel, else AITER's
+    BF16 causal forward."""
+    from zyfa.kernels.registry import kernels
+
+    registered = kernels()
+    if DEFAULT_KERNEL in registered:
+        return DEFAULT_KERNEL, "default"
+    for name in ("zyfa-fp8-exact", "aiter-like-fp8", "zyfa-bf16", "triton-fp8", "triton-bf16"):
+        if name in registered:
+            return name, f"{DEFAULT_KERNEL} is not registered; using {name}"
+    if registered:
+        name = sorted(registered)[0]
+        return name, f"{DEFAULT_KERNEL} is not registered; using {name}"
+    return "aiter:fwd_hd128_bf16_causal", f"no kernel is registered; using AITER's BF16 causal forward"
+
+
+def resolve(name: str, shape: AttnShape) -> Launch:
+    """A :class:`Launch` for kernel ``name`` on ``shape``."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"kernel name must be a non-empty string, got {name!r}")
+    if not isinstance(shape, AttnShape):
+        raise TypeError(f"shape must be a zyfa.shapes.AttnShape, got {type(shape).__name__}")
+    if name.startswith("aiter:"):
+        path = aiter.resolve(name)
+        aiter.check_shape(path, shape)
+        program = disassemble(path)
+        return Launch(name=name, program=program, kernargs=aiter.kernargs(program, path, shape),
+                      grid=aiter.grid(path, shape), workgroup_size=aiter.workgroup_size(path), shape=shape,
+                      origin="aiter", meta={"code_object": str(path)})
+    if Path(name).suffix in (".co", ".hsaco", ".s") and Path(name).exists():
+        program = load_program(name)
+        wg = program.descriptor.workgroup_size or 64
+        return Launch(name=Path(name).name, program=program, kernargs=bytes(program.descriptor.kernarg_size),
+                      grid=(1, 1, 1), workgroup_size=wg, shape=shape, origin="file",
+                      meta={"path": str(Path(name).resolve()), "note": "no kernel arguments known: zero-filled; one workgroup"})
+    from zyfa.kernels.registry import get_kernel
+
+    spec = get_kernel(name)
+    build = spec.build(shape)
+    if build.asm is not None:
+        program = parse_asm(build.asm, kernel=build.symbol, workgroup_size=spec.workgroup_size, source=f"registry:{name}")
+    elif build.code_object is not None:
+        program = disassemble(build.code_object, build.symbol)
+    else:
+        raise ValueError(f"kernel {name!r}: its build has neither assembly nor a code object")
+    grid = tuple(int(g) for g in spec.grid(shape))
+    return Launch(name=name, program=program, kernargs=bytes(spec.kernargs(shape)), grid=grid,
+                  workgroup_size=spec.workgroup_size, shape=shape, origin="registry", meta=dict(build.meta))

@@ -1,0 +1,426 @@
+"""Functional execution of the scalar side of gfx950 code (SALU, SMEM from the kernel-argument
+segment, branches) plus lane 0 of the uniform integer/f32 VALU arithmetic that feeds
+``v_readfirstlane`` (e.g. AITER's head / GQA division through ``v_rcp_iflag_f32``).
+
+Vector values are otherwise not computed: every VGPR an unsupported VALU/MFMA/memory
+instruction writes becomes unknown (``None``). A branch whose condition is unknown raises
+:class:`ScalarUnknown`, naming the instruction, rather than guessing a path.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from typing import Callable, Optional
+
+from zyfa.trace.cdna4.isa import AGPR_BASE, SGPR_BASE, Instruction
+
+M32 = 0xFFFFFFFF
+KERNARG_BASE = 0x7F00_0000_0000  # address the model gives the kernel-argument segment
+SCC = -1  # key of SCC in the register dict
+
+
+class ScalarUnknown(RuntimeError):
+    """Control flow depends on a value the model does not compute."""
+
+
+# -- operand values ---------------------------------------------------------------------------
+_INLINE_FLOAT = {"0.5": 0x3F000000, "-0.5": 0xBF000000, "1.0": 0x3F800000, "-1.0": 0xBF800000,
+                 "2.0": 0x40000000, "-2.0": 0xC0000000, "4.0": 0x40800000, "-4.0": 0xC0800000,
+                 "0.15915494": 0x3E22F983}
+_SREG = re.compile(r"^s(\d+)$")
+_SPAIR = re.compile(r"^s\[(\d+):(\d+)\]$")
+_VREG = re.compile(r"^([va])(\d+)$")
+_SPECIAL = {"vcc_lo": 106, "vcc_hi": 107, "m0": 124, "exec_lo": 126, "exec_hi": 127}
+
+
+def f2u(x: float) -> int:
+    try:
+        return struct.unpack("<I", struct.pack("<f", x))[0]
+    except OverflowError:
+        return 0x7F800000 if x > 0 else 0xFF800000
+
+
+def u2f(u: int) -> float:
+    return struct.unpack("<f", struct.pack("<I", u & M32))[0]
+
+
+def s32(u: int) -> int:
+    u &= M32
+    return u - (1 << 32) if u & 0x80000000 else u
+
+
+_PARSED: dict[str, tuple] = {}
+
+
+def _parse_operand(text: str) -> tuple:
+    """(True, register dict key) or (False, constant or None) for a 32-bit operand."""
+    t = text.strip()
+    m = _SREG.match(t)
+    if m:
+        return True, int(m.group(1))
+    if t in _SPECIAL:
+        return True, _SPECIAL[t]
+    m = _VREG.match(t)
+    if m:
+        return True, -1000 - (int(m.group(2)) + (AGPR_BASE if m.group(1) == "a" else 0))
+    if t in _INLINE_FLOAT:
+        return False, _INLINE_FLOAT[t]
+    try:
+        return False, int(t, 0) & M32
+    except ValueError:
+        return False, None
+
+
+class State:
+    """Registers of one wave: ``regs`` maps SGPR index / lane-0 vector key / SCC to an int
+    (or ``None`` = unknown). 64-bit specials (vcc, exec) are two SGPRs as on hardware."""
+
+    __slots__ = ("regs", "kernarg")
+
+    def __init__(self, kernarg: bytes):
+        self.regs: dict[int, Optional[int]] = {126: M32, 127: M32}
+        self.kernarg = kernarg
+
+    # scalar operand read
+    def read(self, text: str) -> Optional[int]:
+        parsed = _PARSED.get(text)
+        if parsed is None:
+            parsed = _PARSED[text] = _parse_operand(text)
+        is_reg, value = parsed
+        return self.regs.get(value) if is_reg else value
+
+    def read64(self, text: str) -> Optional[int]:
+        t = text.strip()
+        m = _SPAIR.match(t)
+        if m:
+            lo, hi = self.regs.get(int(m.group(1))), self.regs.get(int(m.group(1)) + 1)
+            return None if lo is None or hi is None else lo | (hi << 32)
+        if t in ("vcc", "exec"):
+            base = 106 if t == "vcc" else 126
+            lo, hi = self.regs.get(base), self.regs.get(base + 1)
+            return None if lo is None or hi is None else lo | (hi << 32)
+        v = self.read(t)
+        if v is not None and v & 0x80000000 and re.fullmatch(r"-\d+", t):
+            v |= M32 << 32
+        return v
+
+    def write(self, text: str, value: Optional[int]) -> None:
+        t = text.strip()
+        m = _SREG.match(t)
+        if m:
+            self.regs[int(m.group(1))] = None if value is None else value & M32
+            return
+        if t in _SPECIAL:
+            self.regs[_SPECIAL[t]] = None if value is None else value & M32
+            return
+        m = _VREG.match(t)
+        if m:
+            key = int(m.group(2)) + (AGPR_BASE if m.group(1) == "a" else 0)
+            self.regs[-1000 - key] = None if value is None else value & M32
+
+    def write64(self, text: str, value: Optional[int]) -> None:
+        t = text.strip()
+        m = _SPAIR.match(t)
+        base = int(m.group(1)) if m else {"vcc": 106, "exec": 126}.get(t)
+        if base is None:
+            self.write(t, value)
+            return
+        self.regs[base] = None if value is None else value & M32
+        self.regs[base + 1] = None if value is None else (value >> 32) & M32
+
+    def set_vgpr(self, index: int, value: Optional[int]) -> None:
+        self.regs[-1000 - index] = value
+
+    def forget_vector(self, keys) -> None:
+        for key in keys:
+            if key < SGPR_BASE:
+                self.regs[-1000 - key] = None
+            else:
+                self.regs[key - SGPR_BASE] = None
+
+
+# -- SALU ----------------------------------------------------------------------------------------
+def _u(v):
+    return v
+
+
+_S2 = {  # dst = f(a, b) for 32-bit two-source SALU, returning (value, scc or None=unchanged)
+    "s_add_u32": lambda a, b: ((a + b) & M32, int(a + b > M32)),
+    "s_add_i32": lambda a, b: ((a + b) & M32, int(not -2**31 <= s32(a) + s32(b) < 2**31)),
+    "s_sub_u32": lambda a, b: ((a - b) & M32, int(b > a)),
+    "s_sub_i32": lambda a, b: ((a - b) & M32, int(not -2**31 <= s32(a) - s32(b) < 2**31)),
+    "s_mul_i32": lambda a, b: ((s32(a) * s32(b)) & M32, None),
+    "s_mul_hi_u32": lambda a, b: (((a * b) >> 32) & M32, None),
+    "s_mul_hi_i32": lambda a, b: (((s32(a) * s32(b)) >> 32) & M32, None),
+    "s_and_b32": lambda a, b: (a & b, int(a & b != 0)),
+    "s_or_b32": lambda a, b: (a | b, int(a | b != 0)),
+    "s_xor_b32": lambda a, b: (a ^ b, int(a ^ b != 0)),
+    "s_andn2_b32": lambda a, b: (a & ~b & M32, int(a & ~b & M32 != 0)),
+    "s_orn2_b32": lambda a, b: ((a | ~b) & M32, int((a | ~b) & M32 != 0)),
+    "s_lshl_b32": lambda a, b: ((a << (b & 31)) & M32, int((a << (b & 31)) & M32 != 0)),
+    "s_lshr_b32": lambda a, b: (a >> (b & 31), int(a >> (b & 31) != 0)),
+    "s_ashr_i32": lambda a, b: ((s32(a) >> (b & 31)) & M32, int((s32(a) >> (b & 31)) != 0)),
+    "s_min_i32": lambda a, b: ((a if s32(a) < s32(b) else b), int(s32(a) < s32(b))),
+    "s_min_u32": lambda a, b: (min(a, b), int(a < b)),
+    "s_max_i32": lambda a, b: ((a if s32(a) > s32(b) else b), int(s32(a) > s32(b))),
+    "s_max_u32": lambda a, b: (max(a, b), int(a > b)),
+    "s_lshl1_add_u32": lambda a, b: (((a << 1) + b) & M32, int(((a << 1) + b) > M32)),
+    "s_lshl2_add_u32": lambda a, b: (((a << 2) + b) & M32, int(((a << 2) + b) > M32)),
+    "s_lshl3_add_u32": lambda a, b: (((a << 3) + b) & M32, int(((a << 3) + b) > M32)),
+    "s_lshl4_add_u32": lambda a, b: (((a << 4) + b) & M32, int(((a << 4) + b) > M32)),
+    "s_bfe_u32": lambda a, b: ((a >> (b & 31)) & ((1 << ((b >> 16) & 0x7F)) - 1), None),
+}
+_S2_64 = {
+    "s_and_b64": lambda a, b: a & b, "s_or_b64": lambda a, b: a | b, "s_xor_b64": lambda a, b: a ^ b,
+    "s_andn2_b64": lambda a, b: a & ~b, "s_orn2_b64": lambda a, b: a | ~b,
+    "s_lshl_b64": lambda a, b: a << (b & 63), "s_lshr_b64": lambda a, b: a >> (b & 63),
+}
+_SCMP = {"eq": lambda a, b: a == b, "lg": lambda a, b: a != b, "gt": lambda a, b: a > b,
+         "ge": lambda a, b: a >= b, "lt": lambda a, b: a < b, "le": lambda a, b: a <= b}
+
+
+def _exec_salu(op: str, ops: tuple[str, ...], st: State) -> bool:
+    """Execute one SALU instruction; False if it is not modelled (its destination becomes unknown)."""
+    regs = st.regs
+    if op in _S2:
+        a, b = st.read(ops[1]), st.read(ops[2])
+        if a is None or b is None:
+            st.write(ops[0], None)
+            regs[SCC] = None
+            return True
+        value, scc = _S2[op](a, b)
+        st.write(ops[0], value)
+        if scc is not None:
+            regs[SCC] = scc
+        return True
+    if op in ("s_addc_u32", "s_subb_u32"):
+        a, b, c = st.read(ops[1]), st.read(ops[2]), regs.get(SCC)
+        if None in (a, b, c):
+            st.write(ops[0], None)
+            regs[SCC] = None
+            return True
+        total = a + b + c if op == "s_addc_u32" else a - b - c
+        st.write(ops[0], total & M32)
+        regs[SCC] = int(total > M32) if op == "s_addc_u32" else int(total < 0)
+        return True
+    if op in _S2_64:
+        a, b = st.read64(ops[1]), st.read64(ops[2])
+        value = None if a is None or b is None else _S2_64[op](a, b) & 0xFFFFFFFFFFFFFFFF
+        st.write64(ops[0], value)
+        regs[SCC] = None if value is None else int(value != 0)
+        return True
+    if op in ("s_mov_b32", "s_movk_i32", "s_brev_b32", "s_not_b32"):
+        value = st.read(ops[1])
+        if value is not None and op == "s_movk_i32":
+            value = value & 0xFFFF
+            value = (value - 0x10000) & M32 if value & 0x8000 else value
+        if value is not None and op == "s_not_b32":
+            value = ~value & M32
+            regs[SCC] = int(value != 0)
+        if value is not None and op == "s_brev_b32":
+            value = int(f"{value:032b}"[::-1], 2)
+        st.write(ops[0], value)
+        return True
+    if op in ("s_mov_b64", "s_not_b64"):
+        value = st.read64(ops[1])
+        if value is not None and op == "s_not_b64":
+            value = ~value & 0xFFFFFFFFFFFFFFFF
+        st.write64(ops[0], value)
+        return True
+    if op in ("s_addk_i32", "s_mulk_i32"):
+        a, k = st.read(ops[0]), st.read(ops[1])
+        if a is None or k is None:
+            st.write(ops[0], None)
+            return True
+        k = k & 0xFFFF
+        k = k - 0x10000 if k & 0x8000 else k
+        st.write(ops[0], (s32(a) + k if op == "s_addk_i32" else s32(a) * k) & M32)
+        return True
+    if op in ("s_cselect_b32", "s_cselect_b64"):
+        scc = regs.get(SCC)
+        pick = None if scc is None else (ops[1] if scc else ops[2])
+        if op == "s_cselect_b32":
+            st.write(ops[0], None if pick is None else st.read(pick))
+        else:
+            st.write64(ops[0], None if pick is None else st.read64(pick))
+        return True
+    m = re.match(r"^s_cmpk?_(eq|lg|gt|ge|lt|le)_([iu])(32|64)$", op)
+    if m:
+        if m.group(3) == "64":
+            a, b = st.read64(ops[0]), st.read64(ops[1])
+        else:
+            a, b = st.read(ops[0]), st.read(ops[1])
+        if a is None or b is None:
+            regs[SCC] = None
+            return True
+        if m.group(2) == "i" and m.group(3) == "32":
+            a, b = s32(a), s32(b)
+        regs[SCC] = int(_SCMP[m.group(1)](a, b))
+        return True
+    if op in ("s_bitcmp1_b32", "s_bitcmp0_b32"):
+        a, b = st.read(ops[0]), st.read(ops[1])
+        regs[SCC] = None if a is None or b is None else int(((a >> (b & 31)) & 1) == (op == "s_bitcmp1_b32"))
+        return True
+    if op == "s_getpc_b64":
+        st.write64(ops[0], None)
+        return True
+    return False
+
+
+# -- SMEM ----------------------------------------------------------------------------------------
+_SLOAD = re.compile(r"^s_(?:buffer_)?load_dword(x(\d+))?$")
+
+
+def _exec_smem(op: str, ops: tuple[str, ...], st: State) -> None:
+    m = _SLOAD.match(op)
+    if not m:
+        return
+    count = int(m.group(2) or 1)
+    dst = ops[0]
+    base = st.read64(ops[1])
+    offset = st.read(ops[2]) if len(ops) > 2 else 0
+    first = int(_SPAIR.match(dst).group(1)) if _SPAIR.match(dst) else int(_SREG.match(dst).group(1))
+    for i in range(count):
+        value = None
+        if base is not None and offset is not None:
+            addr = base + s32(offset) + 4 * i - KERNARG_BASE
+            if 0 <= addr and addr + 4 <= len(st.kernarg):
+                value = struct.unpack_from("<I", st.kernarg, addr)[0]
+        st.regs[first + i] = value
+
+
+# -- lane-0 VALU ---------------------------------------------------------------------------------
+def _f(fn):
+    """f32 op on bit patterns (computed in double, rounded once to f32 by f2u)."""
+    return lambda *xs: f2u(fn(*[u2f(x) for x in xs]))
+
+
+def _rcp(x):
+    return float("inf") if x == 0 else 1.0 / x
+
+
+_V = {  # base opcode -> (number of sources, function of the source values)
+    "v_mov_b32": (1, _u),
+    "v_lshrrev_b32": (2, lambda a, b: b >> (a & 31)),
+    "v_lshlrev_b32": (2, lambda a, b: (b << (a & 31)) & M32),
+    "v_ashrrev_i32": (2, lambda a, b: (s32(b) >> (a & 31)) & M32),
+    "v_and_b32": (2, lambda a, b: a & b),
+    "v_or_b32": (2, lambda a, b: a | b),
+    "v_xor_b32": (2, lambda a, b: a ^ b),
+    "v_add_u32": (2, lambda a, b: (a + b) & M32),
+    "v_add_i32": (2, lambda a, b: (a + b) & M32),
+    "v_sub_u32": (2, lambda a, b: (a - b) & M32),
+    "v_sub_i32": (2, lambda a, b: (a - b) & M32),
+    "v_subrev_u32": (2, lambda a, b: (b - a) & M32),
+    "v_mul_lo_u32": (2, lambda a, b: (a * b) & M32),
+    "v_mul_hi_u32": (2, lambda a, b: ((a * b) >> 32) & M32),
+    "v_mul_u32_u24": (2, lambda a, b: ((a & 0xFFFFFF) * (b & 0xFFFFFF)) & M32),
+    "v_mul_i32_i24": (2, lambda a, b: (_sx24(a) * _sx24(b)) & M32),
+    "v_lshl_add_u32": (3, lambda a, b, c: ((a << (b & 31)) + c) & M32),
+    "v_add_lshl_u32": (3, lambda a, b, c: ((a + b) << (c & 31)) & M32),
+    "v_mad_u32_u24": (3, lambda a, b, c: ((a & 0xFFFFFF) * (b & 0xFFFFFF) + c) & M32),
+    "v_cvt_f32_u32": (1, lambda a: f2u(float(a))),
+    "v_cvt_f32_i32": (1, lambda a: f2u(float(s32(a)))),
+    "v_cvt_u32_f32": (1, lambda a: max(0, min(M32, int(u2f(a)))) if u2f(a) == u2f(a) else 0),
+    "v_cvt_i32_f32": (1, lambda a: int(u2f(a)) & M32 if u2f(a) == u2f(a) else 0),
+    "v_rcp_iflag_f32": (1, _f(_rcp)),
+    "v_rcp_f32": (1, _f(_rcp)),
+    "v_mul_f32": (2, _f(lambda a, b: a * b)),
+    "v_add_f32": (2, _f(lambda a, b: a + b)),
+    "v_sub_f32": (2, _f(lambda a, b: a - b)),
+    "v_fma_f32": (3, _f(lambda a, b, c: a * b + c)),
+    "v_max_f32": (2, _f(max)),
+    "v_min_f32": (2, _f(min)),
+}
+
+
+def _sx24(v: int) -> int:
+    v &= 0xFFFFFF
+    return v - (1 << 24) if v & 0x800000 else v
+
+
+_VCMP = re.compile(r"^v_cmp_(eq|ne|lg|gt|ge|lt|le)_([iuf])32$")
+
+
+def _exec_valu_lane0(base: str, ops: tuple[str, ...], st: State) -> bool:
+    """Lane 0 of a uniform VALU op; False if not modelled (destination becomes unknown)."""
+    if base == "v_readfirstlane_b32":
+        st.write(ops[0], st.read(ops[1]))
+        return True
+    if base in _V:
+        n, fn = _V[base]
+        srcs = [st.read(o.strip("|").lstrip("-")) for o in ops[1:1 + n]]
+        if len(srcs) != n or any(s is None for s in srcs) or any(o.startswith(("-", "|")) for o in ops[1:1 + n]):
+            st.write(ops[0], None)
+            return True
+        st.write(ops[0], fn(*srcs))
+        return True
+    if base == "v_cndmask_b32":
+        a, b = st.read(ops[1]), st.read(ops[2])
+        mask = st.read64(ops[3]) if len(ops) > 3 else st.read64("vcc")
+        st.write(ops[0], None if None in (a, b, mask) else (b if mask & 1 else a))
+        return True
+    m = _VCMP.match(base)
+    if m and len(ops) == 3:
+        a, b = st.read(ops[1]), st.read(ops[2])
+        if a is None or b is None:
+            st.write64(ops[0], None)
+            return True
+        if m.group(2) == "i":
+            a, b = s32(a), s32(b)
+        elif m.group(2) == "f":
+            a, b = u2f(a), u2f(b)
+        cmp = {"ne": "lg"}.get(m.group(1), m.group(1))
+        st.write64(ops[0], 0xFFFFFFFFFFFFFFFF if _SCMP[cmp](a, b) else 0)
+        return True
+    return False
+
+
+# -- dispatch --------------------------------------------------------------------------------------
+def executor(inst: Instruction) -> Optional[Callable[[State], None]]:
+    """A function applying ``inst``'s functional effect to a wave's State (``None`` if it has
+    none: MFMA, LDS, VMEM, waits, ...). Branches are decided by :func:`branch_taken`."""
+    op, ops, unit = inst.opcode, inst.operands, inst.unit
+    base = inst.base
+    if unit == "SALU":
+        def run(st: State) -> None:
+            if not _exec_salu(op, ops, st):
+                st.forget_vector(inst.defs)
+                st.regs[SCC] = None
+        return run
+    if unit == "SMEM":
+        return lambda st: _exec_smem(op, ops, st)
+    if unit in ("VALU", "TRANS"):
+        if not (base in _V or base in ("v_readfirstlane_b32", "v_cndmask_b32") or _VCMP.match(base)):
+            keys = inst.defs
+            return (lambda st: st.forget_vector(keys)) if keys else None
+
+        def run_v(st: State) -> None:
+            if not _exec_valu_lane0(base, ops, st):
+                st.forget_vector(inst.defs)
+        return run_v
+    if inst.defs and unit in ("MFMA", "LDS", "VMEM"):
+        keys = inst.defs
+        return lambda st: st.forget_vector(keys)
+    return None
+
+
+def branch_taken(inst: Instruction, st: State) -> bool:
+    """Whether a branch instruction jumps (unconditional ones always)."""
+    op = inst.opcode
+    if op == "s_branch":
+        return True
+    cond = op.removeprefix("s_cbranch_")
+    if cond in ("scc0", "scc1"):
+        scc = st.regs.get(SCC)
+        if scc is None:
+            raise ScalarUnknown(f"pc 0x{inst.pc:x} {inst.text!r}: SCC is unknown (it depends on memory or "
+                                "vector values the cycle model does not compute)")
+        return bool(scc) == (cond == "scc1")
+    if cond in ("vccz", "vccnz", "execz", "execnz"):
+        value = st.read64("vcc" if cond.startswith("vcc") else "exec")
+        if value is None:
+            raise ScalarUnknown(f"pc 0x{inst.pc:x} {inst.text!r}: {cond[:-1] if cond.endswith('z') else cond} is unknown")
+        return value != 0 if cond.endswith("nz") else value == 0
+    raise ScalarUnknown(f"pc 0x{inst.pc:x}: branch {op!r} is not modelled")

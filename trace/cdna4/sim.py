@@ -1,0 +1,585 @@
+"""Cycle model of one CDNA4 compute unit running gfx950 code: scalar-functional, vector-timed.
+
+The machine (every number from :mod:`zyfa.trace.cdna4.timing`):
+
+- One CU = 4 SIMDs. Wave ``i`` of a workgroup goes to SIMD ``i % 4``, slot ``i // 4`` (waves of
+  later workgroups on the same CU take the next slots).
+- Issue: each SIMD has an issue slot every ``issue_period`` cycles. In a slot a wave issues at
+  most one instruction, and each execution unit (MFMA, VALU incl. TRANS, SALU, SMEM, LDS, VMEM,
+  branch/other) accepts at most one. Among eligible waves the higher ``s_setprio`` wins, then
+  the one that issued least recently (round robin).
+- MFMA occupies the SIMD's XDL pipe ``passes * 4`` cycles. A VALU op may issue while an MFMA
+  runs (co-issue) once the MFMA's source-read window is over; packed-FP32 ops wait for the pipe.
+- Register dependencies: a reader waits for ``start + latency`` of the writer. MFMA/VALU hazard
+  wait states (timing.HAZARDS) are enforced in cycles (``wait_states * WAIT_STATE_CYCLES`` after
+  the producer's issue): code that lacks them is timed as if it had them; the static checker
+  (:func:`zyfa.trace.cdna4.hazards.check_hazards`) reports them.
+- Memory: LDS and global ops share one CU pipe each (bytes / bandwidth) and complete
+  ``latency`` later, in order per wave; ``s_waitcnt vmcnt/lgkmcnt`` waits on those counters.
+- ``s_nop N`` holds the wave N+1 wait states, ``s_sleep N`` 64*N cycles, ``s_barrier`` until all
+  live waves of the workgroup arrive, a taken branch adds the re-fetch penalty.
+
+Long loops: when a reference wave's loop back-edge shows the same period (cycles and the
+instruction sequence of every wave) for several iterations, the loop is *extrapolated*: whole
+periods are skipped by replaying only the scalar side (to keep trip counts and addresses exact)
+and shifting every time by the period. ``CUResult.extrapolated`` says what was skipped.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+from zyfa.trace.cdna4 import scalar, timing
+from zyfa.trace.cdna4.hazards import consumer_reads
+from zyfa.trace.cdna4.isa import SGPR_BASE, Program
+
+UNIT_PIPE = {"MFMA": "MFMA", "VALU": "VALU", "TRANS": "VALU", "SALU": "SALU", "SMEM": "SMEM", "LDS": "LDS",
+             "VMEM": "VMEM", "BRANCH": "OTHER", "BARRIER": "OTHER", "WAIT": "OTHER", "MISC": "OTHER"}
+_WAITCNT = re.compile(r"(vmcnt|lgkmcnt|expcnt)\((\d+)\)")
+_MEM_BYTES = re.compile(r"_(?:b|dword|dwordx|u|i|d16_)?(\d+)")
+INF = float("inf")
+RECORD_COLUMNS = ("cu", "simd", "wave", "slot", "pc", "opcode", "operands", "unit", "issue", "start", "end",
+                  "stall", "stall_reason", "iteration", "region")
+HZ_KINDS = ("MFMA_AB", "MFMA_C", "VALU", "MEM")  # consumer kinds of hazards.consumer_reads
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """Knobs of one simulation (timings live in :mod:`timing`, not here).
+
+    ``fast_forward``: extrapolate steady-state loops; ``stable_periods``: equal consecutive
+    periods required first; ``max_cycles``: guard against a kernel that never ends;
+    ``record``: keep per-instruction records (the trace)."""
+
+    fast_forward: bool = True
+    stable_periods: int = 3
+    max_cycles: int = 2_000_000_000
+    record: bool = True
+
+    def __post_init__(self):
+        if not isinstance(self.stable_periods, int) or self.stable_periods < 2:
+            raise ValueError(f"SimConfig.stable_periods must be an int >= 2, got {self.stable_periods!r}")
+        if not isinstance(self.max_cycles, int) or self.max_cycles <= 0:
+            raise ValueError(f"SimConfig.max_cycles must be a positive int, got {self.max_cycles!r}")
+
+
+@dataclass
+class CUResult:
+    """Outcome of one CU simulation. ``cycles``: cycle the last wave ended; ``wg_end``: end
+    cycle per workgroup; ``records``: per-instruction columns of the trace schema;
+    ``simulated_instructions``: issued in detail; ``extrapolated_instructions``: covered by
+    skipped loop periods; ``extrapolated``: one dict per skip (wave 0 loop, period, count)."""
+
+    cycles: int
+    wg_end: list
+    records: dict
+    simulated_instructions: int
+    extrapolated_instructions: int
+    extrapolated: list = field(default_factory=list)
+    mfma_busy: dict = field(default_factory=dict)  # simd -> busy cycles (incl. extrapolated)
+    iterations: dict = field(default_factory=dict)  # wave -> loop iterations (back-edges taken)
+
+
+# -- per-instruction static data ------------------------------------------------------------------
+def _mem_bytes(opcode: str) -> int:
+    """Bytes per lane moved by a memory instruction (``ds_read_b128`` -> 16)."""
+    m = re.search(r"(?:_b|_dword|_short|_byte|_ubyte|_sbyte|_ushort|_sshort)(x?)(\d*)", opcode)
+    if not m:
+        return 4
+    if "dword" in m.group(0):
+        return 4 * int(m.group(2) or 1)
+    if "short" in m.group(0):
+        return 2
+    if "byte" in m.group(0):
+        return 1
+    return max(1, int(m.group(2) or 32) // 8)
+
+
+class _Static:
+    __slots__ = ("inst", "pipe", "unit", "cycles", "latency", "reads", "hz_reads", "vdefs", "sdefs",
+                 "co_issue", "src_read", "vmcnt", "lgkmcnt", "nop", "sleep", "bytes", "fn", "is_branch",
+                 "target", "passes", "counter", "is_mfma", "vdefs_sorted", "hz_waits", "operand_text", "index")
+
+    def __init__(self, program: Program, index: int):
+        inst = program.instructions[index]
+        cls = timing.op_class(inst.opcode)
+        self.inst = inst
+        self.index = index
+        self.operand_text = inst.operand_text
+        self.unit = inst.unit
+        self.pipe = UNIT_PIPE[inst.unit]
+        self.is_mfma = inst.unit == "MFMA"
+        self.cycles = cls.cycles
+        self.passes = cls.passes
+        self.latency = cls.latency_cycles
+        self.co_issue = cls.co_issue
+        self.reads = tuple(k for k in inst.uses)
+        self.hz_reads = tuple((HZ_KINDS.index(kind), tuple(sorted(keys))) for kind, keys in consumer_reads(inst) if keys)
+        self.vdefs = tuple(k for k in inst.defs if k < SGPR_BASE)
+        self.sdefs = tuple(k for k in inst.defs if k >= SGPR_BASE)
+        self.vdefs_sorted = tuple(sorted(self.vdefs))
+        self.hz_waits = None  # wait cycles after issue per consumer kind (HZ_KINDS), for producers
+        if inst.unit in ("MFMA", "VALU", "TRANS") and self.vdefs:
+            waits = []
+            for kind in HZ_KINDS:
+                rule = timing.hazard_rule(inst.unit, "MFMA_C_SAME" if kind == "MFMA_C" else kind)
+                waits.append(rule.wait_states(cls.passes) * timing.WAIT_STATE_CYCLES if rule else 0)
+            self.hz_waits = tuple(waits)
+        self.src_read = timing.mfma_src_read_passes(inst) * timing.CYCLES_PER_PASS if self.is_mfma else 0
+        self.vmcnt = self.lgkmcnt = None
+        if inst.opcode.startswith("s_waitcnt") and inst.operands:
+            for name, value in _WAITCNT.findall(inst.operands[0]):
+                if name == "vmcnt":
+                    self.vmcnt = int(value)
+                elif name == "lgkmcnt":
+                    self.lgkmcnt = int(value)
+        self.nop = timing.nop_wait_states(inst) * timing.WAIT_STATE_CYCLES if inst.opcode == "s_nop" else 0
+        self.sleep = 0
+        if inst.opcode == "s_sleep":
+            self.sleep = int(inst.operands[0], 0) * int(timing.param("sleep_cycles_per_unit")) if inst.operands else 0
+        wave = int(timing.param("wave_size"))
+        self.bytes = _mem_bytes(inst.base) * wave if inst.unit in ("LDS", "VMEM") else 0
+        self.counter = {"LDS": "lgkm", "SMEM": "lgkm", "VMEM": "vm"}.get(inst.unit)
+        self.fn = scalar.executor(inst)
+        self.is_branch = inst.opcode.startswith(("s_branch", "s_cbranch"))
+        self.target = program.branch_targets.get(index)
+
+
+# -- waves ---------------------------------------------------------------------------------------
+class _Wave:
+    __slots__ = ("wid", "wg", "simd", "slot", "pc", "prio", "ready", "last_issue", "done", "at_barrier",
+                 "vm", "lgkm", "reg_ready", "last_writer", "state", "iters", "log", "region", "end", "ready_reason")
+
+    def __init__(self, wid, wg, simd, slot, state):
+        self.wid, self.wg, self.simd, self.slot = wid, wg, simd, slot
+        self.pc = 0
+        self.prio = 0
+        self.ready = 0
+        self.ready_reason = "issue"
+        self.last_issue = -1
+        self.done = False
+        self.at_barrier = False
+        self.vm: list = []
+        self.lgkm: list = []
+        self.reg_ready: dict = {}
+        self.last_writer: dict = {}
+        self.state = state
+        self.iters = 0
+        self.log: list = []
+        self.region = None
+        self.end = 0
+
+
+def _initial_state(program: Program, kernarg: bytes, wg_id: tuple, wave_in_wg: int, wg_dims: tuple) -> scalar.State:
+    st = scalar.State(kernarg)
+    desc = program.descriptor
+    layout = desc.sgpr_layout()
+    if "kernarg_segment_ptr" in layout:
+        base = layout["kernarg_segment_ptr"]
+        st.regs[base] = scalar.KERNARG_BASE & scalar.M32
+        st.regs[base + 1] = scalar.KERNARG_BASE >> 32
+    for axis, name in enumerate(("workgroup_id_x", "workgroup_id_y", "workgroup_id_z")):
+        if name in layout:
+            st.regs[layout[name]] = wg_id[axis]
+    flat = wave_in_wg * int(timing.param("wave_size"))
+    x = flat % wg_dims[0]
+    y = (flat // wg_dims[0]) % wg_dims[1]
+    z = flat // (wg_dims[0] * wg_dims[1])
+    st.set_vgpr(0, x | (y << 10) | (z << 20))
+    return st
+
+
+# -- the simulator -------------------------------------------------------------------------------------
+class CUSim:
+    """One CU running the given workgroups (all resident from cycle 0)."""
+
+    def __init__(self, program: Program, kernarg: bytes, workgroups: list, workgroup_size: int,
+                 config: SimConfig = SimConfig(), wg_dims: Optional[tuple] = None):
+        if not isinstance(program, Program):
+            raise TypeError(f"program must be a Program, got {type(program).__name__}")
+        if not isinstance(kernarg, (bytes, bytearray)):
+            raise TypeError(f"kernarg must be bytes, got {type(kernarg).__name__}")
+        if not isinstance(workgroup_size, int) or not 1 <= workgroup_size <= 1024:
+            raise ValueError(f"workgroup_size must be an int in 1..1024, got {workgroup_size!r}")
+        if not workgroups:
+            raise ValueError("workgroups must name at least one workgroup id (x, y, z)")
+        self.program = program
+        self.config = config
+        self.static = [_Static(program, i) for i in range(len(program))]
+        wave_size = int(timing.param("wave_size"))
+        simds = int(timing.param("simds_per_cu"))
+        waves_per_wg = -(-workgroup_size // wave_size)
+        dims = wg_dims or (workgroup_size, 1, 1)
+        self.waves: list[_Wave] = []
+        for g, wg_id in enumerate(workgroups):
+            for w in range(waves_per_wg):
+                wid = g * waves_per_wg + w
+                st = _initial_state(program, bytes(kernarg), tuple(wg_id), w, dims)
+                self.waves.append(_Wave(wid, g, wid % simds, wid // simds, st))
+        self.n_wg = len(workgroups)
+        self.simds = simds
+        self.pipe_free = [dict.fromkeys(("MFMA", "VALU", "SALU", "SMEM", "LDS", "VMEM", "OTHER"), 0) for _ in range(simds)]
+        self.mfma_src_until = [0] * simds
+        self.mfma_busy = [0] * simds
+        self.lds_free = 0
+        self.vmem_free = 0
+        self._rows: list = []
+        self.simulated = 0
+        self.extrapolated_insts = 0
+        self.extrapolated: list = []
+        self.backedges: dict = {}  # wave-0 back-edge history: list of (cycle, per-wave log lengths)
+        self.ref_branch: Optional[int] = None
+        self.labels_at = {i: name for name, i in program.labels.items()}
+        self._backedge: Optional[int] = None
+        self.time_offset = 0  # cycles skipped so far: records are stored contiguous (skips removed)
+        self.issue_period = int(timing.param("issue_period"))
+        self.branch_penalty = int(timing.param("branch_taken_cycles"))
+        self.barrier_release = int(timing.param("barrier_release_cycles"))
+        self.lds_bpc = int(timing.param("lds_bytes_per_cycle"))
+        self.lds_latency = int(timing.param("lds_latency"))
+        self.vmem_bpc = int(timing.param("global_bytes_per_cycle"))
+        self.vmem_latency = int(timing.param("global_latency"))
+        self.smem_latency = int(timing.param("smem_latency"))
+
+    # -- earliest issue time of a wave's next instruction and the binding reason ------------------
+    def _earliest(self, w: _Wave, s: _Static):
+        best, reason = w.ready, w.ready_reason
+        rr = w.reg_ready
+        for k in s.reads:
+            r = rr.get(k)
+            if r is not None and r > best:
+                best, reason = r, "dependency"
+        if s.hz_reads:
+            lw = w.last_writer
+            for kind, keys in s.hz_reads:
+                for k in keys:
+                    prod = lw.get(k)
+                    if prod is None:
+                        continue
+                    needs, p_defs, p_mfma = prod  # needs: issue + wait cycles per consumer kind
+                    if kind == 1 and p_mfma and p_defs != keys:
+                        need = needs[0]  # partial C overlap: the A/B rule
+                    else:
+                        need = needs[kind]
+                    if need > best:
+                        best, reason = need, "hazard"
+        pf = self.pipe_free[w.simd]
+        free = pf[s.pipe]
+        if free > best:
+            best, reason = free, "unit_busy"
+        if s.pipe == "VALU":
+            src = self.mfma_src_until[w.simd]
+            if src > best:
+                best, reason = src, "unit_busy"
+            if not s.co_issue and pf["MFMA"] > best:
+                best, reason = pf["MFMA"], "unit_busy"
+        if s.vmcnt is not None and len(w.vm) > s.vmcnt:
+            need = w.vm[len(w.vm) - s.vmcnt - 1]
+            if need > best:
+                best, reason = need, "waitcnt"
+        if s.lgkmcnt is not None and len(w.lgkm) > s.lgkmcnt:
+            need = w.lgkm[len(w.lgkm) - s.lgkmcnt - 1]
+            if need > best:
+                best, reason = need, "waitcnt"
+        return best, reason
+
+    def run(self) -> CUResult:
+        period = int(timing.param("issue_period"))
+        waves = self.waves
+        static = self.static
+        n = len(self.program)
+        t = 0
+        by_simd = [[w for w in waves if w.simd == s] for s in range(self.simds)]
+        cfg = self.config
+        live = len(waves)
+        while live:
+            if t > cfg.max_cycles:
+                raise RuntimeError(f"simulation passed max_cycles={cfg.max_cycles} at pc indices "
+                                   f"{[w.pc for w in waves if not w.done]}: a loop that never exits?")
+            issued_any = False
+            next_t = INF
+            for simd in range(self.simds):
+                cands = []
+                for w in by_simd[simd]:
+                    if w.done or w.at_barrier:
+                        continue
+                    if w.pc >= n:
+                        raise RuntimeError(f"wave {w.wid} ran past the end of {self.program.name!r} without s_endpgm")
+                    s = static[w.pc]
+                    e, reason = self._earliest(w, s)
+                    if e <= t:
+                        cands.append((-w.prio, w.last_issue, w.wid, w, s, reason))
+                    elif e < next_t:
+                        next_t = e
+                if not cands:
+                    continue
+                cands.sort(key=lambda c: c[:3])
+                used = set()
+                for _, _, _, w, s, reason in cands:
+                    if s.pipe in used:
+                        next_t = min(next_t, t + period)
+                        continue
+                    used.add(s.pipe)
+                    self._issue(w, s, t, reason)
+                    issued_any = True
+            self._release_barriers()
+            if self._backedge is not None:
+                pending = self._on_backedge(self._backedge, t)
+                self._backedge = None
+                if pending is not None:
+                    t += self._fast_forward(*pending)
+            live = sum(1 for w in waves if not w.done)
+            if not live:
+                break
+            if issued_any:
+                t += period
+            else:
+                if all(w.done or w.at_barrier for w in waves):
+                    raise RuntimeError("deadlock: every live wave waits at s_barrier")
+                nt = next_t if next_t != INF else t + period
+                t = max(t + period, -(-int(nt) // period) * period)
+        end = max(w.end for w in waves)
+        wg_end = [max(w.end for w in waves if w.wg == g) for g in range(self.n_wg)]
+        columns = list(zip(*self._rows)) if self._rows else [()] * len(RECORD_COLUMNS[1:])
+        records = {"cu": [0] * len(self._rows), **dict(zip(RECORD_COLUMNS[1:], map(list, columns)))}
+        return CUResult(cycles=end, wg_end=wg_end, records=records if cfg.record else {},
+                        simulated_instructions=self.simulated, extrapolated_instructions=self.extrapolated_insts,
+                        extrapolated=self.extrapolated, mfma_busy=dict(enumerate(self.mfma_busy)),
+                        iterations={w.wid: w.iters for w in waves})
+
+    # -- issuing one instruction --------------------------------------------------------------------
+    def _issue(self, w: _Wave, s: _Static, t: int, reason: str) -> None:
+        inst = s.inst
+        simd = w.simd
+        pf = self.pipe_free[simd]
+        start = t
+        end = t + max(s.cycles, 1)
+        if s.is_mfma:
+            pf["MFMA"] = start + s.cycles
+            self.mfma_src_until[simd] = start + s.src_read
+            self.mfma_busy[simd] += s.cycles
+        elif s.pipe == "VALU":
+            pf["VALU"] = start + s.cycles
+        elif s.pipe in ("SALU", "SMEM", "OTHER"):
+            pf[s.pipe] = start + timing.CYCLES_PER_PASS
+        if s.unit == "LDS":
+            begin = max(t, self.lds_free)
+            self.lds_free = begin + -(-s.bytes // self.lds_bpc)
+            end = self.lds_free + self.lds_latency
+            pf["LDS"] = t + timing.CYCLES_PER_PASS
+            self._push(w.lgkm, end)
+        elif s.unit == "VMEM":
+            begin = max(t, self.vmem_free)
+            self.vmem_free = begin + -(-s.bytes // self.vmem_bpc)
+            end = self.vmem_free + self.vmem_latency
+            pf["VMEM"] = t + timing.CYCLES_PER_PASS
+            self._push(w.vm, end)
+        elif s.unit == "SMEM":
+            end = t + self.smem_latency
+            self._push(w.lgkm, end)
+        # register results (memory results are covered by s_waitcnt, not tracked per register)
+        if s.vdefs or s.sdefs:
+            rr = w.reg_ready
+            if s.unit not in ("LDS", "VMEM", "SMEM", "MFMA"):  # MFMA results: hazard rules only
+                ready = start + s.latency
+                for k in s.vdefs:
+                    rr[k] = ready
+                for k in s.sdefs:
+                    rr[k] = ready
+            lw = w.last_writer
+            if s.hz_waits is not None:
+                rec = (tuple(t + x for x in s.hz_waits), s.vdefs_sorted, s.is_mfma)
+                for k in s.vdefs:
+                    lw[k] = rec
+            else:
+                for k in s.vdefs:
+                    lw.pop(k, None)
+        # record
+        stall = t - (w.last_issue + timing.CYCLES_PER_PASS) if w.last_issue >= 0 else t
+        if self.config.record:
+            if stall <= 0:
+                stall, reason = 0, None
+            elif reason == "issue":
+                reason = "arbitration"
+            o = self.time_offset
+            self._rows.append((simd, w.wid, w.slot, inst.pc, inst.opcode, s.operand_text, inst.unit, t - o, start - o,
+                               end - o, stall, reason, w.iters, w.region))
+        self.simulated += 1
+        w.last_issue = t
+        w.log.append(w.pc)
+        w.end = max(w.end, end)
+        # functional effect and control flow
+        if s.fn is not None:
+            s.fn(w.state)
+        nxt = w.pc + 1
+        w.ready, w.ready_reason = t + self.issue_period, "issue"
+        op = inst.opcode
+        if s.is_branch:
+            if scalar.branch_taken(inst, w.state):
+                nxt = s.target
+                w.ready, w.ready_reason = w.ready + self.branch_penalty, "branch"
+                if nxt <= w.pc:
+                    w.iters += 1
+                    if w.wid == 0 and self.config.fast_forward:
+                        self._backedge = w.pc
+        elif op == "s_endpgm":
+            w.done = True
+            w.end = max(w.end, t + timing.CYCLES_PER_PASS)
+        elif op == "s_barrier":
+            w.at_barrier = True
+        elif op == "s_setprio":
+            w.prio = int(inst.operands[0], 0) if inst.operands else 0
+        elif s.nop:
+            w.ready, w.ready_reason = t + s.nop, "nop"
+        elif s.sleep:
+            w.ready, w.ready_reason = t + s.sleep, "sleep"
+        w.pc = nxt
+        label = self.labels_at.get(nxt)
+        if label is not None:
+            w.region = label
+
+    @staticmethod
+    def _push(queue: list, done: int) -> None:
+        if queue and queue[-1] > done:
+            done = queue[-1]  # counters retire in order
+        queue.append(done)
+
+    # -- barriers -------------------------------------------------------------------------------------
+    def _release_barriers(self) -> None:
+        for g in range(self.n_wg):
+            group = [w for w in self.waves if w.wg == g and not w.done]
+            if group and all(w.at_barrier for w in group):
+                release = max(w.last_issue for w in group) + self.barrier_release
+                for w in group:
+                    w.at_barrier = False
+                    w.ready, w.ready_reason = max(w.ready, release), "barrier"
+
+    # -- steady-state loop extrapolation --------------------------------------------------------------
+    def _on_backedge(self, branch_index: int, t: int) -> Optional[tuple]:
+        """Record a wave-0 back-edge (at the end of its issue slot); return (period, sequences,
+        branch) once the last ``stable_periods`` periods agree in cycles and in every wave's
+        instruction sequence."""
+        hist = self.backedges.setdefault(branch_index, [])
+        hist.append((t, [len(w.log) for w in self.waves]))
+        k = self.config.stable_periods
+        if len(hist) < k + 1:
+            return None
+        recent = hist[-(k + 1):]
+        periods = {b[0] - a[0] for a, b in zip(recent, recent[1:])}
+        if len(periods) != 1:
+            return None
+        seqs = []
+        for wi, w in enumerate(self.waves):
+            per = [tuple(w.log[recent[j][1][wi]:recent[j + 1][1][wi]]) for j in range(k)]
+            if w.done or any(p != per[0] for p in per[1:]):
+                return None
+            if per[0] and per[0][0] != w.pc:
+                return None
+            seqs.append(per[0])
+        hist.clear()
+        return periods.pop(), seqs, branch_index
+
+    def _replay_plan(self, seq: tuple) -> list:
+        """(static, expected next index) for the instructions of ``seq`` that can change scalar
+        state or control flow. Vector-only writes (which only make lane-0 values unknown) are
+        kept only where a lane-0-evaluated instruction of the sequence reads them."""
+        static = self.static
+        # backward slice (twice round the cyclic sequence) from the vector values scalar code reads
+        relevant = set()
+        for index in seq:
+            s = static[index]
+            if s.unit in ("SALU", "SMEM") or s.is_branch or (s.unit == "VALU" and s.sdefs and not s.vdefs):
+                relevant.update(k for k in s.reads)
+        keep_vector = set()
+        for _ in range(2):
+            for index in reversed(seq):
+                s = static[index]
+                if s.unit in ("VALU", "TRANS") and s.fn is not None and relevant.intersection(s.inst.defs):
+                    keep_vector.add(index)
+                    relevant.update(s.reads)
+        plan = []
+        for j, index in enumerate(seq):
+            s = static[index]
+            if s.is_branch or s.unit in ("SALU", "SMEM") or index in keep_vector or (
+                    s.fn is not None and relevant.intersection(s.vdefs)):
+                plan.append((s, seq[j + 1] if j + 1 < len(seq) else seq[0]))
+        return plan
+
+    def _replay(self, regs: list, plans: list) -> Optional[list]:
+        """Scalar side of one more period for every wave; ``None`` if any branch deviates."""
+        out = []
+        for wi, w in enumerate(self.waves):
+            st = scalar.State(w.state.kernarg)
+            st.regs = dict(regs[wi])
+            for s, expected in plans[wi]:
+                if s.fn is not None:
+                    s.fn(st)
+                if s.is_branch:
+                    try:
+                        taken = scalar.branch_taken(s.inst, st)
+                    except scalar.ScalarUnknown:
+                        return None
+                    if (s.target if taken else s.index + 1) != expected:
+                        return None
+            out.append(st.regs)
+        return out
+
+    def _fast_forward(self, period: int, seqs: list, branch_index: int) -> int:
+        """Skip whole periods: replay each wave's scalar side along its recorded sequence while
+        every branch goes the recorded way; stop one period before the first deviation (that one
+        is simulated in detail); shift every time by (periods skipped) * period. Returns the shift."""
+        if any(w.at_barrier or w.done for w in self.waves):
+            return 0
+        previous = current = [w.state.regs for w in self.waves]
+        plans = [self._replay_plan(seq) for seq in seqs]
+        completed = 0
+        while (completed + 1) * period < self.config.max_cycles:
+            nxt = self._replay(current, plans)
+            if nxt is None:
+                break
+            previous, current = current, nxt
+            completed += 1
+        skipped = completed - 1  # the last consistent period is simulated in detail
+        if skipped <= 0:
+            return 0
+        for wi, w in enumerate(self.waves):
+            w.state.regs = previous[wi]
+        shift = skipped * period
+        self._shift(shift)
+        self.time_offset += shift
+        count = 0
+        for wi, w in enumerate(self.waves):
+            seq = seqs[wi]
+            count += len(seq)
+            backs = 0
+            for j, index in enumerate(seq):
+                s = self.static[index]
+                nxt_index = seq[j + 1] if j + 1 < len(seq) else seq[0]
+                if s.is_branch and s.target is not None and s.target <= index and nxt_index == s.target:
+                    backs += 1
+                if s.is_mfma:
+                    self.mfma_busy[w.simd] += skipped * s.cycles
+            w.iters += skipped * backs
+        self.extrapolated_insts += skipped * count
+        self.extrapolated.append({"loop_pc": self.program.instructions[branch_index].pc, "period_cycles": period,
+                                  "periods_skipped": skipped, "cycles_skipped": shift,
+                                  "instructions_skipped": skipped * count})
+        return shift
+
+    def _shift(self, d: int) -> None:
+        for w in self.waves:
+            w.ready += d
+            w.last_issue += d
+            w.end += d
+            w.vm = [x + d for x in w.vm]
+            w.lgkm = [x + d for x in w.lgkm]
+            w.reg_ready = {k: v + d for k, v in w.reg_ready.items()}
+            w.last_writer = {k: (tuple(x + d for x in needs), defs, m) for k, (needs, defs, m) in w.last_writer.items()}
+        for pf in self.pipe_free:
+            for key in pf:
+                pf[key] += d
+        self.mfma_src_until = [x + d for x in self.mfma_src_until]
+        self.lds_free += d
+        self.vmem_free += d

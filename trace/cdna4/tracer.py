@@ -1,0 +1,73 @@
+"""The CDNA4 cycle model as a tracer: kernel + shape -> :class:`zyfa.trace.schema.Trace`.
+
+The trace holds the detailed records of one CU running the representative workgroup(s)
+(``cu`` = 0); loop periods that were extrapolated have no records (their count is in
+``meta.extra``). ``meta.extra`` also carries the whole-kernel prediction and how it was made.
+"""
+
+from __future__ import annotations
+
+import datetime
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable, Optional
+
+import pandas as pd
+
+from zyfa.shapes import AttnShape
+from zyfa.trace.cdna4 import timing
+from zyfa.trace.cdna4.estimate import Estimate, EstimateConfig, estimate
+from zyfa.trace.cdna4.launch import Launch, resolve
+from zyfa.trace.schema import Trace, TraceMeta
+
+
+def _git_commit() -> Optional[str]:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                             cwd=Path(__file__).resolve().parent, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def to_trace(launch: Launch, est: Estimate, command: Optional[str] = None) -> Trace:
+    """Schema-v1 trace of ``est``'s representative CU simulation."""
+    records = est.cu_result.records
+    df = pd.DataFrame(records)
+    for col in ("cu", "simd", "wave", "slot", "iteration"):
+        df[col] = df[col].astype("int32")
+    for col in ("pc", "issue", "start", "end", "stall"):
+        df[col] = df[col].astype("int64")
+    shape = launch.shape
+    meta = TraceMeta(
+        kernel=launch.name, arch="gfx950", source="model", clock_mhz=est.clock_mhz,
+        shape={k: getattr(shape, k) for k in shape.__dataclass_fields__},
+        grid=tuple(launch.grid), workgroup_size=launch.workgroup_size, simulated=True,
+        provenance={"command": command or " ".join(sys.argv), "commit": _git_commit(),
+                    "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                    "tool": "zyfa.trace.cdna4 cycle model", "program_source": launch.program.source},
+        extra={
+            "predicted_cycles": est.cycles, "predicted_seconds": est.seconds, "predicted_tflops": est.tflops,
+            "occupancy_workgroups_per_cu": est.occupancy, "representative_grid_x": est.representative_x,
+            "samples": est.samples, "notes": est.notes,
+            "trace_covers": "one CU, detailed records only (extrapolated loop periods have none)",
+            "model_parameters": {k: {"value": p.value, "unit": p.unit, "guess": p.guess}
+                                 for k, p in timing.PARAMS.items()},
+        },
+    )
+    return Trace(df, meta)
+
+
+def run_kernel_trace(kernel: str, shape: AttnShape, out_dir=None, config: EstimateConfig = EstimateConfig(),
+                     progress: Optional[Callable] = None) -> tuple[Trace, Estimate]:
+    """Run ``kernel`` on ``shape`` through the cycle model; save the trace under ``out_dir``
+    (``<out_dir>/<kernel>.parquet`` + ``.json``) when given."""
+    launch = resolve(kernel, shape)
+    est = estimate(launch, config, progress=progress)
+    trace = to_trace(launch, est)
+    if out_dir is not None:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        trace.save(out / launch.name.replace(":", "_").replace("/", "_"))
+    return trace, est

@@ -1,0 +1,160 @@
+"""Run an attention kernel through a tracer and summarise its schedule.
+
+Default tracer: the CDNA4 (gfx950) cycle model, which runs the kernel's real gfx950 code on
+any CPU. Its numbers are SIMULATED, not measured: the summary says so and says what was
+simulated in detail, what was extrapolated and what was interpolated.
+
+Kernels: names from the kernel registry, aiter:NAME (AITER's gfx950 code objects from the
+amd-aiter wheel, downloaded once into ~/.cache/zyfa/aiter) or a .co/.hsaco/.s path.
+
+  zyfa-trace kernel --shape 32k
+  zyfa-trace kernel --kernel aiter:fwd_hd128_bf16_causal --shape 8k --batch 4 --heads 64 -o out/
+  zyfa-trace kernel --list
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from pathlib import Path
+
+BACKENDS = ("model", "proton", "rocprof")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--shape", default="32k", help="sequence length (q and k), e.g. 32k or 4096 (default 32k)")
+    p.add_argument("--kernel", default=None, help="kernel name, aiter:NAME or a code-object/.s path (see --list)")
+    p.add_argument("--batch", type=int, default=None)
+    p.add_argument("--heads", type=int, default=None)
+    p.add_argument("--heads-k", type=int, default=None, help="KV heads (GQA); default = --heads")
+    p.add_argument("--headdim", type=int, default=None)
+    p.add_argument("--dtype", choices=("fp8", "bf16"), default=None, help="default: the kernel's own dtype")
+    p.add_argument("--clock", type=float, default=None, help="clock in MHz (default 2400, MI355X peak)")
+    p.add_argument("--samples", type=int, default=3, help="grid-x values simulated in detail (default 3)")
+    p.add_argument("-o", "--out", default=None, help="directory for the trace (<kernel>.parquet + .json)")
+    p.add_argument("--list", action="store_true", help="list the kernels --kernel accepts and exit")
+    p.add_argument("--backend", choices=BACKENDS, default="model",
+                   help="model: CDNA4 cycle model (default); proton / rocprof: hardware tracers (need a GPU)")
+    p.add_argument("--emulate", action="store_true", help="also run the functional emulator on the kernel")
+
+
+def _kernel_dtype(name: str) -> str | None:
+    if name.startswith("aiter:"):
+        return "bf16" if "bf16" in name else "fp8"
+    try:
+        from zyfa.kernels.registry import kernels
+
+        spec = kernels().get(name)
+    except ImportError:
+        return None
+    return spec.dtype if spec is not None else None
+
+
+def _shape(args, kernel: str):
+    from zyfa.shapes import parse_shape
+
+    causal = None
+    if kernel.startswith("aiter:"):
+        causal = "causal" in kernel
+    shape = parse_shape(args.shape, batch=args.batch, heads=args.heads, heads_k=args.heads_k,
+                        headdim=args.headdim, dtype=args.dtype or _kernel_dtype(kernel))
+    return shape if causal is None else shape.with_(causal=causal)
+
+
+def _summary_values(trace) -> tuple[dict, str]:
+    try:
+        from zyfa.analyzer import summary
+    except ImportError:
+        return {}, "zyfa.analyzer is not installed: schedule metrics unavailable"
+    return summary(trace, window="steady"), "analyzer, steady-state window"
+
+
+def _pct(value) -> str:
+    return "n/a" if value is None else f"{100.0 * value:.1f} %"
+
+
+def _num(value, fmt="{:.0f}") -> str:
+    return "n/a" if value is None else fmt.format(value)
+
+
+def run(args: argparse.Namespace) -> int:
+    from zyfa.trace.cdna4 import launch as launch_mod
+
+    if args.list:
+        for name, description in launch_mod.list_kernels():
+            print(f"{name:36s} {description}")
+        return 0
+    if args.samples < 1:
+        print(f"error: --samples must be >= 1, got {args.samples}")
+        return 2
+    if args.clock is not None and not 0 < args.clock < 10000:
+        print(f"error: --clock must be in (0, 10000) MHz, got {args.clock}")
+        return 2
+    kernel, why = (args.kernel, "") if args.kernel else launch_mod.default_kernel()
+    try:
+        shape = _shape(args, kernel)
+    except ValueError as exc:
+        print(f"error: {exc}")
+        return 2
+    if why and why != "default":
+        print(f"note: {why}")
+
+    if args.backend != "model":
+        return _hardware_backend(args, kernel, shape)
+
+    from tqdm import tqdm
+
+    from zyfa.trace.cdna4.estimate import EstimateConfig
+    from zyfa.trace.cdna4.tracer import run_kernel_trace
+
+    config = EstimateConfig(samples=args.samples, **({"clock_mhz": args.clock} if args.clock else {}))
+    progress = lambda xs: tqdm(xs, desc="cycle model: workgroups", unit="wg", leave=False, disable=None)
+    try:
+        trace, est = run_kernel_trace(kernel, shape, args.out, config, progress=progress)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"error: {exc}")
+        return 2
+    values, origin = _summary_values(trace)
+    print(f"CDNA4 cycle model (simulated, not measured) — {trace.meta.kernel} on {shape}, gfx950 @ {est.clock_mhz:.0f} MHz")
+    print(f"  grid {tuple(trace.meta.grid)} x {trace.meta.workgroup_size} threads, {est.occupancy} workgroup(s)/CU")
+    print(f"  MFMA busy            {_pct(values.get('mfma_busy'))}   ({origin})")
+    print(f"  ping-pong overlap    {_pct(values.get('pingpong_overlap'))}")
+    print(f"  VALU cycles/block    {_num(values.get('valu_cycles_per_block'))}")
+    print(f"  predicted time       {est.seconds * 1e3:.3f} ms  ({est.cycles} cycles)")
+    print(f"  predicted TFLOP/s    {est.tflops:.0f}  (simulated; FLOPs = {shape.flops:.4g}, causal halved)")
+    for note in est.notes:
+        print(f"  - {note}")
+    if args.out:
+        print(f"  trace: {Path(args.out) / trace.meta.kernel.replace(':', '_').replace('/', '_')}.parquet")
+    print(f"  wall time {est.wall_seconds:.2f} s; {est.simulated_instructions} instructions simulated, "
+          f"{est.extrapolated_instructions} extrapolated")
+    if args.emulate:
+        _emulate(kernel, shape)
+    return 0
+
+
+def _hardware_backend(args, kernel, shape) -> int:
+    from zyfa.trace.errors import TracerUnavailable
+
+    module_name = {"proton": "zyfa.trace.proton", "rocprof": "zyfa.trace.rocprof"}[args.backend]
+    try:
+        module = importlib.import_module(module_name)
+        trace = module.run_kernel_trace(kernel, shape, args.out or "zyfa-trace-out")
+    except TracerUnavailable as exc:
+        print(f"{args.backend} tracer unavailable: {exc}")
+        return 2
+    except ImportError as exc:
+        print(f"{args.backend} tracer unavailable: cannot import {module_name} ({exc})")
+        return 2
+    print(f"{args.backend} trace of {kernel} on {shape}: {len(trace)} records ({trace.meta.label})")
+    return 0
+
+
+def _emulate(kernel: str, shape) -> None:
+    try:
+        from zyfa.trace.emu import emulate_kernel
+    except ImportError:
+        print("functional emulator: zyfa.trace.emu.emulate_kernel is not available in this build")
+        return
+    result = emulate_kernel(kernel, shape)
+    print(f"functional emulator: {result}")
