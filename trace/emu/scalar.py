@@ -188,6 +188,15 @@ def compile_scalar(inst, labels: dict):
             if w.scc:
                 write_scalar(w, dst, scalar_u64(w, a) if dw == 2 else scalar_u32(w, a), dw)
         return run
+    m = re.match(r"^s_bitcmp([01])_b(32|64)$", op)
+    if m:
+        want, width = int(m.group(1)), int(m.group(2))
+        a, b = (parse_operand(o) for o in operands)
+
+        def run(w, g):
+            x = scalar_u64(w, a) if width == 64 else scalar_u32(w, a)
+            w.scc = int((x >> (scalar_u32(w, b) & (width - 1)) & 1) == want)
+        return run
     m = re.match(r"^s_(load|buffer_load)_dword(x(\d+))?$", op)
     if m:
         return _smem_load(inst, m.group(1) == "buffer_load", int(m.group(3) or 1))

@@ -76,10 +76,12 @@ def _attn_fwd_inner(acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn, star
                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, STAGE: tl.constexpr,
                     offs_m: tl.constexpr, offs_n: tl.constexpr, N_CTX: tl.constexpr):
     # range of values handled by this stage
-    if STAGE == 1:
+    if STAGE == 1:  # causal, off-band blocks
         lo, hi = 0, start_m * BLOCK_M
-    else:
+    elif STAGE == 2:  # causal, the diagonal block
         lo, hi = start_m * BLOCK_M, (start_m + 1) * BLOCK_M
+    else:  # non-causal: every key
+        lo, hi = 0, N_CTX
     k_ptrs += lo * stride_kn
     v_ptrs += lo * stride_vn
     for start_n in range(lo, hi, BLOCK_N):
@@ -177,3 +179,40 @@ def build(fn_name: str, types: dict, constexprs: dict, num_warps: int = 4) -> Tr
     """Compile ``fn_name`` for gfx950 (cached per process)."""
     return _compile(fn_name, tuple(sorted(types.items())), tuple(sorted(constexprs.items())),
                     num_warps)
+
+
+# -- the validation set: builds with their argument types ----
+def vector_add_build(block: int = 256) -> TritonBuild:
+    return build("vector_add", {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32",
+                                "n": "i32"}, {"BLOCK": block})
+
+
+def gemm_build(dtype: str, bm: int = 32, bn: int = 32, bk: int = 64) -> TritonBuild:
+    """``dtype``: ``bf16`` or ``fp8e4nv`` (OCP e4m3)."""
+    if dtype not in ("bf16", "fp8e4nv"):
+        raise ValueError(f"dtype must be 'bf16' or 'fp8e4nv', got {dtype!r}")
+    return build("gemm", {"a_ptr": f"*{dtype}", "b_ptr": f"*{dtype}", "c_ptr": "*fp32",
+                          "M": "i32", "N": "i32", "K": "i32", "stride_am": "i32",
+                          "stride_bk": "i32", "stride_cm": "i32"},
+                 {"BM": bm, "BN": bn, "BK": bk})
+
+
+def gemm_scaled_build(fmt: str, bm: int = 32, bn: int = 32, bk: int = 128) -> TritonBuild:
+    """``fmt``: ``e4m3`` (mxfp8) or ``e2m1`` (mxfp4, two values per byte)."""
+    if fmt not in ("e4m3", "e2m1"):
+        raise ValueError(f"fmt must be 'e4m3' or 'e2m1', got {fmt!r}")
+    elem = "*u8" if fmt == "e2m1" else "*fp8e4nv"
+    return build("gemm_scaled", {"a_ptr": elem, "a_scale_ptr": "*u8", "b_ptr": elem,
+                                 "b_scale_ptr": "*u8", "c_ptr": "*fp32", "M": "i32", "N": "i32",
+                                 "K": "i32"},
+                 {"BM": bm, "BN": bn, "BK": bk, "FORMAT": fmt, "PACK": 2 if fmt == "e2m1" else 1})
+
+
+def attn_build(n_ctx: int, head_dim: int, block_m: int = 64, block_n: int = 32,
+               causal: bool = True) -> TritonBuild:
+    strides = {name: "i32" for name in ("stride_qh", "stride_qm", "stride_kh", "stride_kn",
+                                        "stride_vh", "stride_vn", "stride_oh", "stride_om")}
+    return build("attn_fwd", {"Q": "*bf16", "K": "*bf16", "V": "*bf16", "sm_scale": "fp32",
+                              "M": "*fp32", "Out": "*bf16", **strides},
+                 {"N_CTX": n_ctx, "HEAD_DIM": head_dim, "BLOCK_M": block_m, "BLOCK_N": block_n,
+                  "STAGE": 3 if causal else 1})
