@@ -17,7 +17,7 @@ from typing import Optional, Sequence
 
 import dash
 import dash_ag_grid as dag
-from dash import Input, Output, State, ctx, dcc, html
+from dash import ALL, Input, Output, State, ctx, dcc, html
 from dash.exceptions import PreventUpdate
 from flask import abort, send_file
 from werkzeug.serving import WSGIRequestHandler, make_server
@@ -26,7 +26,7 @@ from zyfa.analyzer import METRICS
 from zyfa.trace.schema import COLUMNS, Trace, TraceError
 from zyfa.webui import figures, metrics, timeline
 from zyfa.webui.store import TraceStore, UnsafePathError, UploadError
-from zyfa.webui.whatif import SCHEDULES, SOFTMAX_VARIANTS, Simulator, WhatIf, default_simulator
+from zyfa.webui.whatif import Simulator, WhatIf, default_simulator, generator_parameters
 
 GRID_MAX_ROWS = 5000  # instruction-table rows sent to the browser (those in the current view first)
 SLOTS = ("a", "b")
@@ -57,15 +57,13 @@ class Ids:
     w_kernel: str = "whatif-kernel"
     w_seqlen: str = "whatif-seqlen"
     w_heads: str = "whatif-heads"
-    w_softmax: str = "whatif-softmax"
-    w_schedule: str = "whatif-schedule"
-    w_handover: str = "whatif-handover"
     w_run: str = "whatif-run"
     w_status: str = "whatif-status"
     w_message: str = "whatif-message"
 
 
 ID = Ids()
+PARAM_TYPE = "whatif-param"  # pattern-matching id type of the generator-parameter controls
 
 
 # -- relayout parsing --------------------------------------------------------------------------
@@ -122,7 +120,8 @@ def _section(title: str, *children, **style) -> html.Div:
                            **style})
 
 
-def build_layout(store: TraceStore, kernels: Sequence[str], simulator_ready: bool) -> html.Div:
+def build_layout(store: TraceStore, kernels: Sequence[str], params: dict[str, tuple],
+                 simulator_ready: bool) -> html.Div:
     a, b = default_pair(store)
     opts = _options(store)
     label = {"display": "inline-block", "marginRight": "6px", "fontWeight": "bold"}
@@ -157,15 +156,10 @@ def build_layout(store: TraceStore, kernels: Sequence[str], simulator_ready: boo
             html.Div([html.Span("heads", style=label),
                       dcc.Input(id=ID.w_heads, type="number", min=1, step=1, value=1, style={"width": "60px"})],
                      style=cell),
-            html.Div([html.Span("softmax", style=label),
-                      dcc.RadioItems(id=ID.w_softmax, options=["default", *SOFTMAX_VARIANTS], value="default",
-                                     inline=True)], style=cell),
-            html.Div([html.Span("schedule", style=label),
-                      dcc.RadioItems(id=ID.w_schedule, options=["default", *SCHEDULES], value="default",
-                                     inline=True)], style=cell),
-            html.Div([html.Span("priority hand-over after", style=label),
-                      dcc.Input(id=ID.w_handover, type="text", placeholder="default (e.g. QK_j,PV_j-1)",
-                                style={"width": "180px"})], style=cell),
+            *[html.Div([html.Span(name, style=label),
+                        dcc.RadioItems(id={"type": PARAM_TYPE, "name": name}, options=["default", *choices],
+                                       value="default", inline=True)], style=cell)
+              for name, choices in params.items()],
             html.Button("Re-simulate", id=ID.w_run, n_clicks=0, disabled=not simulator_ready),
             html.Span(id=ID.w_status, style={"marginLeft": "8px", "fontStyle": "italic"}),
         ]),
@@ -225,15 +219,20 @@ _NUMERIC = {c for c, col in COLUMNS.items() if col.type.__str__().startswith("in
 
 
 # -- app ---------------------------------------------------------------------------------------
-def create_app(store: TraceStore, simulator: Optional[Simulator] = None,
-               kernels: Sequence[str] = ("zyfa-fp8",)) -> dash.Dash:
-    """The explorer over ``store``; ``simulator`` (``WhatIf -> Trace``) enables the what-if panel."""
+def create_app(store: TraceStore, simulator: Optional[Simulator] = None, kernels: Sequence[str] = (),
+               params: Optional[dict[str, tuple]] = None) -> dash.Dash:
+    """The explorer over ``store``.
+
+    ``simulator`` (``WhatIf -> Trace``) enables the what-if panel for ``kernels`` with the
+    generator parameters ``params`` (name -> choices; default :func:`generator_parameters`).
+    """
     if not isinstance(store, TraceStore):
         raise TypeError(f"create_app: store must be a TraceStore, got {type(store).__name__}")
     if simulator is not None and not callable(simulator):
         raise TypeError(f"create_app: simulator must be a callable WhatIf -> Trace, got {type(simulator).__name__}")
     app = dash.Dash(__name__, title="zyfa schedule explorer", update_title=None)
-    app.layout = lambda: build_layout(store, kernels, simulator is not None)
+    params = generator_parameters() if params is None else dict(params)
+    app.layout = lambda: build_layout(store, list(kernels), params, simulator is not None)
     _register_file_route(app, store)
     _register_callbacks(app, store, simulator)
     return app
@@ -311,22 +310,17 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
         Output(ID.trace_b, "value", allow_duplicate=True), Output(ID.w_message, "children"),
         Input(ID.w_run, "n_clicks"),
         State(ID.w_kernel, "value"), State(ID.w_seqlen, "value"), State(ID.w_heads, "value"),
-        State(ID.w_softmax, "value"), State(ID.w_schedule, "value"), State(ID.w_handover, "value"),
+        State({"type": PARAM_TYPE, "name": ALL}, "value"), State({"type": PARAM_TYPE, "name": ALL}, "id"),
         prevent_initial_call=True,
         running=[(Output(ID.w_run, "disabled"), True, False),
                  (Output(ID.w_status, "children"), "simulating on the CDNA4 cycle model…", "")],
     )
-    def run_whatif(_clicks, kernel, seqlen, heads, softmax, schedule, handover):
+    def run_whatif(_clicks, kernel, seqlen, heads, values, ids):
         if simulator is None:
             raise PreventUpdate
         try:
-            request = WhatIf(
-                kernel=kernel, seqlen=int(seqlen or 0), heads=int(heads or 0),
-                softmax=None if softmax == "default" else softmax,
-                schedule=None if schedule == "default" else schedule,
-                handover=None if not (handover or "").strip() else
-                tuple(h.strip() for h in handover.split(",") if h.strip()),
-            )
+            chosen = {i["name"]: v for i, v in zip(ids, values) if v != "default"}
+            request = WhatIf(kernel=kernel, seqlen=int(seqlen or 0), heads=int(heads or 0), params=chosen)
             trace = simulator(request)
         except (ValueError, TypeError) as exc:
             return dash.no_update, dash.no_update, dash.no_update, f"what-if rejected: {exc}"

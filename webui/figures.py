@@ -116,7 +116,8 @@ def _add_timeline(fig: go.Figure, panel: Panel, index: int, row: int, view: View
         fig.add_trace(go.Bar(
             orientation="h", base=part["start"], x=part["end"] - part["start"], y=part["track"],
             width=0.8, name=unit, legendgroup=unit, showlegend=first, marker=dict(color=colour, line_width=0),
-            customdata=np.stack([np.full(len(part), index), part["row"]], axis=1),
+            customdata=np.stack([np.full(len(part), index), part["row"]], axis=1).tolist(),  # lists: plotly
+            # would ship a 2-D array as a typed array whose points arrive as {"0": .., "1": ..}
             hovertext=hover[mask], hovertemplate="%{hovertext}<extra>" + unit + "</extra>",
         ), row=row, col=1)
     fig.update_yaxes(tickmode="array", tickvals=list(range(len(trk))), ticktext=[t.label for t in trk],

@@ -1,0 +1,200 @@
+"""The explorer in a real browser: Playwright driving Debian's chromium against a live server.
+
+Screenshots go to test-artifacts/webui/ (git-ignored).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from zyfa import analyzer
+from zyfa.webui.app import ServerThread, create_app
+from zyfa.webui.store import TraceStore
+from zyfa.webui.timeline import iteration_span, tracks
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "webui"
+TIMEOUT_MS = 60_000
+TRACK_LABEL = re.compile(r"^CU\d+ S\d+ w\d+$")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (no browser download needed)")
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} not installed (apt-get install chromium)")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def served(tmp_path, make_trace, simulator):
+    """A live server on a free loopback port over tmp/traces/{zyfa,aiter}.parquet."""
+    traces = tmp_path / "traces"
+    make_trace("zyfa-fp8").save(traces / "zyfa")
+    make_trace("aiter-like-fp8", valu_ops=24, gap=8).save(traces / "aiter")
+    make_trace("secret").save(tmp_path / "outside" / "secret")
+    store = TraceStore([traces])
+    app = create_app(store, simulator, kernels=["zyfa-fp8", "aiter-like-fp8"],
+                     params={"softmax": ("lean", "exact"), "schedule": ("pingpong", "serial")})
+    server = ServerThread(app, "127.0.0.1", 0)
+    server.start()
+    yield server, store, tmp_path
+    server.shutdown()
+
+
+def _plot(page) -> dict:
+    """x range, y tick labels, shapes and the title texts of the timeline figure as drawn."""
+    return page.evaluate("""() => {
+        const gd = document.querySelector('#timeline .js-plotly-plot');
+        const labels = Array.from(gd.querySelectorAll('.yaxislayer-above text')).map(e => e.textContent);
+        const titles = Array.from(gd.querySelectorAll('.annotation-text')).map(e => e.textContent);
+        return {range: gd._fullLayout.xaxis.range, labels: labels, titles: titles,
+                shapes: (gd.layout.shapes || []).length, bars: gd.querySelectorAll('g.point').length};
+    }""")
+
+
+def _wait_plot(page, predicate: str) -> None:
+    page.wait_for_function("""(pred) => {
+        const gd = document.querySelector('#timeline .js-plotly-plot');
+        if (!gd || !gd._fullLayout || !gd.layout) return false;
+        return new Function('gd', 'return ' + pred)(gd);
+    }""", arg=predicate, timeout=TIMEOUT_MS)
+
+
+def _metric_titles(page, col: str) -> dict[str, str]:
+    return page.evaluate("""(col) => Object.fromEntries(Array.from(document.querySelectorAll('#metric-table tr[data-metric]'))
+        .map(tr => [tr.dataset.metric, tr.querySelector('td[data-col="' + col + '"]').title]))""", col)
+
+
+def _details(page) -> dict[str, str]:
+    return page.evaluate("""() => Object.fromEntries(Array.from(document.querySelectorAll('#details-table tr'))
+        .map(tr => [tr.querySelector('th').textContent, tr.querySelector('td').textContent]))""")
+
+
+def test_explorer_side_by_side_click_zoom_whatif(browser, served):
+    server, store, _ = served
+    ids = {store.get(e.id).meta.kernel: e.id for e in store.entries()}
+    a, b = store.get(ids["zyfa-fp8"]), store.get(ids["aiter-like-fp8"])
+    page = browser.new_page(viewport={"width": 1500, "height": 1900})
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(server.url, timeout=TIMEOUT_MS)
+
+    # -- ZYFA (A) and AITER (B) by default: one row per wave in each panel -----------------------
+    _wait_plot(page, "gd.querySelectorAll('.yaxislayer-above text').length >= 8")
+    drawn = _plot(page)
+    expected = [t.label for t in tracks(a)] + [t.label for t in tracks(b)]
+    assert [t for t in drawn["labels"] if TRACK_LABEL.match(t)] == expected
+    assert any(t.startswith("A: zyfa-fp8") for t in drawn["titles"])
+    assert any(t.startswith("B: aiter-like-fp8") for t in drawn["titles"])
+    assert drawn["bars"] == len(a) + len(b)  # small traces: every instruction drawn
+
+    # -- metric table = zyfa.analyzer.compare --------------------------------------------------
+    page.wait_for_selector("#metric-table tr[data-metric]", timeout=TIMEOUT_MS)
+    want = analyzer.compare(a, b, "steady").set_index("metric")
+    for col in ("a", "b", "diff"):
+        shown = _metric_titles(page, col)
+        assert shown == {m: repr(float(v)) for m, v in want[col].items()}, col
+    page.screenshot(path=str(ARTIFACTS / "01-side-by-side.png"), full_page=True)
+
+    # -- click an instruction on the timeline: its details appear, the grid selects it ---------
+    bar = page.locator("#timeline g.trace.bars g.point path").first
+    box = bar.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.wait_for_selector("#details-table", timeout=TIMEOUT_MS)
+    details = _details(page)
+    row = int(details["row"])
+    record = a.table.slice(row, 1).to_pylist()[0]
+    assert details["trace"].startswith("A: zyfa-fp8")
+    assert details["opcode"] == record["opcode"] and record["unit"] == "MFMA"
+    assert (int(details["start"]), int(details["end"])) == (record["start"], record["end"])
+    _wait_plot(page, "(gd.layout.shapes || []).length == 1")
+    page.wait_for_selector(f'#grid .ag-row-selected[row-id="{row}"]', timeout=TIMEOUT_MS)
+    page.screenshot(path=str(ARTIFACTS / "02-instruction-clicked.png"), full_page=True)
+
+    # -- click a row of the instruction table: details follow ----------------------------------
+    cell = page.locator('#grid .ag-center-cols-container .ag-row[row-index="3"] .ag-cell[col-id="opcode"]')
+    grid_row = int(cell.locator("xpath=..").get_attribute("row-id"))
+    cell.click()
+    page.wait_for_function("(r) => { const t = document.querySelector('#details-table');"
+                           " return t && t.textContent.includes('row' + r); }", arg=str(grid_row), timeout=TIMEOUT_MS)
+    assert _details(page)["opcode"] == a.table.slice(grid_row, 1).to_pylist()[0]["opcode"]
+
+    # -- zoom to one loop iteration ----------------------------------------------------------------
+    lo, hi = iteration_span(a, 1)
+    page.click(f"#zoom-iteration")
+    page.get_by_text("iteration 1", exact=True).click()
+    _wait_plot(page, f"Math.abs(gd._fullLayout.xaxis.range[0] - {lo}) < 1e-6 && "
+                     f"Math.abs(gd._fullLayout.xaxis.range[1] - {hi}) < 1e-6")
+    page.screenshot(path=str(ARTIFACTS / "03-iteration-1.png"), full_page=True)
+
+    # -- what-if: re-simulate with the serial schedule, shown as B next to A ---------------------
+    page.locator('[id*="whatif-param"][id*="schedule"]').get_by_text("serial", exact=True).click()
+    page.click("#whatif-run")
+    page.wait_for_function("() => document.querySelector('#whatif-message').textContent.includes('simulated')",
+                           timeout=TIMEOUT_MS)
+    new_id = next(e.id for e in store.entries() if e.label.startswith("what-if:"))
+    new = store.get(new_id)
+    _wait_plot(page, "Array.from(gd.querySelectorAll('.annotation-text')).some(e => e.textContent.startsWith('B: zyfa-fp8'))")
+    page.wait_for_function("(v) => { const td = document.querySelector("
+                           "'#metric-table tr[data-metric=\"cycles\"] td[data-col=\"b\"]'); return td && td.title == v; }",
+                           arg=repr(float(analyzer.summary(new, "steady")["cycles"])), timeout=TIMEOUT_MS)
+    want = analyzer.compare(a, new, "steady").set_index("metric")
+    assert _metric_titles(page, "b") == {m: repr(float(v)) for m, v in want["b"].items()}
+    page.screenshot(path=str(ARTIFACTS / "04-what-if.png"), full_page=True)
+    assert errors == []
+    page.close()
+
+
+def test_refuses_traversal_and_malformed_upload(browser, served):
+    server, store, tmp = served
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.goto(server.url, timeout=TIMEOUT_MS)
+    page.wait_for_selector("#metric-table", timeout=TIMEOUT_MS)
+
+    page.fill("#open-path", "../outside/secret.parquet")
+    page.press("#open-path", "Enter")
+    page.wait_for_function("() => document.querySelector('#source-message').textContent.includes('refused')",
+                           timeout=TIMEOUT_MS)
+    assert "secret" not in [store.get(e.id).meta.kernel for e in store.entries()]
+
+    page.set_input_files("#upload input[type=file]",
+                         files=[{"name": "bad.parquet", "mimeType": "application/octet-stream", "buffer": b"junk"}])
+    page.wait_for_function("() => document.querySelector('#source-message').textContent.includes('not a valid zyfa trace')",
+                           timeout=TIMEOUT_MS)
+    page.screenshot(path=str(ARTIFACTS / "05-rejected-upload.png"), full_page=False)
+
+    good = (tmp / "outside" / "secret.parquet").read_bytes()
+    page.set_input_files("#upload input[type=file]",
+                         files=[{"name": "secret.parquet", "mimeType": "application/octet-stream", "buffer": good}])
+    page.wait_for_function("() => document.querySelector('#source-message').textContent.includes('opened upload')",
+                           timeout=TIMEOUT_MS)
+    _wait_plot(page, "Array.from(gd.querySelectorAll('.annotation-text')).some(e => e.textContent.startsWith('B: secret'))")
+    page.close()
+
+    # the file route serves traces under the directory and nothing else
+    with urllib.request.urlopen(f"{server.url}/traces/zyfa.parquet") as resp:
+        assert resp.read()[:4] == b"PAR1"
+    for bad in ("..%2Foutside%2Fsecret.parquet", "zyfa.json", "../../etc/passwd", "%2e%2e/%2e%2e/etc/passwd"):
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(f"{server.url}/traces/{bad}")
+        assert err.value.code == 403, bad
+    # a path that does not reach the route at all gets the page's index, never the file
+    with urllib.request.urlopen(f"{server.url}/traces/%2Fetc%2Fpasswd") as resp:
+        body = resp.read()
+    assert b"root:" not in body and body.lstrip().lower().startswith(b"<!doctype html>")
