@@ -8,7 +8,7 @@ and, with ``cache_results=True``, on disk under Triton's cache directory.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 import triton
@@ -16,7 +16,7 @@ import triton
 LOG2E = 1.4426950408889634  # 1/ln(2), rounded to fp32 where used (docs/numerics.md)
 LN2 = 0.6931471805599453
 FP8_MAGIC = 12582912.0  # 1.5 * 2**23: adding it rounds an fp32 to an integer held in the low mantissa bits
-BLOCK_KEYS = 64  # ZYFA scales P per 64-key block (docs/numerics.md); every kernel steps keys by it
+BLOCK_KEYS = 64  # ZYFA scales P per 64-key block (docs/numerics.md): the FP8 kernel steps keys by it
 
 
 @dataclass(frozen=True)
@@ -25,36 +25,61 @@ class TileConfig:
 
     ``warp_specialize`` asks Triton to split the key loop into producer/consumer warp groups
     (``tl.range(..., warp_specialize=True)``); it only compiles where Triton supports it.
+    FP8 kernel only: ``rowsum_mma`` sums the rounded P on the tensor cores (``P @ ones``) instead
+    of converting P to fp32; ``acc_in_dot`` feeds the rescaled accumulator into the PV product
+    (one multiply less per element, but on Hopper the fp8 product then accumulates the whole key
+    loop in the tensor core's reduced-precision adder instead of fp32 FMAs every 64 keys).
     """
 
     block_m: int
     num_warps: int
     num_stages: int
     warp_specialize: bool = False
+    rowsum_mma: bool = False
+    acc_in_dot: bool = False
+    block_n: int = BLOCK_KEYS
 
     def __post_init__(self):
         if self.block_m not in (16, 32, 64, 128, 256):
             raise ValueError(f"TileConfig.block_m must be a power of two in [16, 256], got {self.block_m}")
         if self.num_warps not in (1, 2, 4, 8, 16):
             raise ValueError(f"TileConfig.num_warps must be a power of two <= 16, got {self.num_warps}")
+        if self.block_n not in (32, 64, 128):
+            raise ValueError(f"TileConfig.block_n must be 32, 64 or 128, got {self.block_n}")
         if self.num_stages < 1:
             raise ValueError(f"TileConfig.num_stages must be >= 1, got {self.num_stages}")
 
-    def to_triton(self) -> triton.Config:
-        return triton.Config({"BLOCK_M": self.block_m, "WARP_SPEC": self.warp_specialize},
-                             num_warps=self.num_warps, num_stages=self.num_stages)
+    def meta(self, fp8: bool) -> dict:
+        """The kernel's tile constexprs for this configuration."""
+        meta = {"BLOCK_M": self.block_m, "BLOCK_N": self.block_n, "WARP_SPEC": self.warp_specialize}
+        if fp8:
+            if self.block_n != BLOCK_KEYS:
+                raise ValueError(f"the FP8 kernel scales P per {BLOCK_KEYS}-key block: block_n must be "
+                                 f"{BLOCK_KEYS}, got {self.block_n}")
+            meta.update(ROWSUM_MMA=self.rowsum_mma, ACC_IN_DOT=self.acc_in_dot)
+        return meta
+
+    def to_triton(self, fp8: bool) -> triton.Config:
+        return triton.Config(self.meta(fp8), num_warps=self.num_warps, num_stages=self.num_stages)
 
 
-# arch -> candidate configs for the autotuner (small lists: each candidate is one compile).
-AUTOTUNE_CONFIGS: dict[str, tuple[TileConfig, ...]] = {
-    "sm_90": (
+# (arch, kernel) -> candidate configs for the autotuner (small lists: each candidate is one compile).
+AUTOTUNE_CONFIGS: dict[tuple[str, str], tuple[TileConfig, ...]] = {
+    ("sm_90", "fp8"): (
         TileConfig(128, 8, 2), TileConfig(128, 8, 3), TileConfig(128, 4, 3), TileConfig(64, 4, 3),
+        TileConfig(128, 8, 2, rowsum_mma=True), TileConfig(128, 8, 3, rowsum_mma=True),
     ),
-    "gfx950": (TileConfig(128, 8, 2), TileConfig(256, 8, 2), TileConfig(128, 4, 2)),
-    "default": (TileConfig(128, 8, 2), TileConfig(64, 4, 2)),
+    ("sm_90", "bf16"): (
+        TileConfig(128, 8, 2), TileConfig(128, 8, 3), TileConfig(128, 4, 3),
+        TileConfig(128, 8, 2, block_n=128), TileConfig(128, 8, 3, block_n=128), TileConfig(128, 4, 3, block_n=128),
+    ),
+    ("gfx950", "fp8"): (TileConfig(128, 8, 2), TileConfig(256, 8, 2), TileConfig(128, 4, 2)),
+    ("gfx950", "bf16"): (TileConfig(128, 8, 2), TileConfig(256, 8, 2), TileConfig(128, 4, 2)),
+    ("default", "fp8"): (TileConfig(128, 8, 2), TileConfig(64, 4, 2)),
+    ("default", "bf16"): (TileConfig(128, 8, 2), TileConfig(64, 4, 2)),
 }
 # Interpreter runs (CPU tests) use one small tile so the tests stay fast.
-INTERPRET_CONFIG = TileConfig(16, 1, 1)
+INTERPRET_CONFIG = TileConfig(16, 1, 1, block_n=BLOCK_KEYS)
 
 
 def interpreting() -> bool:
@@ -72,15 +97,16 @@ def device_arch(device: torch.device | None = None) -> str:
     return f"sm_{props.major}{props.minor}"
 
 
-def autotune_configs(arch: str | None = None) -> list[triton.Config]:
+def autotune_configs(fp8: bool, arch: str | None = None) -> list[triton.Config]:
     """The autotune candidates for ``arch`` (``ZYFA_TRITON_WS=1`` adds warp-specialised twins)."""
     if interpreting():
-        return [INTERPRET_CONFIG.to_triton()]
+        return [INTERPRET_CONFIG.to_triton(fp8)]
     arch = arch or device_arch()
-    configs = list(AUTOTUNE_CONFIGS.get(arch, AUTOTUNE_CONFIGS["default"]))
+    kind = "fp8" if fp8 else "bf16"
+    configs = list(AUTOTUNE_CONFIGS.get((arch, kind), AUTOTUNE_CONFIGS[("default", kind)]))
     if os.environ.get("ZYFA_TRITON_WS", "0") == "1":
-        configs += [TileConfig(c.block_m, c.num_warps, c.num_stages, True) for c in configs]
-    return [c.to_triton() for c in configs]
+        configs += [replace(c, warp_specialize=True) for c in configs]
+    return [c.to_triton(fp8) for c in configs]
 
 
 def padded_headdim(d: int) -> int:

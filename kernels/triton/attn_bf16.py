@@ -12,7 +12,7 @@ import torch
 import triton
 import triton.language as tl
 
-from zyfa.kernels.triton._common import BLOCK_KEYS, LOG2E, autotune_configs, interpreting, padded_headdim
+from zyfa.kernels.triton._common import LOG2E, TileConfig, autotune_configs, interpreting, padded_headdim
 
 _INTERPRET = interpreting()
 
@@ -61,7 +61,7 @@ def _attn_fwd_bf16_inner(acc, l_i, m_i, q, k_base, v_base, t,
     return acc, l_i, m_i
 
 
-@triton.autotune(configs=autotune_configs(), key=["SEQ_Q", "SEQ_K", "HEAD_DIM", "HEAD_DIM_V", "IS_CAUSAL"],
+@triton.autotune(configs=autotune_configs(fp8=False), key=["SEQ_Q", "SEQ_K", "HEAD_DIM", "HEAD_DIM_V", "IS_CAUSAL"],
                  cache_results=not _INTERPRET)
 @triton.jit
 def _attn_fwd_bf16(Q, K, V, Out, Lse, t,
@@ -117,10 +117,11 @@ def _attn_fwd_bf16(Q, K, V, Out, Lse, t,
 
 
 def attention_bf16(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_scale: float, causal: bool,
-                   ) -> tuple[torch.Tensor, torch.Tensor]:
+                   config: TileConfig | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """BF16/FP16 forward. q, k, v ``(b, s, h, d)`` with unit stride along d (GQA: fewer KV heads).
 
     Returns ``out`` (input dtype, ``(b, s_q, h, d_v)``) and ``softmax_lse`` float32 ``(b, h, s_q)``.
+    ``config`` bypasses the autotuner.
     """
     for name, x in (("q", q), ("k", k), ("v", v)):
         if x.dtype not in (torch.bfloat16, torch.float16):
@@ -130,7 +131,12 @@ def attention_bf16(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_sc
     out = torch.empty(b, s_q, h, d_v, dtype=q.dtype, device=q.device)
     lse = torch.empty(b, h, s_q, dtype=torch.float32, device=q.device)
     grid = lambda meta: (triton.cdiv(s_q, meta["BLOCK_M"]), b * h)  # noqa: E731
-    _attn_fwd_bf16[grid](
+    launch = dict(IS_CAUSAL=causal, INTERPRET=_INTERPRET)
+    kernel = _attn_fwd_bf16
+    if config is not None:
+        kernel = _attn_fwd_bf16.fn
+        launch.update(config.meta(fp8=False), num_warps=config.num_warps, num_stages=config.num_stages)
+    kernel[grid](
         q, k, v, out, lse, softmax_scale * LOG2E,
         q.stride(0), q.stride(1), q.stride(2),
         k.stride(0), k.stride(1), k.stride(2),
@@ -139,6 +145,6 @@ def attention_bf16(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_sc
         lse.stride(0), lse.stride(1),
         h, h // h_k, s_q, s_k,
         HEAD_DIM=d, HEAD_DIM_V=d_v, HEAD_DIM_PAD=padded_headdim(d), HEAD_DIM_V_PAD=padded_headdim(d_v),
-        IS_CAUSAL=causal, BLOCK_N=BLOCK_KEYS, INTERPRET=_INTERPRET,
+        **launch,
     )
     return out, lse

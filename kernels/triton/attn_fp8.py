@@ -19,9 +19,10 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
+import triton.profiler.language as pl
 
 from zyfa.kernels.triton._common import (
-    BLOCK_KEYS, LOG2E, autotune_configs, interpreting, padded_headdim,
+    LOG2E, TileConfig, autotune_configs, interpreting, padded_headdim,
 )
 
 _INTERPRET = interpreting()
@@ -33,9 +34,12 @@ def _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
                         lo, hi, offset, SEQ_K,
                         HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
                         BLOCK_N: tl.constexpr, MASKED: tl.constexpr, IS_CAUSAL: tl.constexpr,
-                        WARP_SPEC: tl.constexpr, INTERPRET: tl.constexpr):
+                        WARP_SPEC: tl.constexpr, ROWSUM_MMA: tl.constexpr, ACC_IN_DOT: tl.constexpr,
+                        INTERPRET: tl.constexpr, PROTON: tl.constexpr):
     offs_n0 = tl.arange(0, BLOCK_N)
     magic: tl.constexpr = 12582912.0  # 1.5 * 2**23
+    if ROWSUM_MMA:  # P @ ones gives the rounded-P row sum on the tensor cores (gfx950: one extra MFMA)
+        ones = tl.full([BLOCK_N, 16], 56, tl.uint8).to(tl.float8e4nv, bitcast=True)  # e4m3 code 56 = 1.0
     for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPEC):
         offs_n = start_n + offs_n0
         # -- load K^T and V tiles ----
@@ -48,6 +52,8 @@ def _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
             kt = tl.load(kt_ptrs, mask=offs_d[:, None] < HEAD_DIM, other=0.0)
             v = tl.load(v_ptrs, mask=offs_dv[None, :] < HEAD_DIM_V, other=0.0)
         # -- s = q k^T (fp32 accumulate) ----
+        if PROTON:
+            pl.enter_scope("qk")
         if INTERPRET:
             s = tl.dot(q.to(tl.float32), kt.to(tl.float32), input_precision="ieee")
         else:
@@ -57,6 +63,9 @@ def _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
             if IS_CAUSAL:
                 allowed = allowed & (offs_n[None, :] <= offs_m[:, None] + offset)
             s = tl.where(allowed, s, float("-inf"))
+        if PROTON:
+            pl.exit_scope("qk")
+            pl.enter_scope("softmax")
         # -- per-64-key power-of-two scale: bm = ceil(t * max s) ----
         mx = tl.max(s, 1)
         valid = mx > float("-inf")
@@ -69,19 +78,50 @@ def _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
         p = code.to(tl.float8e4nv, bitcast=True)
         # -- rescale and accumulate: acc = acc * 2^(m - m_new) + (P V) * 2^(bm - 8 - m_new) ----
         e = bm - 8.0 - m_new
-        blk_scale = tl.where(valid & (e >= -127.0), tl.math.exp2(e), 0.0)
         alpha = tl.where(m_new > float("-inf"), tl.math.exp2(m_i - m_new), 1.0)
-        if INTERPRET:
-            pv = tl.dot(p.to(tl.float32), v.to(tl.float32), input_precision="ieee")
+        if ACC_IN_DOT:
+            # acc = dot(P, V, acc * alpha / c) * c with c = 2^max(e, -100): both factors are powers
+            # of two (exact); the clamp keeps alpha / c finite (blocks below 2^-100 are invisible in fp32).
+            e_c = tl.maximum(e, -100.0)
+            pre = tl.where(valid, tl.math.exp2(m_i - m_new - e_c), 1.0)
+            post = tl.where(valid, tl.math.exp2(e_c), 1.0)
         else:
-            pv = tl.dot(p, v)
-        acc = acc * alpha[:, None] + pv * blk_scale[:, None]
-        l_i = l_i * alpha + tl.sum(p.to(tl.float32), 1) * blk_scale
+            blk_scale = tl.where(valid & (e >= -127.0), tl.math.exp2(e), 0.0)
+        if PROTON:
+            pl.exit_scope("softmax")
+            pl.enter_scope("pv")
+        if INTERPRET:
+            p_op = p.to(tl.float32)
+            v_op = v.to(tl.float32)
+        else:
+            p_op = p
+            v_op = v
+        if ACC_IN_DOT:
+            acc = tl.dot(p_op, v_op, acc * pre[:, None], input_precision="ieee" if INTERPRET else None) * post[:, None]
+        else:
+            pv = tl.dot(p_op, v_op, input_precision="ieee" if INTERPRET else None)
+            acc = acc * alpha[:, None] + pv * blk_scale[:, None]
+        if ROWSUM_MMA:
+            if INTERPRET:
+                ones_op = ones.to(tl.float32)
+            else:
+                ones_op = ones
+            if ACC_IN_DOT:
+                l_i = tl.dot(p_op, ones_op, l_i * pre[:, None], input_precision="ieee" if INTERPRET else None) * post[:, None]
+            else:
+                l_i = l_i * alpha[:, None] + tl.dot(p_op, ones_op, input_precision="ieee" if INTERPRET else None) * blk_scale[:, None]
+        else:
+            if ACC_IN_DOT:
+                l_i = l_i * alpha + tl.sum(p.to(tl.float32), 1) * tl.where(valid, tl.math.exp2(e_c), 0.0)
+            else:
+                l_i = l_i * alpha + tl.sum(p.to(tl.float32), 1) * blk_scale
         m_i = m_new
+        if PROTON:
+            pl.exit_scope("pv")
     return acc, l_i, m_i
 
 
-@triton.autotune(configs=autotune_configs(), key=["SEQ_Q", "SEQ_K", "HEAD_DIM", "HEAD_DIM_V", "IS_CAUSAL"],
+@triton.autotune(configs=autotune_configs(fp8=True), key=["SEQ_Q", "SEQ_K", "HEAD_DIM", "HEAD_DIM_V", "IS_CAUSAL"],
                  cache_results=not _INTERPRET)
 @triton.jit
 def _attn_fwd_fp8(Q, K, V, Out, Lse, T, DV,
@@ -94,7 +134,8 @@ def _attn_fwd_fp8(Q, K, V, Out, Lse, T, DV,
                   HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
                   HEAD_DIM_PAD: tl.constexpr, HEAD_DIM_V_PAD: tl.constexpr,
                   IS_CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                  WARP_SPEC: tl.constexpr, INTERPRET: tl.constexpr):
+                  WARP_SPEC: tl.constexpr, ROWSUM_MMA: tl.constexpr, ACC_IN_DOT: tl.constexpr,
+                  INTERPRET: tl.constexpr, PROTON: tl.constexpr = False):
     tl.static_assert(BLOCK_N == 64, "ZYFA scales P per 64-key block")
     start_m = tl.program_id(0) * BLOCK_M
     off_bh = tl.program_id(1)
@@ -114,7 +155,10 @@ def _attn_fwd_fp8(Q, K, V, Out, Lse, T, DV,
     k_base = K + off_b * stride_kb + off_hk * stride_kh
     v_base = V + off_b * stride_vb + off_hk * stride_vh
     m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
-    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    if ROWSUM_MMA:
+        l_i = tl.zeros([BLOCK_M, 16], dtype=tl.float32)  # 16 equal columns of P @ ones
+    else:
+        l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM_V_PAD], dtype=tl.float32)
     # -- key ranges: [0, full_hi) unmasked for every row of the tile, [full_hi, hi) masked ----
     offset = SEQ_K - SEQ_Q  # bottom-right causal alignment
@@ -127,12 +171,16 @@ def _attn_fwd_fp8(Q, K, V, Out, Lse, T, DV,
     acc, l_i, m_i = _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
                                         stride_ks, stride_vs, stride_vd, offs_m, offs_d, offs_dv,
                                         0, full_hi, offset, SEQ_K, HEAD_DIM, HEAD_DIM_V, BLOCK_N,
-                                        False, IS_CAUSAL, WARP_SPEC, INTERPRET)
+                                        False, IS_CAUSAL, WARP_SPEC, ROWSUM_MMA, ACC_IN_DOT,
+                                        INTERPRET, PROTON)
     acc, l_i, m_i = _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
                                         stride_ks, stride_vs, stride_vd, offs_m, offs_d, offs_dv,
                                         full_hi, hi, offset, SEQ_K, HEAD_DIM, HEAD_DIM_V, BLOCK_N,
-                                        True, IS_CAUSAL, WARP_SPEC, INTERPRET)
+                                        True, IS_CAUSAL, WARP_SPEC, ROWSUM_MMA, ACC_IN_DOT,
+                                        INTERPRET, PROTON)
     # -- epilogue: out = fp32(acc / l) * dv -> bf16; lse = (m + log2 l) ln2; empty rows -> 0, +inf ----
+    if ROWSUM_MMA:
+        l_i = tl.max(l_i, 1)
     has_keys = l_i > 0.0
     l_safe = tl.where(has_keys, l_i, 1.0)
     out = tl.div_rn(acc, l_safe[:, None]) * dv
@@ -152,14 +200,19 @@ def fp8_constants(softmax_scale: float, q_descale: torch.Tensor, k_descale: torc
 def attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_scale: float, causal: bool,
                   q_descale: torch.Tensor | None = None, k_descale: torch.Tensor | None = None,
                   v_descale: torch.Tensor | None = None, transpose_v: bool | None = None,
-                  out_dtype: torch.dtype = torch.bfloat16) -> tuple[torch.Tensor, torch.Tensor]:
+                  out_dtype: torch.dtype = torch.bfloat16, config: TileConfig | None = None,
+                  proton_scopes: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """ZYFA FP8 forward. q, k, v: float8_e4m3fn ``(b, s, h, d)``; descales float32 ``(b, h_k)``.
 
     Returns ``out`` bfloat16 ``(b, s_q, h, d_v)`` and ``softmax_lse`` float32 ``(b, h, s_q)``.
     ``transpose_v`` (default: on CUDA GPUs) first copies V to a key-contiguous layout, which the
     Hopper fp8 tensor-core instruction needs for its B operand; the copy is part of the call.
-    ``out_dtype=torch.float32`` keeps the fp32 ``(acc / l) * dv`` unrounded (tests).
+    ``out_dtype=torch.float32`` keeps the fp32 ``(acc / l) * dv`` unrounded (tests). ``config``
+    bypasses the autotuner; ``proton_scopes`` (needs ``config``) compiles Proton scopes ``qk``,
+    ``softmax``, ``pv`` around the three phases of the key loop (see :mod:`zyfa.trace.proton`).
     """
+    if proton_scopes and config is None:
+        raise ValueError("proton_scopes=True needs an explicit config (the autotuner would time instrumented code)")
     if out_dtype not in (torch.bfloat16, torch.float32):
         raise ValueError(f"out_dtype must be torch.bfloat16 or torch.float32, got {out_dtype}")
     for name, x in (("q", q), ("k", k), ("v", v)):
@@ -184,7 +237,14 @@ def attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_sca
     out = torch.empty(b, s_q, h, d_v, dtype=out_dtype, device=q.device)
     lse = torch.empty(b, h, s_q, dtype=torch.float32, device=q.device)
     grid = lambda meta: (triton.cdiv(s_q, meta["BLOCK_M"]), b * h)  # noqa: E731
-    _attn_fwd_fp8[grid](
+    launch = dict(IS_CAUSAL=causal, INTERPRET=_INTERPRET)
+    if config is None:
+        kernel = _attn_fwd_fp8
+    else:
+        kernel = _attn_fwd_fp8.fn
+        launch.update(config.meta(fp8=True), PROTON=proton_scopes, num_warps=config.num_warps,
+                      num_stages=config.num_stages)
+    kernel[grid](
         q, k, v_arg, out, lse, t, dv,
         q.stride(0), q.stride(1), q.stride(2),
         k.stride(0), k.stride(1), k.stride(2),
@@ -193,6 +253,6 @@ def attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_sca
         lse.stride(0), lse.stride(1), t.stride(0),
         h, h // h_k, s_q, s_k,
         HEAD_DIM=d, HEAD_DIM_V=d_v, HEAD_DIM_PAD=padded_headdim(d), HEAD_DIM_V_PAD=padded_headdim(d_v),
-        IS_CAUSAL=causal, BLOCK_N=BLOCK_KEYS, INTERPRET=_INTERPRET,
+        **launch,
     )
     return out, lse

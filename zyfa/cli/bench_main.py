@@ -1,16 +1,331 @@
-"""Placeholder entry point: replaced by its issue's implementation."""
+"""``zyfa-bench``: attention forward backends side by side on one GPU, in one process.
 
+For every shape, every backend runs on the same random inputs (Gaussian, unit variance; FP8
+backends get them quantised per (batch, kv-head) with descale = amax / 448). Per backend:
+
+* time: warm-up, then ``triton.testing.do_bench`` (CUDA events, L2 flushed between calls), median;
+* TFLOP/s: :attr:`zyfa.shapes.AttnShape.flops` (``4 b h s_q s_k d``, halved for causal) / time;
+* accuracy: relative L2 error ``||out - ref|| / ||ref||`` against fp64 attention on the
+  *unquantised* inputs, over the first ``--acc-kv-heads`` KV heads (and their query heads);
+* SM clock (MHz) and board power (W): NVML, sampled every ~5 ms on a thread during the timed loop;
+  TFLOP/J = TFLOP/s / mean power (whole-board energy, idle power included).
+
+Writes ``bench.csv`` and ``bench.html`` (plotly) under ``--out`` and prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
 import sys
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+from zyfa.shapes import AttnShape, parse_seqlen
+
+DEFAULT_SEQLENS = "1k,2k,4k,8k,16k,32k"
+# Named model layers (b1, causal): (heads, heads_k, headdim, headdim_v)
+MODEL_SHAPES = {
+    "mha": (32, 32, 128, 128),
+    "mistral-7b": (32, 8, 128, 128),
+    "qwen3-8b": (32, 8, 128, 128),
+    "mla": (16, 16, 192, 128),  # DeepSeek-V2-Lite prefill head shape
+}
+BACKENDS = ("zyfa-triton-fp8", "zyfa-triton-bf16", "sdpa-cudnn", "sdpa-flash", "fa3-bf16", "fa3-fp8")
 
 
-def add_arguments(p):
-    pass
+@dataclass(frozen=True)
+class BenchRow:
+    """One (shape, backend) measurement; empty numbers and an ``error`` when it could not run."""
+
+    model: str
+    shape: str
+    seqlen: int
+    backend: str
+    ms: float = math.nan
+    tflops: float = math.nan
+    rel_l2: float = math.nan
+    sm_mhz: float = math.nan
+    power_w: float = math.nan
+    tflop_per_j: float = math.nan
+    error: str = ""
 
 
-def run(args):
-    print("bench: not yet available in this build", file=sys.stderr)
-    return 1
+# -- inputs ----
+def quantise_fp8(x, heads_k: int):
+    """(b, s, h, d) -> (float8_e4m3fn tensor, float32 descale (b, h_k)); amax per KV-head group."""
+    import torch
+    b, s, h, d = x.shape
+    amax = x.abs().reshape(b, s, heads_k, h // heads_k, d).amax(dim=(1, 3, 4)).float().clamp_min(1e-12)
+    descale = amax / 448.0
+    scaled = x.float() / descale.repeat_interleave(h // heads_k, 1)[:, None, :, None]
+    return scaled.clamp(-448.0, 448.0).to(torch.float8_e4m3fn), descale.contiguous()
 
 
-def main(argv=None):
-    return run(None)
+class Inputs:
+    """BF16 inputs of one shape and their FP8 quantisation."""
+
+    def __init__(self, shape: AttnShape, seed: int = 0):
+        import torch
+        gen = torch.Generator(device="cuda").manual_seed(seed)
+
+        def randn(s, h, d):
+            return torch.randn(shape.batch, s, h, d, generator=gen, device="cuda", dtype=torch.bfloat16)
+
+        self.shape = shape
+        self.q = randn(shape.seqlen_q, shape.heads, shape.headdim)
+        self.k = randn(shape.seqlen_k, shape.heads_k, shape.headdim)
+        self.v = randn(shape.seqlen_k, shape.heads_k, shape.headdim_v)
+        self.q8, self.dq = quantise_fp8(self.q, shape.heads_k)
+        self.k8, self.dk = quantise_fp8(self.k, shape.heads_k)
+        self.v8, self.dv = quantise_fp8(self.v, shape.heads_k)
+        self.scale = shape.headdim ** -0.5
+
+
+# -- backends: name -> builder(inputs) -> zero-argument callable returning out (b, s, h, d_v) ----
+def _zyfa_fp8(x: Inputs):
+    from zyfa.kernels.triton.attn_fp8 import attention_fp8
+    return lambda: attention_fp8(x.q8, x.k8, x.v8, x.scale, x.shape.causal, x.dq, x.dk, x.dv)[0]
+
+
+def _zyfa_bf16(x: Inputs):
+    from zyfa.kernels.triton.attn_bf16 import attention_bf16
+    return lambda: attention_bf16(x.q, x.k, x.v, x.scale, x.shape.causal)[0]
+
+
+def _sdpa(kind: str):
+    def build(x: Inputs):
+        import torch
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        backend = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}[kind]
+        q, k, v = (t.transpose(1, 2) for t in (x.q, x.k, x.v))
+        gqa = x.shape.heads != x.shape.heads_k
+
+        def call():
+            with sdpa_kernel(backend):
+                out = torch.nn.functional.scaled_dot_product_attention(
+                    q, k, v, is_causal=x.shape.causal, scale=x.scale, enable_gqa=gqa)
+            return out.transpose(1, 2)
+        return call
+    return build
+
+
+def _fa3(fp8: bool):
+    def build(x: Inputs):
+        from fa3_fwd_interface import flash_attn_func as fa3
+
+        def first(r):
+            return r[0] if isinstance(r, tuple) else r
+        if fp8:
+            return lambda: first(fa3(x.q8, x.k8, x.v8, softmax_scale=x.scale, causal=x.shape.causal,
+                                     q_descale=x.dq, k_descale=x.dk, v_descale=x.dv))
+        return lambda: first(fa3(x.q, x.k, x.v, softmax_scale=x.scale, causal=x.shape.causal))
+    return build
+
+
+BUILDERS: dict[str, Callable] = {
+    "zyfa-triton-fp8": _zyfa_fp8, "zyfa-triton-bf16": _zyfa_bf16,
+    "sdpa-cudnn": _sdpa("cudnn"), "sdpa-flash": _sdpa("flash"),
+    "fa3-bf16": _fa3(False), "fa3-fp8": _fa3(True),
+}
+
+
+# -- measurement ----
+class NvmlSampler:
+    """Samples SM clock (MHz) and board power (W) on a thread while active (means over samples)."""
+
+    def __init__(self, period_s: float = 0.005):
+        self.period_s = period_s
+        self.handle = None
+        try:
+            import pynvml
+            pynvml.nvmlInit()
+            self.nvml = pynvml
+            self.handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+        except Exception as exc:  # NVML missing or no NVIDIA driver: clocks/power stay NaN
+            print(f"zyfa-bench: NVML unavailable ({exc}); no clock/power columns", file=sys.stderr)
+
+    def __enter__(self):
+        self.clocks, self.power = [], []
+        self._stop = threading.Event()
+        if self.handle is not None:
+            self._thread = threading.Thread(target=self._run, daemon=True)
+            self._thread.start()
+        return self
+
+    def _run(self):
+        nv = self.nvml
+        while not self._stop.is_set():
+            self.clocks.append(nv.nvmlDeviceGetClockInfo(self.handle, nv.NVML_CLOCK_SM))
+            self.power.append(nv.nvmlDeviceGetPowerUsage(self.handle) / 1000.0)
+            time.sleep(self.period_s)
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        if self.handle is not None:
+            self._thread.join()
+
+    def means(self) -> tuple[float, float]:
+        if not self.clocks:
+            return math.nan, math.nan
+        return sum(self.clocks) / len(self.clocks), sum(self.power) / len(self.power)
+
+
+def reference_fp64(x: Inputs, kv_heads: int):
+    """fp64 attention of the unquantised inputs for the first ``kv_heads`` KV heads."""
+    from zyfa import flash_attn_func
+    g = x.shape.heads // x.shape.heads_k
+    hk = min(kv_heads, x.shape.heads_k)
+    q, k, v = x.q[:, :, :hk * g], x.k[:, :, :hk], x.v[:, :, :hk]
+    return flash_attn_func(q, k, v, softmax_scale=x.scale, causal=x.shape.causal, backend="oracle"), hk * g
+
+
+def measure(model: str, shape: AttnShape, backend: str, x: Inputs, ref, ref_heads: int,
+            warmup_ms: float, rep_ms: float, sampler: NvmlSampler) -> BenchRow:
+    import torch
+    import triton
+    base = dict(model=model, shape=str(shape.with_(dtype="bf16")).removesuffix(" bf16"),
+                seqlen=shape.seqlen_q, backend=backend)
+    try:
+        fn = BUILDERS[backend](x)
+        out = fn()  # also compiles / autotunes
+        torch.cuda.synchronize()
+        rel = math.nan
+        if ref is not None:
+            o = out[:, :, :ref_heads].double()
+            rel = float((o - ref).norm() / ref.norm())
+        triton.testing.do_bench(fn, warmup=warmup_ms, rep=min(rep_ms, 25))
+        with sampler:
+            ms = triton.testing.do_bench(fn, warmup=0, rep=rep_ms, return_mode="median")
+        mhz, watts = sampler.means()
+    except Exception as exc:  # one backend failing must not stop the others
+        return BenchRow(**base, error=f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}")
+    tflops = shape.tflops(ms * 1e-3)
+    return BenchRow(**base, ms=ms, tflops=tflops, rel_l2=rel, sm_mhz=mhz, power_w=watts,
+                    tflop_per_j=tflops / watts if watts == watts and watts > 0 else math.nan)
+
+
+def shapes_for(models: list[str], seqlens: list[int], causal: bool) -> list[tuple[str, AttnShape]]:
+    out = []
+    for model in models:
+        if model not in MODEL_SHAPES:
+            raise ValueError(f"unknown model shape {model!r}; known: {', '.join(MODEL_SHAPES)}")
+        h, hk, d, dv = MODEL_SHAPES[model]
+        for s in seqlens:
+            out.append((model, AttnShape(batch=1, heads=h, heads_k=hk, seqlen_q=s, seqlen_k=s, headdim=d,
+                                         headdim_v=dv, causal=causal, dtype="bf16")))
+    return out
+
+
+def write_html(rows: list[BenchRow], path: Path) -> bool:
+    """Grouped TFLOP/s bars per model shape; False (and a message) when plotly is missing."""
+    try:
+        import plotly.graph_objects as go
+        from plotly.subplots import make_subplots
+    except ImportError:
+        print("zyfa-bench: plotly is not installed; no HTML (zyfa-bench --html-from bench.csv makes it later)",
+              file=sys.stderr)
+        return False
+    models = list(dict.fromkeys(r.model for r in rows))
+    fig = make_subplots(rows=len(models), cols=1, subplot_titles=[f"{m}: TFLOP/s (median)" for m in models])
+    for i, model in enumerate(models, 1):
+        for backend in dict.fromkeys(r.backend for r in rows):
+            pts = [r for r in rows if r.model == model and r.backend == backend and not r.error]
+            if pts:
+                fig.add_trace(go.Bar(name=backend, x=[str(r.seqlen) for r in pts], y=[r.tflops for r in pts],
+                                     legendgroup=backend, showlegend=i == 1,
+                                     hovertext=[f"{r.ms:.3f} ms, rel L2 {r.rel_l2:.2e}, {r.sm_mhz:.0f} MHz, "
+                                                f"{r.power_w:.0f} W" for r in pts]), row=i, col=1)
+    fig.update_layout(barmode="group", height=350 * len(models), title="zyfa-bench")
+    fig.write_html(str(path), include_plotlyjs="cdn")
+    return True
+
+
+def read_csv(path: Path) -> list[BenchRow]:
+    """Rows of a bench.csv written by :func:`run` (numbers back to float, error text kept)."""
+    with open(path, newline="") as f:
+        rows = []
+        for rec in csv.DictReader(f):
+            typed = {k: (v if k in ("model", "shape", "backend", "error") else
+                         int(v) if k == "seqlen" else float(v)) for k, v in rec.items()}
+            rows.append(BenchRow(**typed))
+    return rows
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--seqlens", default=DEFAULT_SEQLENS, help=f"comma list, e.g. 1k,16k (default {DEFAULT_SEQLENS})")
+    p.add_argument("--models", default="mha", help=f"comma list of {', '.join(MODEL_SHAPES)} (default mha)")
+    p.add_argument("--backends", default=",".join(BACKENDS), help="comma list (default: all)")
+    p.add_argument("--non-causal", action="store_true", help="full attention instead of causal")
+    p.add_argument("--warmup-ms", type=float, default=100.0)
+    p.add_argument("--rep-ms", type=float, default=300.0)
+    p.add_argument("--acc-kv-heads", type=int, default=1, help="KV heads checked against fp64 (0: skip)")
+    p.add_argument("--out", default="zyfa-out/bench", help="output folder for bench.csv / bench.html")
+    p.add_argument("--html-from", metavar="CSV", help="only render bench.html (next to CSV) from a saved bench.csv")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.html_from:
+        csv_path = Path(args.html_from)
+        if not csv_path.is_file():
+            print(f"zyfa-bench: --html-from {csv_path}: no such file", file=sys.stderr)
+            return 2
+        return 0 if write_html(read_csv(csv_path), csv_path.with_suffix(".html")) else 1
+    import torch
+    if not torch.cuda.is_available():
+        print("zyfa-bench needs a CUDA or ROCm GPU; none is visible to torch", file=sys.stderr)
+        return 2
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    unknown = [b for b in backends if b not in BUILDERS]
+    if unknown:
+        print(f"unknown backends {unknown}; known: {', '.join(BUILDERS)}", file=sys.stderr)
+        return 2
+    try:
+        shapes = shapes_for([m.strip() for m in args.models.split(",")],
+                            [parse_seqlen(s) for s in args.seqlens.split(",")], not args.non_causal)
+    except ValueError as exc:
+        print(f"zyfa-bench: {exc}", file=sys.stderr)
+        return 2
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    sampler = NvmlSampler()
+    rows: list[BenchRow] = []
+    print(f"# {torch.cuda.get_device_name()}  torch {torch.__version__}", flush=True)
+    for model, shape in shapes:
+        x = Inputs(shape)
+        ref, ref_heads = reference_fp64(x, args.acc_kv_heads) if args.acc_kv_heads > 0 else (None, 0)
+        for backend in backends:
+            row = measure(model, shape, backend, x, ref, ref_heads, args.warmup_ms, args.rep_ms, sampler)
+            rows.append(row)
+            print(format_row(row), flush=True)
+        del x, ref
+        torch.cuda.empty_cache()
+    with open(out_dir / "bench.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(asdict(rows[0])))
+        writer.writeheader()
+        writer.writerows(asdict(r) for r in rows)
+    html = write_html(rows, out_dir / "bench.html")
+    print(f"wrote {out_dir / 'bench.csv'}" + (f" and {out_dir / 'bench.html'}" if html else ""))
+    return 0
+
+
+def format_row(r: BenchRow) -> str:
+    if r.error:
+        return f"{r.model:11s} {r.seqlen:6d} {r.backend:17s} ERROR {r.error}"
+    return (f"{r.model:11s} {r.seqlen:6d} {r.backend:17s} {r.ms:8.3f} ms {r.tflops:7.1f} TFLOP/s "
+            f"relL2 {r.rel_l2:8.2e} {r.sm_mhz:6.0f} MHz {r.power_w:5.0f} W {r.tflop_per_j:5.2f} TFLOP/J")
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="zyfa-bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
