@@ -1,0 +1,77 @@
+"""Hand-scheduled gfx950 attention kernels generated from Python (see README.md in this folder).
+
+Importing the package registers ``zyfa-fp8`` (Lean P + two-wave ping-pong + per-64-key pow2
+scaled MFMA + rounded row sum), ``zyfa-fp8-exact`` (same with v_exp softmax), ``aiter-like-fp8``
+(AITER v3 numerics and structure) and ``zyfa-bf16`` in :mod:`zyfa.kernels.registry`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from zyfa.kernels import registry
+from zyfa.kernels.gfx950 import kernargs
+from zyfa.kernels.gfx950.schedule import ROWS_PER_WG, VARIANTS, WAVES, KernelConfig
+from zyfa.shapes import AttnShape
+
+__all__ = ["config_for", "build_for", "grid", "VARIANTS", "KernelConfig"]
+
+
+def config_for(name: str, shape: AttnShape) -> KernelConfig:
+    """The registered variant ``name`` specialised to ``shape``'s head dims (hd 128, MLA 192/128)."""
+    if name not in VARIANTS:
+        raise ValueError(f"unknown gfx950 kernel {name!r}; known: {', '.join(VARIANTS)}")
+    if not isinstance(shape, AttnShape):
+        raise TypeError(f"shape must be a zyfa.shapes.AttnShape, got {type(shape).__name__}")
+    base = VARIANTS[name]
+    if shape.dtype != base.dtype:
+        raise ValueError(f"kernel {name} takes dtype {base.dtype!r}, the shape has dtype={shape.dtype!r}")
+    return replace(base, headdim=shape.headdim, headdim_v=shape.headdim_v)
+
+
+def grid(shape: AttnShape) -> tuple[int, int, int]:
+    """Workgroups: (query blocks of 256 rows, heads, batch)."""
+    return (-(-shape.seqlen_q // ROWS_PER_WG), shape.heads, shape.batch)
+
+
+def build_for(name: str, shape: AttnShape) -> registry.KernelBuild:
+    from zyfa.kernels.gfx950.build import build
+    built = build(config_for(name, shape))
+    gen = built.generated
+    meta = {
+        "clusters": built.clusters,
+        "config": {k: getattr(gen.config, k) for k in gen.config.__dataclass_fields__},
+        "registers": gen.registers,
+        "vgprs": gen.vgprs, "agprs": gen.agprs, "sgprs": gen.sgprs, "lds_bytes": gen.lds_bytes,
+        "rows_per_workgroup": ROWS_PER_WG, "keys_per_tile": 128,
+    }
+    return registry.KernelBuild(name=name, asm=gen.asm, code_object=built.code_object, symbol=gen.symbol, meta=meta)
+
+
+def _kernargs(name: str, shape: AttnShape) -> bytes:
+    config_for(name, shape)  # validates dtype and head dims
+    return kernargs.pack(shape)
+
+
+_DESCRIPTIONS = {
+    "zyfa-fp8": "FP8 e4m3 causal: Lean P, two-wave ping-pong, per-64-key pow2 scaled MFMA, rounded row sum",
+    "zyfa-fp8-exact": "FP8 ablation: exact v_exp softmax with the same scaling, row sum and schedule",
+    "aiter-like-fp8": "FP8 baseline in AITER v3's structure: running fp32 max, v_exp, unrounded row sum",
+    "zyfa-bf16": "BF16 causal: exact fp32 softmax, two-wave ping-pong",
+}
+
+
+def _register():
+    for name, config in VARIANTS.items():
+        registry.register_kernel(registry.KernelSpec(
+            name=name,
+            description=_DESCRIPTIONS[name],
+            build=lambda shape, name=name: build_for(name, shape),
+            kernargs=lambda shape, name=name: _kernargs(name, shape),
+            grid=grid,
+            workgroup_size=WAVES * 64,
+            dtype=config.dtype,
+        ))
+
+
+_register()
