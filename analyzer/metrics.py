@@ -237,6 +237,15 @@ def handover_gaps(trace: Trace, window: WindowSpec = "whole") -> pd.DataFrame:
                          "prev_end": a.end[prev], "next_start": a.start[nxt], "gap": a.start[nxt] - a.end[prev]})
 
 
+@table
+def handover_gap_histogram(trace: Trace, window: WindowSpec = "whole") -> pd.DataFrame:
+    """Distribution of MFMA hand-over gaps in W: columns gap (cycles), count, share, ascending by gap."""
+    gaps = handover_gaps(trace, window)["gap"]
+    out = gaps.value_counts().sort_index().rename_axis("gap").reset_index(name="count")
+    out["share"] = out["count"] / len(gaps) if len(gaps) else np.nan
+    return out
+
+
 @metric("count")
 def handovers(trace: Trace, window: WindowSpec = "whole") -> float:
     """Number of MFMA hand-overs between waves in W (rows of :func:`handover_gaps`)."""

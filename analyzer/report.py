@@ -6,9 +6,10 @@ import json
 import math
 from typing import Optional
 
+import numpy as np
 import pandas as pd
 
-from zyfa.analyzer.metrics import METRICS, compare, summary
+from zyfa.analyzer.metrics import METRICS, TABLES, compare, summary
 from zyfa.analyzer.window import WindowSpec, resolve_window
 from zyfa.trace.schema import Trace
 
@@ -67,6 +68,15 @@ def _text_table(rows: list[list[str]], header: list[str], markdown: bool) -> str
     return "\n".join([fmt(header), fmt(["-" * w for w in widths])] + [fmt(row) for row in rows])
 
 
+def _cell(value) -> str:
+    """One table cell: integral floats without decimals, other floats to 4 significant digits."""
+    if isinstance(value, (float, np.floating)):
+        if math.isnan(value):
+            return "n/a"
+        return f"{value:.0f}" if float(value).is_integer() else f"{value:.4g}"
+    return str(value)
+
+
 def _json_value(value: float):
     return None if isinstance(value, float) and math.isnan(value) else value
 
@@ -110,3 +120,29 @@ def render(trace: Trace, window: WindowSpec = "whole", fmt: str = "table", other
     if markdown:
         lines = [f"- {line}" for line in lines]
     return "\n".join(lines) + "\n\n" + _text_table(rows, header, markdown) + "\n"
+
+
+# tables shown by ``zyfa-trace analyze --tables`` (handover_gaps itself is one row per hand-over)
+DETAIL_TABLES = ("mfma_busy_per_simd", "pingpong_overlap_per_simd", "handover_gap_histogram", "valu_by_class",
+                 "stall_breakdown", "unknown_mfma_opcodes")
+
+
+def render_tables(trace: Trace, window: WindowSpec = "whole", fmt: str = "table",
+                  names: tuple[str, ...] = DETAIL_TABLES) -> str:
+    """Table metrics of ``trace`` one after another, each under its name (``table`` or ``md``)."""
+    if fmt not in ("table", "md"):
+        raise ValueError(f"fmt must be 'table' or 'md' for tables, got {fmt!r}")
+    unknown = [n for n in names if n not in TABLES]
+    if unknown:
+        raise ValueError(f"unknown table metric(s) {unknown}; known: {list(TABLES)}")
+    resolved = resolve_window(trace, window)
+    parts = []
+    for name in names:
+        frame = TABLES[name].fn(trace, resolved)
+        title = f"{name}: {TABLES[name].description}"
+        if frame.empty:
+            parts.append(f"{title}\n(none)")
+            continue
+        cells = [[_cell(v) for v in row] for row in frame.itertuples(index=False)]
+        parts.append(title + "\n" + _text_table(cells, list(frame.columns), fmt == "md"))
+    return "\n\n".join(parts) + "\n"
