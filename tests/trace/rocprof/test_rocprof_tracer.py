@@ -1,5 +1,7 @@
-"""run_kernel_trace off ROCm: a clear TracerUnavailable that names what was looked for and points
-to the default cycle model; bad arguments rejected first. (This machine has no ROCm and no GPU.)"""
+"""run_kernel_trace: off ROCm a clear TracerUnavailable that names what was looked for and points to
+the default cycle model; bad arguments rejected first (this machine has no ROCm and no GPU). Then
+an end-to-end interface test against gcc-built stand-ins for librocprofiler-sdk.so and
+libamdhip64.so (trace/rocprof/shim/): NOT run on an MI3xx."""
 
 from __future__ import annotations
 
@@ -43,3 +45,146 @@ def test_buffer_bound():
     shape = AttnShape(batch=2, heads=8, heads_k=2, seqlen_q=128, seqlen_k=512, headdim=128, headdim_v=64)
     assert _buffer_bytes(shape) == 4 * 2 * 512 * 8 * 128
     assert ThreadTraceParams(target_cu=0).target_cu == 0
+
+
+# -- end to end against the fake SDK + fake HIP (interface test; NOT run on an MI3xx) ---------------
+
+import ctypes  # noqa: E402
+import shutil  # noqa: E402
+import struct  # noqa: E402
+import subprocess  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import zyfa.trace.rocprof as rocprof  # noqa: E402
+from zyfa.kernels.registry import KernelBuild, KernelSpec  # noqa: E402
+from zyfa.trace.rocprof.sdk import disassembly  # noqa: E402
+from zyfa.trace.schema import Trace  # noqa: E402
+
+SHIM = Path(rocprof.__file__).parent / "shim"
+META_ASM = """
+.amdgcn_target "amdgcn-amd-amdhsa--gfx950"
+.text
+.globl tiny
+.p2align 8
+.type tiny,@function
+tiny:
+  s_load_dwordx2 s[4:5], s[0:1], 0x0
+  s_waitcnt lgkmcnt(0)
+  v_mfma_f32_32x32x64_f8f6f4 v[0:15], v[16:23], v[24:31], v[0:15]
+  v_exp_f32_e32 v32, v33
+  s_nop 7
+  s_endpgm
+.rodata
+.p2align 6
+.amdhsa_kernel tiny
+  .amdhsa_next_free_vgpr 40
+  .amdhsa_next_free_sgpr 8
+  .amdhsa_accum_offset 40
+  .amdhsa_user_sgpr_kernarg_segment_ptr 1
+.end_amdhsa_kernel
+.amdgpu_metadata
+---
+amdhsa.kernels:
+  - .args:
+      - .address_space:  global
+        .name:           out
+        .offset:         0
+        .size:           8
+        .value_kind:     global_buffer
+      - .name:           n
+        .offset:         8
+        .size:           4
+        .value_kind:     by_value
+    .group_segment_fixed_size: 0
+    .kernarg_segment_align: 8
+    .kernarg_segment_size: 16
+    .max_flat_workgroup_size: 256
+    .name:           tiny
+    .private_segment_fixed_size: 0
+    .sgpr_count:     8
+    .symbol:         tiny.kd
+    .vgpr_count:     40
+    .wavefront_size: 64
+amdhsa.target:   amdgcn-amd-amdhsa--gfx950
+amdhsa.version:
+  - 1
+  - 2
+...
+.end_amdgpu_metadata
+"""
+
+
+def _toy(records) -> bytes:
+    out = b"ZYFATOY1"
+    for rec in records:
+        out += struct.pack("<BBBBB3xIiqQ", *rec)
+    return out
+
+
+@pytest.fixture
+def fake_rocm(tmp_path, monkeypatch):
+    """$ROCM_PATH/lib with the fake SDK, the fake HIP and a decoder placeholder (the fake SDK's
+    decoder wrapper does not load it)."""
+    if not all(shutil.which(t) for t in ("gcc", "llvm-mc-22", "ld.lld-22", "llvm-objdump-22", "llvm-readelf-22")):
+        pytest.skip("gcc / LLVM 22 tools not available")
+    lib = tmp_path / "rocm" / "lib"
+    lib.mkdir(parents=True)
+    sdk = lib / "librocprofiler-sdk.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-Wl,-Bsymbolic", "-DZYFA_SHIM_ABI=5", "-o", str(sdk),
+                    str(SHIM / "fake_rocprofiler_sdk.c")], check=True)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-Wl,-Bsymbolic", "-o", str(lib / "libamdhip64.so"),
+                    str(SHIM / "fake_hip.c"), "-ldl"], check=True)
+    (lib / "librocprof-trace-decoder.so").write_bytes(b"")
+    monkeypatch.setenv("ZYFA_FAKE_HIP_SDK", str(sdk))
+    return tmp_path / "rocm"
+
+
+def test_run_kernel_trace_end_to_end(fake_rocm, tmp_path, monkeypatch):
+    spec = KernelSpec(name="tiny", description="six-instruction test kernel",
+                      build=lambda shape: KernelBuild(name="tiny", asm=META_ASM, symbol="tiny"),
+                      kernargs=lambda shape: struct.pack("<QI4x", 0, shape.seqlen_q),
+                      grid=lambda shape: (shape.seqlen_q // 128, 2, 1), workgroup_size=256)
+    # the toy "hardware" stream: one wave on CU 1 / SIMD 0 / slot 1 runs every instruction once
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    from zyfa.trace.rocprof.tracer import _assemble
+    pcs = sorted(disassembly(_assemble(META_ASM, probe / "tiny.co", {}).read_bytes(), env={}))
+    assert len(pcs) == 6
+    timing = [(1, 0, 4), (9, 30, 34), (6, 0, 4), (6, 2, 8), (9, 0, 8), (9, 0, 4)]  # category, stall, duration
+    records, t = [(1, 1, 0, 1, 0, 0, 0, 100, 0)], 100
+    for pc, (cat, stall, dur) in zip(pcs, timing):
+        records.append((2, 0, 0, 0, cat, stall, dur, t, pc))
+        t += dur
+    records.append((3, 0, 0, 0, 0, 0, 0, t + 10, 0))
+    se0 = tmp_path / "se0.toy"
+    se0.write_bytes(_toy(records))
+    monkeypatch.setenv("ZYFA_FAKE_HIP_SE0", str(se0))
+
+    shape = AttnShape(batch=1, heads=2, heads_k=2, seqlen_q=256, seqlen_k=256, headdim=128, headdim_v=128)
+    out = tmp_path / "out"
+    trace = run_kernel_trace(spec, shape, out, env={"ROCM_PATH": str(fake_rocm)},
+                             params=ThreadTraceParams(target_cu=1))
+
+    hip = ctypes.CDLL(str(fake_rocm / "lib" / "libamdhip64.so"))
+    hip.fakehip_last_ptr.restype = ctypes.c_uint64
+    hip.fakehip_malloc_bytes.restype = ctypes.c_uint64
+    hip.fakehip_function.restype = ctypes.c_char_p
+    buf = (ctypes.c_uint8 * 64)()
+    assert hip.fakehip_kernargs(buf, 64) == 16
+    ptr, n = struct.unpack("<QI4x", bytes(buf[:16]))
+    assert ptr == hip.fakehip_last_ptr() != 0 and n == 256  # the global_buffer arg was patched, by-value kept
+    assert hip.fakehip_malloc_bytes() == 4 * 1 * 256 * 2 * 128 and hip.fakehip_memset_value() == 0
+    assert [hip.fakehip_dim(i) for i in range(6)] == [2, 2, 1, 256, 1, 1]
+    assert hip.fakehip_function() == b"tiny" and hip.fakehip_state() == 7  # init, synchronize, free
+
+    assert [r["opcode"] for r in trace.table.to_pylist()] == [
+        "s_load_dwordx2", "s_waitcnt", "v_mfma_f32_32x32x64_f8f6f4", "v_exp_f32_e32", "s_nop", "s_endpgm"]
+    assert trace.df["pc"].tolist() == pcs
+    assert trace.df["issue"].tolist() == [100, 134, 138, 144, 150, 158]  # time + stall
+    assert trace.df["end"].tolist()[2] == 138 + 64  # MFMA: 16 passes from the cdna4 table
+    assert (trace.meta.source, trace.meta.kernel, trace.meta.grid, trace.meta.workgroup_size) == \
+        ("rocprof-att", "tiny", (2, 2, 1), 256)
+    assert trace.meta.extra["dispatches"] == [(11, 12)]  # (kernel_id, dispatch_id) the shim reported
+    assert trace.meta.provenance["shader_callback_abi"] == "args5"
+    assert (out / "tiny_se0.att").read_bytes() == se0.read_bytes()
+    assert len(Trace.load(out / "tiny.parquet")) == 6
