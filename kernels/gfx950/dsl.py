@@ -309,7 +309,7 @@ class Asm:
                 lines.append(f"  {item.text}")
             elif isinstance(item, Label):
                 lines.append(f"{item.name}:")
-            else:
+            elif isinstance(item, str):
                 lines.append(f"  {item}")
         return "\n".join(lines)
 

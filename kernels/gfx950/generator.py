@@ -34,6 +34,14 @@ LDS_PAD = 16  # bytes of padding per LDS row (spreads rows over banks)
 
 
 @dataclass(frozen=True)
+class _Mark:
+    """Start or end of a cluster instance in the item list (not emitted)."""
+
+    kind: str
+    cluster_id: int
+
+
+@dataclass(frozen=True)
 class LdsLayout:
     """Byte layout of LDS: two K tiles then two V^T tiles, each row padded by LDS_PAD."""
 
@@ -151,13 +159,14 @@ class _Kernel:
     def begin(self, cluster: Cluster, group: int):
         self.asm.cluster = cluster.name
         self._cluster_start = len(self.asm.instructions)
-        self._cluster_meta = {**cluster.as_dict(), "group": group}
+        self._cluster_meta = {**cluster.as_dict(), "group": group, "id": len(self.clusters)}
+        self.clusters.append(self._cluster_meta)
+        self.asm.items.append(_Mark("begin", self._cluster_meta["id"]))
 
     def end(self, cluster: Cluster):
         insts = self.asm.instructions[self._cluster_start:]
         self._check_counts(cluster, insts)
-        self.clusters.append({**self._cluster_meta, "first": self._cluster_start,
-                              "last": len(self.asm.instructions) - 1})
+        self.asm.items.append(_Mark("end", self._cluster_meta["id"]))
         self.asm.cluster = None
 
     def _check_counts(self, cluster: Cluster, insts: list[Instr]):
@@ -848,17 +857,17 @@ def generate(config: KernelConfig) -> Generated:
     kernel = _Kernel(config)
     kernel.build()
     pad_hazards(kernel.asm)
-    # recompute cluster instruction ranges after padding (clusters are tagged per instruction)
+    # instruction ranges of the cluster instances, after padding: [first, last] inclusive
     insts = kernel.asm.instructions
-    clusters = []
-    cursor = 0
-    for meta in kernel.clusters:
-        first = next(i for i in range(cursor, len(insts)) if insts[i].cluster == meta["name"])
-        last = first
-        while last + 1 < len(insts) and insts[last + 1].cluster == meta["name"]:
-            last += 1
-        clusters.append({**meta, "first": first, "last": last})
-        cursor = last + 1
+    bounds: dict[int, list] = {}
+    count = 0
+    for item in kernel.asm.items:
+        if isinstance(item, Instr):
+            count += 1
+        elif isinstance(item, _Mark):
+            bounds.setdefault(item.cluster_id, []).append(count if item.kind == "begin" else count - 1)
+    clusters = [{k: v for k, v in meta.items() if k != "id"} | {"first": bounds[meta["id"]][0], "last": bounds[meta["id"]][1]}
+                for meta in kernel.clusters]
     symbol = config.name.replace("-", "_")
     sgprs = kernel.ra.used("s")
     text, metadata = _document(kernel, symbol, sgprs)
