@@ -502,8 +502,19 @@ def parse_asm(text: str, kernel: Optional[str] = None, workgroup_size: Optional[
     labels: dict[str, int] = {}
     fields: dict[str, int] = {}
     name: Optional[str] = kernel
-    in_kd = False
+    aligns: dict[int, tuple] = {}  # instruction index -> (.p2align boundary, max skip) before it; no nops emitted
+    in_kd = in_meta = False
+    meta_lines: list[str] = []
     for raw in text.splitlines():
+        if raw.strip().startswith(".amdgpu_metadata"):
+            in_meta = True
+            continue
+        if raw.strip().startswith(".end_amdgpu_metadata"):
+            in_meta = False
+            continue
+        if in_meta:
+            meta_lines.append(raw)
+            continue
         line = _strip_comment(raw)
         if not line.strip():
             continue
@@ -529,6 +540,9 @@ def parse_asm(text: str, kernel: Optional[str] = None, workgroup_size: Optional[
             if not line.strip():
                 continue
         stripped = line.strip()
+        align = re.match(r"^\.p2align\s+(\d+)\s*(?:,\s*[^,]*(?:,\s*(\d+))?)?", stripped)
+        if align and lines:
+            aligns[len(lines)] = (1 << int(align.group(1)), int(align.group(2)) if align.group(2) else None)
         if stripped.startswith("."):
             continue
         parts = stripped.split(None, 1)
@@ -540,7 +554,12 @@ def parse_asm(text: str, kernel: Optional[str] = None, workgroup_size: Optional[
         sizes = [_estimate_size(op, rest) for op, rest in lines]
     instructions = []
     pc = 0
-    for (opcode, rest), size in zip(lines, sizes):
+    for index, ((opcode, rest), size) in enumerate(zip(lines, sizes)):
+        if index in aligns:
+            boundary, max_skip = aligns[index]
+            aligned = -(-pc // boundary) * boundary
+            if max_skip is None or aligned - pc <= max_skip:
+                pc = aligned
         target = None
         if opcode.startswith(("s_branch", "s_cbranch")) and rest.strip():
             target = rest.strip().split()[0].rstrip(",")
@@ -548,7 +567,8 @@ def parse_asm(text: str, kernel: Optional[str] = None, workgroup_size: Optional[
                 raise ValueError(f"{source}: branch {opcode} {rest!r} uses a numeric offset; use a label")
         instructions.append(_make(pc, opcode, rest, size, target))
         pc += size
-    descriptor = KernelDescriptor(fields=fields, workgroup_size=workgroup_size)
+    meta_wg, args = parse_metadata("\n".join(meta_lines), name) if meta_lines and name else (None, ())
+    descriptor = KernelDescriptor(fields=fields, workgroup_size=workgroup_size or meta_wg, args=args)
     return Program(name=name or "kernel", instructions=tuple(instructions), labels=labels,
                    descriptor=descriptor, source=source)
 
@@ -608,29 +628,54 @@ def _symbols(readelf_text: str) -> dict[str, str]:
 
 
 def parse_metadata(notes_text: str, kernel: str) -> tuple[Optional[int], tuple[KernelArg, ...]]:
-    """Workgroup size and argument layout of ``kernel`` from ``llvm-readelf --notes`` YAML.
+    """Workgroup size and argument layout of ``kernel`` from AMDGPU metadata YAML (the
+    ``llvm-readelf --notes`` dump or an assembly file's ``.amdgpu_metadata`` block).
 
-    A line-based reader of the few keys used here (no YAML dependency): ``.args`` entries
-    (``.name``, ``.offset``, ``.size``, ``.value_kind``), ``.reqd_workgroup_size`` and
-    ``.max_flat_workgroup_size``.
+    A line-based reader of the few keys used here (no YAML dependency): kernels are the
+    ``  - `` items of ``amdhsa.kernels``; their ``.args`` items (``.name``, ``.offset``,
+    ``.size``, ``.value_kind``), ``.reqd_workgroup_size`` and ``.max_flat_workgroup_size``.
     """
-    blocks = re.split(r"^  - \.args:\s*$", notes_text, flags=re.M)
-    for block in blocks[1:]:
-        if not re.search(rf"^\s+\.name:\s+{re.escape(kernel)}\s*$", block, flags=re.M):
+    kernels: list[list[str]] = []
+    for line in notes_text.splitlines():
+        if re.match(r"^\s*amdhsa\.", line) and not line.startswith("  "):
+            kernels.append([]) if line.strip().startswith("amdhsa.kernels") else None
             continue
-        args = []
-        end = re.search(r"^    \.\w", block, flags=re.M)  # first kernel-level key ends .args
-        for entry in re.split(r"^      - ", block[:end.start() if end else len(block)], flags=re.M)[1:]:
-            fields = dict(re.findall(r"\.(\w+):\s+(\S+)", entry))
+        if re.match(r"^  - ", line):
+            kernels.append([line.replace("  - ", "    ", 1)])
+        elif kernels and kernels[-1] is not None and line.startswith("    "):
+            kernels[-1].append(line)
+    for lines in kernels:
+        text = "\n".join(lines)
+        if not re.search(rf"^    \.name:\s+{re.escape(kernel)}\s*$", text, flags=re.M):
+            continue
+        args: list[KernelArg] = []
+        entries: list[dict] = []
+        in_args = False
+        for line in lines:
+            if re.match(r"^    \.args:", line):
+                in_args = True
+                continue
+            if in_args and re.match(r"^    \S", line):
+                in_args = False
+            if not in_args:
+                continue
+            item = re.match(r"^      - (.*)$", line)
+            if item:
+                entries.append({})
+                line = "        " + item.group(1)
+            key = re.match(r"^        \.(\w+):\s+(\S+)", line)
+            if key and entries:
+                entries[-1][key.group(1)] = key.group(2)
+        for fields in entries:
             if "offset" in fields and "size" in fields:
-                args.append(KernelArg(name=fields.get("name", ""), offset=int(fields["offset"]),
+                args.append(KernelArg(name=fields.get("name", f"arg{len(args)}"), offset=int(fields["offset"]),
                                       size=int(fields["size"]), value_kind=fields.get("value_kind", "by_value")))
         wg = None
-        reqd = re.search(r"^\s+\.reqd_workgroup_size:\s*\n\s+-\s*(\d+)\s*\n\s+-\s*(\d+)\s*\n\s+-\s*(\d+)", block, flags=re.M)
+        reqd = re.search(r"^    \.reqd_workgroup_size:\s*\n\s+-\s*(\d+)\s*\n\s+-\s*(\d+)\s*\n\s+-\s*(\d+)", text, flags=re.M)
         if reqd:
             wg = int(reqd.group(1)) * int(reqd.group(2)) * int(reqd.group(3))
         else:
-            flat = re.search(r"^\s+\.max_flat_workgroup_size:\s+(\d+)", block, flags=re.M)
+            flat = re.search(r"^    \.max_flat_workgroup_size:\s+(\d+)", text, flags=re.M)
             wg = int(flat.group(1)) if flat else None
         return wg, tuple(args)
     return None, ()
