@@ -129,7 +129,7 @@ def compile_mfma(inst):
     if scaled:
         sa_op, sb_op = ops[4], ops[5]
         opsel = _bits(inst.mod("op_sel"), 3, 0)
-        opsel_hi = _bits(inst.mod("op_sel_hi"), 3, 1)
+        opsel_hi = _bits(inst.mod("op_sel_hi"), 3, 0)  # llvm-mc: omitted = [0,0,0]
         byte_a, byte_b = opsel[0] + 2 * opsel_hi[0], opsel[1] + 2 * opsel_hi[1]
     cidx = _C_INDEX[M]
 

@@ -38,6 +38,19 @@ class Memory:
         self.data = np.concatenate([self.data, np.zeros(start + nbytes - len(self.data), np.uint8)])
         return self.BASE + start
 
+    def place(self, addr: int, nbytes: int) -> None:
+        """Make [addr, addr + nbytes) valid (for kernels that expect fixed addresses)."""
+        if addr < self.BASE:
+            raise ValueError(f"addr must be >= {self.BASE:#x}, got {addr:#x}")
+        end = addr - self.BASE + nbytes
+        if end > len(self.data):
+            self.data = np.concatenate([self.data, np.zeros(end - len(self.data), np.uint8)])
+
+    def write(self, addr: int, array: np.ndarray) -> None:
+        raw = np.ascontiguousarray(array).view(np.uint8).reshape(-1)
+        off = self._check_range(addr, len(raw))
+        self.data[off: off + len(raw)] = raw
+
     def put(self, array: np.ndarray) -> int:
         """Allocate and copy a host array; returns its device address."""
         raw = np.ascontiguousarray(array).view(np.uint8).reshape(-1)

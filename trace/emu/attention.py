@@ -1,0 +1,160 @@
+"""Run a registered attention kernel (``zyfa.kernels.registry``) in the emulator and compare it
+with the numerics emulator ``zyfa.numerics`` (docs/numerics.md).
+
+Buffers follow ``zyfa.kernels.gfx950.kernargs``: q/k (b, s, h, d) fp8 or bf16, V transposed to
+(b, h_k, d_v, sk_pad) with zero-padded keys, bf16 output, fp32 natural-log lse (b, h, s_q), and
+per-(batch, kv head) constants ``[t, 8t, dv, 0]``; they are placed at the addresses of
+``kernargs.default_addresses(shape)``, the map ``spec.kernargs(shape)`` encodes.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+import torch
+
+from zyfa.shapes import AttnShape
+from zyfa.trace.emu.errors import EmulationError
+from zyfa.trace.emu.launch import program_for
+from zyfa.trace.emu.machine import Launch, Stats, run_kernel
+from zyfa.trace.emu.state import Memory
+
+
+@dataclass
+class EmulationResult:
+    """Values a kernel computed in the emulator, the numerics reference, and counters.
+
+    ``out`` (b, s_q, h, d_v) bfloat16 and ``lse`` (b, h, s_q) float32 from the kernel;
+    ``ref_out``/``ref_lse`` from ``zyfa.numerics`` on the same inputs. ``bitwise_fraction``:
+    fraction of output elements whose bf16 bits equal the reference; ``max_abs_err``: largest
+    |out - ref_out|; ``max_lse_err`` likewise for finite lse. ``stats``: executed instructions per
+    opcode and LDS bank-conflict cycles per instruction index. ``seconds``: emulation wall time.
+    """
+
+    kernel: str
+    shape: AttnShape
+    out: torch.Tensor
+    lse: torch.Tensor
+    ref_out: torch.Tensor
+    ref_lse: torch.Tensor
+    stats: Stats
+    seconds: float
+    inputs: dict = field(default_factory=dict)
+
+    @property
+    def bitwise_fraction(self) -> float:
+        a = self.out.view(torch.int16)
+        b = self.ref_out.view(torch.int16)
+        return float((a == b).double().mean())
+
+    @property
+    def max_abs_err(self) -> float:
+        return float((self.out.float() - self.ref_out.float()).abs().max())
+
+    @property
+    def max_lse_err(self) -> float:
+        both = torch.isfinite(self.ref_lse) & torch.isfinite(self.lse)
+        if not bool(both.any()):
+            return 0.0
+        return float((self.lse - self.ref_lse)[both].abs().max())
+
+    @property
+    def lds_conflict_cycles(self) -> int:
+        return int(sum(self.stats.lds_conflict_cycles.values()))
+
+
+def make_inputs(shape: AttnShape, seed: int = 0) -> dict:
+    """Gaussian q, k, v (FA layout), quantised per (batch, kv head) for fp8 kernels."""
+    from zyfa import numerics
+
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(shape.batch, shape.seqlen_q, shape.heads, shape.headdim, generator=g)
+    k = torch.randn(shape.batch, shape.seqlen_k, shape.heads_k, shape.headdim, generator=g)
+    v = torch.randn(shape.batch, shape.seqlen_k, shape.heads_k, shape.headdim_v, generator=g)
+    if shape.dtype == "bf16":
+        return {"q": q.bfloat16(), "k": k.bfloat16(), "v": v.bfloat16()}
+    q8, dq = numerics.quantize_fp8(q, nheads_k=shape.heads_k)
+    k8, dk = numerics.quantize_fp8(k)
+    v8, dv = numerics.quantize_fp8(v)
+    return {"q": q8, "k": k8, "v": v8, "q_descale": dq, "k_descale": dk, "v_descale": dv}
+
+
+def _constants(shape: AttnShape, inputs: dict, softmax_scale: float) -> np.ndarray:
+    """[t, 8t, dv, 0] per (batch, kv head), t = fp32(fp32(scale*LOG2E) * fp32(dq*dk))."""
+    from zyfa.numerics import LOG2E_F32
+
+    c = torch.tensor(softmax_scale, dtype=torch.float32) * torch.tensor(LOG2E_F32, dtype=torch.float32)
+    if shape.dtype == "bf16":
+        t = c.expand(shape.batch, shape.heads_k)
+        dv = torch.ones(shape.batch, shape.heads_k)
+    else:
+        t = c * (inputs["q_descale"] * inputs["k_descale"])
+        dv = inputs["v_descale"]
+    consts = torch.stack([t, t * 8, dv, torch.zeros_like(t)], dim=-1)
+    return consts.to(torch.float32).contiguous().numpy()
+
+
+def _raw(x: torch.Tensor) -> np.ndarray:
+    view = torch.uint8 if x.element_size() == 1 else torch.int16
+    return x.contiguous().view(view).numpy()
+
+
+def emulate_kernel(kernel, shape: AttnShape, inputs: Optional[dict] = None, seed: int = 0,
+                   softmax_scale: Optional[float] = None) -> EmulationResult:
+    """Run registered kernel ``kernel`` (a name or a ``KernelSpec``) on ``shape`` in the emulator.
+
+    ``inputs``: dict as :func:`make_inputs` returns (q, k, v and, for fp8, the three descales);
+    default: Gaussian data from ``seed``. The reference is ``zyfa.numerics.zyfa_fp8_attention``
+    (fp8) or ``bf16_attention`` (bf16) on the same inputs.
+    """
+    from zyfa import numerics
+    from zyfa.kernels import registry
+    from zyfa.kernels.gfx950 import kernargs as ka
+
+    if not isinstance(shape, AttnShape):
+        raise TypeError(f"shape must be a zyfa.shapes.AttnShape, got {type(shape).__name__}")
+    spec = registry.get_kernel(kernel) if isinstance(kernel, str) else kernel
+    if spec.dtype != shape.dtype:
+        raise ValueError(f"kernel {spec.name!r} takes dtype {spec.dtype!r}, shape has {shape.dtype!r}")
+    build = spec.build(shape)
+    if build.asm is None:
+        raise EmulationError(f"kernel {spec.name!r} has no assembly text to emulate")
+    inputs = make_inputs(shape, seed) if inputs is None else inputs
+    scale = shape.headdim ** -0.5 if softmax_scale is None else float(softmax_scale)
+    text = build.asm + ("\n" + build.meta["metadata"] if "metadata" in build.meta else "")
+    program = program_for(text)
+
+    memory = Memory()
+    addresses = ka.default_addresses(shape, base=Memory.BASE)
+    sizes = ka.tensor_bytes(shape)
+    pad = ka.sk_pad(shape.seqlen_k)
+    v = inputs["v"].permute(0, 2, 3, 1)  # (b, hk, dv, sk)
+    vt = torch.zeros(*v.shape[:3], pad, dtype=v.dtype)
+    vt[..., : shape.seqlen_k] = v
+    host = {"q": _raw(inputs["q"]), "k": _raw(inputs["k"]), "vt": _raw(vt),
+            "hconst": _constants(shape, inputs, scale)}
+    for name in ("q", "k", "vt", "o", "lse", "hconst"):
+        memory.place(addresses[name], sizes[name])
+        if name in host:
+            memory.write(addresses[name], host[name])
+    args = spec.kernargs(shape)
+    start = time.perf_counter()
+    stats = run_kernel(program, Launch(tuple(spec.grid(shape)), (spec.workgroup_size, 1, 1)),
+                       args, memory)
+    seconds = time.perf_counter() - start
+    b, sq, h, dv = shape.batch, shape.seqlen_q, shape.heads, shape.headdim_v
+    out = torch.from_numpy(memory.get(addresses["o"], sizes["o"]).view(np.int16).copy()) \
+        .view(torch.bfloat16).reshape(b, sq, h, dv)
+    lse = torch.from_numpy(memory.get(addresses["lse"], sizes["lse"]).view(np.float32).copy()) \
+        .reshape(b, h, sq)
+    if shape.dtype == "fp8":
+        ref_out, ref_lse = numerics.zyfa_fp8_attention(
+            inputs["q"], inputs["k"], inputs["v"], inputs["q_descale"], inputs["k_descale"],
+            inputs["v_descale"], causal=shape.causal, softmax_scale=scale)
+    else:
+        ref_out, ref_lse = numerics.bf16_attention(inputs["q"], inputs["k"], inputs["v"],
+                                                   causal=shape.causal, softmax_scale=scale)
+    return EmulationResult(spec.name, shape, out, lse, ref_out, ref_lse, stats, seconds, inputs)
