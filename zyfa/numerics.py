@@ -60,9 +60,13 @@ def _pow2(e: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 def _ldexp_f32(x: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
     """fp32 ``x * 2**e`` with one rounding (exact unless the result is fp32-subnormal).
 
-    ``e`` may be -inf (a row with no history): the result is then 0 for any finite ``x``.
-    The product is formed in float64, where it is exact, then rounded once to fp32.
+    ``e`` (integer-valued, <= 127) may be -inf (a row with no history): the result is then 0.
+    When every 2**e is an fp32 normal the fp32 product is that single rounding (IEEE); otherwise
+    the product is formed in float64, where it is exact, and rounded once to fp32.
     """
+    e = e.to(torch.float32)
+    if bool(((e >= -126) | (e == -math.inf)).all()):
+        return x * torch.where(e == -math.inf, 0.0, _pow2(e.clamp(min=-126), torch.float32))
     e = torch.nan_to_num(e.to(torch.float64), neginf=-1000.0).clamp(-1000.0, 1000.0)
     return (x.to(torch.float64) * _pow2(e, torch.float64)).to(torch.float32)
 
@@ -140,8 +144,12 @@ def encode_e4m3(x: torch.Tensor) -> torch.Tensor:
 
 
 def round_e4m3(x: torch.Tensor) -> torch.Tensor:
-    """``x`` rounded to the nearest e4m3 value (RNE, saturating), as float32."""
-    return decode_e4m3(encode_e4m3(x))
+    """``x`` rounded to the nearest e4m3 value (RNE, saturating at +-448), as float32.
+
+    Uses torch's float8_e4m3fn cast after clamping (fast); the tests check it bit for bit
+    against :func:`encode_e4m3`, which is derived from the format, ties and subnormals included.
+    """
+    return x.to(torch.float32).clamp(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn).to(torch.float32)
 
 
 # -- input preparation: quantisation and Hadamard -------------------------------------------------

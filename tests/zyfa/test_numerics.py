@@ -49,6 +49,11 @@ def test_encode_matches_torch_cast_random_and_ties():
         assert torch.equal(N.encode_e4m3(t), t.to(F8).view(torch.uint8))
 
 
+def test_round_e4m3_equals_format_encoder():
+    x = torch.cat([randn(100_000) * 40, torch.tensor([500.0, -1e9, 2.0**-11, 3 * 2.0**-11, 0.0])])
+    assert torch.equal(N.round_e4m3(x), N.decode_e4m3(N.encode_e4m3(x)))
+
+
 def test_encode_saturates_and_maps_nan():
     x = torch.tensor([448.0, 449.0, 464.0, 1e30, math.inf, -1e30, -math.inf, math.nan])
     assert N.encode_e4m3(x).tolist() == [0x7E, 0x7E, 0x7E, 0x7E, 0x7E, 0xFE, 0xFE, 0x7F]

@@ -1,7 +1,7 @@
 """FP8 accuracy study: the error of each ZYFA ingredient against fp64 attention.
 
 Each row runs one recipe through the bit-exact emulator of the ZYFA numerics
-(:mod:`zyfa.numerics`, on this machine's CPU) and compares it with fp64 attention of the
+(:mod:`zyfa.numerics`; ``--device``, CPU by default) and compares it with fp64 attention of the
 unquantised inputs (the ``oracle``). Recipes (quantisation: FA3 per-(batch, kv-head) amax scales
 unless said otherwise; each "+" row adds one ingredient to the row above it):
 
@@ -101,6 +101,7 @@ class StudyConfig:
     seed: int = 0
     rows: tuple[str, ...] = tuple(RECIPES)
     kl: bool = True
+    device: str = "cpu"
 
     def __post_init__(self):
         if self.source not in SOURCES:
@@ -118,6 +119,10 @@ class StudyConfig:
             raise ValueError(f"outlier_channels must be in [0, headdim={self.headdim}], got {self.outlier_channels}")
         if not self.outlier_scale > 0:
             raise ValueError(f"outlier_scale must be positive, got {self.outlier_scale}")
+        try:
+            torch.device(self.device)
+        except RuntimeError:
+            raise ValueError(f"device must be a torch device string such as 'cpu' or 'cuda', got {self.device!r}") from None
         unknown = [r for r in self.rows if r not in RECIPES]
         if unknown or not self.rows:
             raise ValueError(f"rows must be a non-empty subset of {tuple(RECIPES)}, got {self.rows!r}")
@@ -188,7 +193,7 @@ def run_recipe(key: str, q, k, v, ref: torch.Tensor, causal: bool, kl: bool) -> 
 
 def run_study(config: StudyConfig, progress=None) -> list[RowResult]:
     """All configured rows on one set of inputs; ``progress(result)`` is called after each row."""
-    q, k, v = make_inputs(config)
+    q, k, v = (x.to(config.device) for x in make_inputs(config))
     ref = zyfa.flash_attn_func(q, k, v, causal=config.causal, backend="oracle")
     results = []
     for key in config.rows:
@@ -206,8 +211,14 @@ def describe(config: StudyConfig) -> str:
         src += f" (K channels 0-{config.outlier_channels - 1} x{config.outlier_scale:g})"
     return (f"source {src}, b{config.batch} h{config.heads}/{config.heads_k or config.heads} s{config.seqlen} "
             f"d{config.headdim}/{config.headdim_v or config.headdim}, {'causal' if config.causal else 'full'}, "
-            f"seed {config.seed}; bit-exact emulation on CPU (torch {torch.__version__}, "
-            f"{torch.get_num_threads()} threads)")
+            f"seed {config.seed}; bit-exact emulation on {_device_name(config.device)} (torch {torch.__version__})")
+
+
+def _device_name(device: str) -> str:
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        return torch.cuda.get_device_name(dev)
+    return f"{dev.type} ({torch.get_num_threads()} threads)"
 
 
 def format_table(results: list[RowResult]) -> str:
@@ -237,6 +248,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--rows", default=",".join(RECIPES), help=f"comma-separated subset of {','.join(RECIPES)}")
     p.add_argument("--no-kl", dest="kl", action="store_false", help="skip the KL column (about 2x faster)")
+    p.add_argument("--device", default="cpu", help="torch device the emulator runs on (default cpu; e.g. cuda)")
     p.add_argument("--format", choices=FORMATS, default="table")
 
 
@@ -246,7 +258,7 @@ def config_from_args(args: argparse.Namespace) -> StudyConfig:
     shape = dict(batch=6, heads=12, heads_k=None, headdim=32, headdim_v=None) if real else dict(
         batch=args.batch, heads=args.heads, heads_k=args.heads_k, headdim=args.headdim, headdim_v=args.headdim_v)
     return StudyConfig(source=args.source, seqlen=seqlen, causal=args.causal, outlier_channels=args.outlier_channels,
-                       outlier_scale=args.outlier_scale, seed=args.seed, kl=args.kl,
+                       outlier_scale=args.outlier_scale, seed=args.seed, kl=args.kl, device=args.device,
                        rows=tuple(r.strip() for r in args.rows.split(",") if r.strip()), **shape)
 
 
