@@ -13,16 +13,17 @@ with sources), ``report`` (table/markdown/CSV/JSON rendering), ``perfetto`` (tra
 from zyfa.analyzer.metrics import (METRICS, TABLES, Metric, blocks, compare, cycles, handover_gap_histogram,
                                    handover_gap_mean, handover_gaps, handovers, issue_per_wave, issue_utilisation,
                                    mfma_busy, mfma_busy_per_simd, mfma_flops_total, mfma_idle, pingpong_overlap,
-                                   pingpong_overlap_per_simd, simds, stall_breakdown, stall_fraction, summary, tflops,
-                                   tflops_device, trans_cycles_per_block, trans_ops_per_block, unknown_mfma_opcodes,
-                                   valu_by_class, valu_cycles_per_block, valu_ops_per_block, waves)
+                                   pingpong_overlap_per_simd, pingpong_overlap_per_wave, simds, stall_breakdown,
+                                   stall_fraction, summary, tflops, tflops_device, trans_cycles_per_block,
+                                   trans_ops_per_block, unknown_mfma_opcodes, valu_by_class, valu_cycles_per_block,
+                                   valu_ops_per_block, waves)
 from zyfa.analyzer.window import Window, resolve_window, steady_window, whole_window
 
 __all__ = [
     "METRICS", "TABLES", "Metric", "Window", "blocks", "compare", "cycles", "handover_gap_histogram",
     "handover_gap_mean", "handover_gaps", "handovers", "issue_per_wave", "issue_utilisation", "mfma_busy",
     "mfma_busy_per_simd", "mfma_flops_total", "mfma_idle", "pingpong_overlap", "pingpong_overlap_per_simd",
-    "resolve_window", "simds", "stall_breakdown", "stall_fraction", "steady_window", "summary", "tflops",
-    "tflops_device", "trans_cycles_per_block", "trans_ops_per_block", "unknown_mfma_opcodes", "valu_by_class",
-    "valu_cycles_per_block", "valu_ops_per_block", "waves", "whole_window",
+    "pingpong_overlap_per_wave", "resolve_window", "simds", "stall_breakdown", "stall_fraction", "steady_window",
+    "summary", "tflops", "tflops_device", "trans_cycles_per_block", "trans_ops_per_block", "unknown_mfma_opcodes",
+    "valu_by_class", "valu_cycles_per_block", "valu_ops_per_block", "waves", "whole_window",
 ]

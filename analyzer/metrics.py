@@ -151,8 +151,8 @@ def mfma_idle(trace: Trace, window: WindowSpec = "whole") -> Optional[float]:
 
 # -- ping-pong overlap -----------------------------------------------------------------------------------
 
-def _overlap(a: Arrays, w0: int, w1: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per SIMD: (MFMA cycles in W, of those the cycles some *other* wave of the SIMD runs VALU/TRANS)."""
+def _overlap(a: Arrays, w0: int, w1: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per MFMA record: (its row mask, its cycles in W, of those the cycles some *other* wave of its SIMD runs VALU/TRANS)."""
     span = a.span
     check_keyspace(a.n_simd * max(a.n_wave, 1) + 1, span)
     # each wave's own VALU ∪ TRANS busy time, keyed by (simd, wave)
@@ -180,9 +180,21 @@ def _overlap(a: Arrays, w0: int, w1: int) -> tuple[np.ndarray, np.ndarray]:
     rel_s, rel_e = s - a.t0, e - a.t0
     covered = (anyone.between(simd * span + rel_s, simd * span + rel_e)
                - alone.between(pair_m * span + rel_s, pair_m * span + rel_e))
-    mfma_cycles = np.bincount(simd, weights=e - s, minlength=a.n_simd)
-    overlap = np.bincount(simd, weights=covered, minlength=a.n_simd)
-    return mfma_cycles, overlap
+    return mfma, e - s, covered
+
+
+def _overlap_by(a: Arrays, w0: int, w1: int, group: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(MFMA cycles, overlap cycles) summed per ``group`` id (simd_id or wave_id) of the MFMA records."""
+    mfma, length, covered = _overlap(a, w0, w1)
+    return (np.bincount(group[mfma], weights=length, minlength=n),
+            np.bincount(group[mfma], weights=covered, minlength=n))
+
+
+def _overlap_frame(out: pd.DataFrame, mfma_cycles: np.ndarray, overlap: np.ndarray) -> pd.DataFrame:
+    out["mfma_cycles"] = mfma_cycles
+    out["overlap_cycles"] = overlap
+    out["pingpong_overlap"] = np.where(mfma_cycles > 0, overlap / np.maximum(mfma_cycles, 1), np.nan)
+    return out
 
 
 @table
@@ -193,13 +205,19 @@ def pingpong_overlap_per_simd(trace: Trace, window: WindowSpec = "whole") -> pd.
     SIMD's waves other than w|.
     """
     a, w0, w1 = _setup(trace, window)
-    mfma_cycles, overlap = _overlap(a, w0, w1)
-    out = _simd_frame(a)
-    out["mfma_cycles"] = mfma_cycles
-    out["overlap_cycles"] = overlap
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out["pingpong_overlap"] = np.where(mfma_cycles > 0, overlap / np.maximum(mfma_cycles, 1), np.nan)
-    return out
+    return _overlap_frame(_simd_frame(a), *_overlap_by(a, w0, w1, a.simd_id, a.n_simd))
+
+
+@table
+def pingpong_overlap_per_wave(trace: Trace, window: WindowSpec = "whole") -> pd.DataFrame:
+    """Per ``(cu, wave)``: ``mfma_cycles`` of that wave's MFMAs in W, ``overlap_cycles`` of those under other waves' VALU/TRANS, ``pingpong_overlap`` = their ratio.
+
+    As :func:`pingpong_overlap_per_simd`, summed over one wave's MFMA records instead of a SIMD's.
+    Waves without MFMA cycles get NaN.
+    """
+    a, w0, w1 = _setup(trace, window)
+    out = pd.DataFrame({"cu": a.wave_keys[:, 0], "wave": a.wave_keys[:, 1]})
+    return _overlap_frame(out, *_overlap_by(a, w0, w1, a.wave_id, a.n_wave))
 
 
 @metric("fraction")
@@ -212,8 +230,8 @@ def pingpong_overlap(trace: Trace, window: WindowSpec = "whole") -> Optional[flo
     work under its own MFMA does not count. None without MFMA cycles in W.
     """
     a, w0, w1 = _setup(trace, window)
-    mfma_cycles, overlap = _overlap(a, w0, w1)
-    return _ratio(overlap.sum(), mfma_cycles.sum())
+    _, length, covered = _overlap(a, w0, w1)
+    return _ratio(covered.sum(), length.sum())
 
 
 # -- MFMA hand-over ----------------------------------------------------------------------------------------

@@ -77,6 +77,13 @@ def test_cycle_windows(pingpong):
     assert za.pingpong_overlap(pingpong, (1000, 1100)) is None
 
 
+def test_per_wave_overlap(pingpong):
+    # w0's MFMAs: 128 cycles, 64 + 32 under w1's work; w1's MFMA: 64 cycles, 48 under w0's VALU
+    table = za.pingpong_overlap_per_wave(pingpong)
+    assert table[["cu", "wave", "mfma_cycles", "overlap_cycles"]].values.tolist() == [[0, 0, 128, 96], [0, 1, 64, 48]]
+    assert table["pingpong_overlap"].tolist() == pytest.approx([0.75, 0.75])
+
+
 def test_per_simd_tables():
     # SIMD 0: MFMA [0,100) of 100 cycles; SIMD 1: MFMA [0,50) -> 100 %, 50 %, overall 150/200 = 75 %
     recs = [r(0, "MFMA", 0, 100), r(4, "MFMA", 0, 50, simd=1), r(5, "VALU", 0, 20, simd=1)]
@@ -135,6 +142,8 @@ def test_handover_gaps():
     assert gaps[["from_wave", "to_wave", "prev_end", "next_start", "gap"]].values.tolist() == \
         [[0, 1, 64, 70, 6], [1, 0, 198, 200, 2]]
     assert za.handover_gap_mean(t) == pytest.approx(4.0)
+    hist = za.handover_gap_histogram(t)
+    assert hist.values.tolist() == [[2, 1, 0.5], [6, 1, 0.5]]
     assert za.handovers(t, (65, 300)) == 1 and za.handover_gap_mean(t, (65, 300)) == 2.0
 
 
@@ -236,8 +245,8 @@ def test_registry_names():
     for name in ("mfma_busy", "mfma_idle", "pingpong_overlap", "valu_cycles_per_block", "trans_cycles_per_block",
                  "issue_utilisation", "tflops", "cycles"):
         assert name in za.METRICS and za.METRICS[name].description
-    for name in ("mfma_busy_per_simd", "pingpong_overlap_per_simd", "handover_gaps", "stall_breakdown",
-                 "valu_by_class"):
+    for name in ("mfma_busy_per_simd", "pingpong_overlap_per_simd", "pingpong_overlap_per_wave", "handover_gaps",
+                 "handover_gap_histogram", "stall_breakdown", "valu_by_class"):
         assert za.TABLES[name].unit == "table"
 
 
