@@ -97,6 +97,16 @@ def _constants(shape: AttnShape, inputs: dict, softmax_scale: float) -> np.ndarr
     return consts.to(torch.float32).contiguous().numpy()
 
 
+def reference_variant(config: dict) -> str:
+    """The ``zyfa.numerics`` variant a generated kernel's configuration computes: Lean P with
+    block scaling = "zyfa"; exact exp2 with block scaling (and the rounded-P row sum) =
+    "roundedsum"; exact exp2 without block scaling (AITER v3) = "naive"."""
+    softmax, scaling = config.get("softmax", "lean"), config.get("scaling", "block")
+    if softmax == "lean":
+        return "zyfa"
+    return "roundedsum" if scaling == "block" else "naive"
+
+
 def _raw(x: torch.Tensor) -> np.ndarray:
     view = torch.uint8 if x.element_size() == 1 else torch.int16
     return x.contiguous().view(view).numpy()
@@ -108,7 +118,8 @@ def emulate_kernel(kernel, shape: AttnShape, inputs: Optional[dict] = None, seed
 
     ``inputs``: dict as :func:`make_inputs` returns (q, k, v and, for fp8, the three descales);
     default: Gaussian data from ``seed``. The reference is ``zyfa.numerics.zyfa_fp8_attention``
-    (fp8) or ``bf16_attention`` (bf16) on the same inputs.
+    (fp8, variant from :func:`reference_variant`) or ``bf16_attention`` (bf16) on the same
+    inputs.
     """
     from zyfa import numerics
     from zyfa.kernels import registry
@@ -153,7 +164,8 @@ def emulate_kernel(kernel, shape: AttnShape, inputs: Optional[dict] = None, seed
     if shape.dtype == "fp8":
         ref_out, ref_lse = numerics.zyfa_fp8_attention(
             inputs["q"], inputs["k"], inputs["v"], inputs["q_descale"], inputs["k_descale"],
-            inputs["v_descale"], causal=shape.causal, softmax_scale=scale)
+            inputs["v_descale"], causal=shape.causal, softmax_scale=scale,
+            variant=reference_variant(build.meta.get("config", {})))
     else:
         ref_out, ref_lse = numerics.bf16_attention(inputs["q"], inputs["k"], inputs["v"],
                                                    causal=shape.causal, softmax_scale=scale)

@@ -548,7 +548,8 @@ def _bitop3(inst, ops):
 def _cvt_pk_fp8(table, max_finite):
     def build(inst, ops):
         dst, a, b = ops
-        hi_word = _bits(inst.mod("op_sel"), 4, 0)[3] == 1
+        opsel = inst.mod("op_sel")  # llvm-mc prints [src0, src1, dst]: dst picks the word
+        hi_word = opsel is not None and int(opsel.strip("[]").split(",")[-1]) == 1
         saturate = inst.mod("clamp") is not None
 
         def run(w, g):
