@@ -1,0 +1,77 @@
+"""Sweep evaluators: one (shape, generator parameters) point -> metrics. Run inside Ray workers.
+
+``cycle-model``: generate the gfx950 kernel for a :class:`zyfa.kernels.gfx950.KernelConfig`
+built from the point's parameters, run it through the CDNA4 cycle model (simulated, not
+measured) and return the whole-kernel prediction plus the analyzer's steady-state metrics.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields, replace
+from typing import Optional
+
+from zyfa.shapes import AttnShape, parse_shape
+
+# generator parameters a sweep may set (KernelConfig fields other than the name and head dims)
+SWEEPABLE = ("dtype", "softmax", "scaling", "schedule", "rescale_threshold")
+
+
+def kernel_config(shape: AttnShape, params: dict):
+    from zyfa.kernels.gfx950.schedule import KernelConfig
+
+    unknown = set(params) - set(SWEEPABLE)
+    if unknown:
+        known = ", ".join(SWEEPABLE)
+        raise ValueError(f"unknown generator parameter(s) {sorted(unknown)}; sweepable: {known}")
+    label = "-".join(f"{k}={params[k]}" for k in sorted(params)) or "default"
+    base = KernelConfig(f"sweep[{label}]", headdim=shape.headdim, headdim_v=shape.headdim_v, dtype=shape.dtype)
+    return replace(base, **params)
+
+
+def launch_for(shape: AttnShape, params: dict):
+    """A cycle-model Launch of the generated kernel for ``params`` on ``shape``."""
+    from zyfa.kernels.gfx950 import ROWS_PER_WG, WAVES, grid, kernargs
+    from zyfa.kernels.gfx950.build import build
+    from zyfa.trace.cdna4.isa import parse_asm
+    from zyfa.trace.cdna4.launch import Launch
+
+    config = kernel_config(shape, params)
+    built = build(config)
+    gen = built.generated
+    program = parse_asm(gen.asm, kernel=gen.symbol, workgroup_size=WAVES * 64, source=f"sweep:{config.name}")
+    meta = {"clusters": built.clusters, "vgprs": gen.vgprs, "agprs": gen.agprs, "sgprs": gen.sgprs,
+            "lds_bytes": gen.lds_bytes, "rows_per_workgroup": ROWS_PER_WG}
+    return Launch(name=config.name, program=program, kernargs=kernargs.pack(shape), grid=grid(shape),
+                  workgroup_size=WAVES * 64, shape=shape, origin="sweep", meta=meta)
+
+
+def simulate(shape_fields: dict, params: dict, clock_mhz: Optional[float] = None):
+    """(trace, estimate, launch) of one point."""
+    from zyfa.trace.cdna4.estimate import EstimateConfig, estimate
+    from zyfa.trace.cdna4.tracer import to_trace
+
+    fields_ = dict(shape_fields)
+    shape = parse_shape(str(fields_.pop("seqlen")), **fields_)
+    launch = launch_for(shape, params)
+    config = EstimateConfig() if clock_mhz is None else EstimateConfig(clock_mhz=clock_mhz)
+    est = estimate(launch, config)
+    return to_trace(launch, est, command=f"zyfa-trace sweep point {params}"), est, launch
+
+
+def evaluate_cycle_model(shape_fields: dict, params: dict) -> dict:
+    from zyfa.analyzer import summary
+
+    trace, est, launch = simulate(shape_fields, params)
+    steady = summary(trace, window="steady")
+    return {
+        "kernel": launch.name,
+        "tflops": est.tflops,  # whole kernel, predicted by the model
+        "predicted_ms": est.seconds * 1e3,
+        "cycles": est.cycles,
+        "mfma_busy": steady.get("mfma_busy"),
+        "pingpong_overlap": steady.get("pingpong_overlap"),
+        "valu_cycles_per_block": steady.get("valu_cycles_per_block"),
+        "vgprs": launch.meta["vgprs"],
+        "agprs": launch.meta["agprs"],
+        "lds_bytes": launch.meta["lds_bytes"],
+    }
