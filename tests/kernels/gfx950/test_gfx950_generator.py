@@ -1,0 +1,207 @@
+"""Generator, DSL, schedule data, static counts, assembly round trip and hazards of the gfx950 kernels."""
+
+import re
+import subprocess
+
+import pytest
+
+from zyfa.kernels.gfx950 import build_for, config_for, grid
+from zyfa.kernels.gfx950.build import build, disassemble
+from zyfa.kernels.gfx950.counts import tile_counts
+from zyfa.kernels.gfx950.dsl import Asm, Label, Neg, Reg, a, s, v
+from zyfa.kernels.gfx950.generator import STAMP, generate, lds_layout
+from zyfa.kernels.gfx950.schedule import VARIANTS, KernelConfig, placement, schedule
+from zyfa.kernels.registry import get_kernel, kernels
+from zyfa.shapes import AttnShape
+
+
+@pytest.fixture(scope="module")
+def generated():
+    return {name: generate(config) for name, config in VARIANTS.items()}
+
+
+# -- DSL ---------------------------------------------------------------------------------------------
+def test_registers_validate_at_construction():
+    assert str(v[0:16]) == "v[0:15]" and str(a[3]) == "a3" and str(s[2:4]) == "s[2:3]"
+    assert v[8:16][2:4] == Reg("v", 10, 2)
+    with pytest.raises(ValueError, match="outside the v file"):
+        v[250:260]
+    with pytest.raises(ValueError, match="outside the s file"):
+        s[102]
+    with pytest.raises(IndexError):
+        v[0:4][4]
+    with pytest.raises(ValueError, match="kind"):
+        Reg("x", 0)
+
+
+def test_emit_validates_operands():
+    asm = Asm()
+    asm.emit("v_mfma_f32_32x32x64_f8f6f4", v[0:16], v[16:24], v[24:32], 0)
+    asm.emit("v_fma_f32", v[1], Neg(v[2]), v[3], 1.0)
+    assert asm.render().splitlines() == ["  v_mfma_f32_32x32x64_f8f6f4 v[0:15], v[16:23], v[24:31], 0",
+                                         "  v_fma_f32 v1, -v2, v3, 1.0"]
+    with pytest.raises(ValueError, match="operand 1: v\\[16:19\\] is 4 registers wide, expected 8"):
+        asm.emit("v_mfma_f32_32x32x64_f8f6f4", v[0:16], v[16:20], v[24:32], 0)
+    with pytest.raises(TypeError, match="operand 1: s\\[4:5\\] is in the s file"):
+        asm.emit("v_pk_fma_f32", v[0:2], s[4:6], v[2:4], v[4:6])
+    with pytest.raises(ValueError, match="no VOP3 literals"):
+        asm.emit("v_max3_f32", v[0], 0x1234, v[1], v[2])
+    with pytest.raises(ValueError, match="one constant-bus operand"):
+        asm.emit("v_fma_f32", v[0], s[1], s[2], v[3])
+    with pytest.raises(ValueError, match="not in the DSL's signature table"):
+        asm.emit("v_bogus_op", v[0])
+    with pytest.raises(ValueError, match="modifier 'glc' not allowed"):
+        asm.emit("ds_read_b128", v[0:4], v[4], mods=("glc",))
+    with pytest.raises(ValueError, match="must start at a multiple of 4"):
+        asm.emit("s_load_dwordx4", s[2:6], s[0:2], 0)
+    with pytest.raises(ValueError, match="bad label"):
+        Label("has space")
+
+
+def test_kernel_config_rejects_bad_values():
+    with pytest.raises(ValueError, match="Unknown KernelConfig.softmax: 'fast'"):
+        KernelConfig("x", softmax="fast")
+    with pytest.raises(ValueError, match="needs scaling='block'"):
+        KernelConfig("x", softmax="lean", scaling="none")
+    with pytest.raises(ValueError, match="headdim must be a multiple of 64"):
+        KernelConfig("x", headdim=100)
+    with pytest.raises(ValueError, match="headdim_v must be 128"):
+        KernelConfig("x", headdim_v=64)
+    with pytest.raises(ValueError, match="bf16 kernels use"):
+        KernelConfig("x", dtype="bf16", softmax="lean")
+
+
+# -- schedule as data ----------------------------------------------------------------------------------
+def test_schedule_clusters_and_pingpong_placement():
+    pp, serial = VARIANTS["zyfa-fp8"], KernelConfig("s", schedule="serial")
+    names = [c.name for c in schedule(pp)]
+    assert names[:4] == ["PV_j-1", "QK_j", "mask_j", "softmax_j"]
+    by_name = {c.name: c for c in schedule(pp)}
+    assert by_name["QK_j"].priority == 1 and by_name["QK_j"].barrier and by_name["softmax_j"].barrier
+    assert {c.name: c.priority for c in schedule(serial)}["QK_j"] == 0
+    # 4 key tiles x 2 head-dim chunks; 4 hd tiles x 2 key blocks + one row-sum MFMA per 64-key block
+    assert by_name["QK_j"].count("MFMA") == 8 and by_name["PV_j-1"].count("MFMA") == 10
+    assert placement(pp, 0) == (("PV_j-1", "QK_j", "load_K_j+1_V_j"), ("mask_j", "softmax_j", "store_K_j+1_V_j"))
+    assert placement(pp, 1)[0][-1] == "store_K_j+1_V_j"  # group 1 stores during its MFMA phase
+    assert placement(serial, 1) == placement(serial, 0)
+
+
+def test_build_meta_clusters_map_instructions(generated):
+    gen = generated["zyfa-fp8"]
+    groups = {c["group"] for c in gen.clusters}
+    assert groups == {0, 1}
+    for cl in gen.clusters:
+        insts = [i for i in gen.instructions[cl["first"]:cl["last"] + 1] if i.cluster == cl["name"]]
+        mfma = sum(i.opcode.startswith("v_mfma") for i in insts)
+        assert mfma == cl["units"].get("MFMA", 0), cl
+
+
+# -- static counts (per 32 x 128 tile, cycle model timing table) -------------------------------------------
+def test_static_counts_per_tile(generated):
+    # per 64-key block: 15 v_max3 + 1 v_max, 3 to join lane halves, 3 for bm, 4 for the scale byte,
+    # 1 FMA constant, 16 v_pk_fma; lean: 32 v_cvt_u32 (SDWA); exact: 16 v_cvt_pk_fp8 (+32 v_exp on TRANS)
+    per_block_lean = 16 + 3 + 3 + 4 + 1 + 16 + 32
+    per_block_exact = 16 + 3 + 3 + 4 + 1 + 16 + 16
+    lean, exact = tile_counts(generated["zyfa-fp8"]), tile_counts(generated["zyfa-fp8-exact"])
+    assert lean.valu_cycles == 4 * (2 * per_block_lean + 2) == 608
+    assert lean.trans_cycles == 0
+    assert exact.valu_cycles == 4 * (2 * per_block_exact + 2) == 480
+    assert exact.trans_cycles == 4 * 64
+    assert lean.valu_by_opcode["v_cvt_u32_f32_sdwa"] == 4 * 64 and lean.valu_by_opcode["v_pk_fma_f32"] == 4 * 32
+    for counts in (lean, exact):
+        assert (counts.mfma, counts.mfma_rowsum, counts.mfma_cycles) == (18, 2, 18 * 64)
+        assert counts.mask_cycles == 4 * (2 * 64 + 1)
+    aiter = tile_counts(generated["aiter-like-fp8"])
+    # 32 max + 3 join + 2 m_new + 2 guard + 1 + 1 + 32 pk_fma + 1 + 64 add + 64 mul + 32 cvt + 1 mov
+    assert aiter.valu_cycles == 4 * 235 and aiter.trans_cycles == 4 * 65
+    assert (aiter.mfma, aiter.mfma_rowsum) == (16, 0)
+    bf16 = tile_counts(generated["zyfa-bf16"])
+    assert (bf16.mfma, bf16.mfma_cycles) == (64, 64 * 32)
+
+
+def test_mla_shape_counts():
+    mla = tile_counts(generate(KernelConfig("mla", headdim=192)))
+    assert mla.mfma == 4 * 3 + 8 + 2
+
+
+# -- resources, descriptor, assembly ---------------------------------------------------------------------------
+def test_resources_fit_gfx950(generated):
+    for name, gen in generated.items():
+        assert gen.vgprs + gen.agprs <= 256, name  # two waves per SIMD share 512
+        assert gen.lds_bytes <= 160 * 1024, name
+        assert gen.sgprs <= 102, name
+        assert gen.asm.startswith(f"; {STAMP}")
+        assert f".amdhsa_group_segment_fixed_size {gen.lds_bytes}" in gen.asm
+        assert f".amdhsa_accum_offset {gen.vgprs}" in gen.asm
+    assert lds_layout(VARIANTS["zyfa-fp8"]).total == 2 * 128 * 144 * 2
+    assert lds_layout(VARIANTS["zyfa-bf16"]).total == 2 * 128 * 272 * 2
+
+
+def _mnemonic(op: str) -> str:
+    return re.sub(r"_(e32|e64|sdwa)$", "", op)
+
+
+def test_assembles_and_round_trips_through_objdump():
+    built = build(VARIANTS["zyfa-fp8"])
+    assert built.code_object.read_bytes()[:4] == b"\x7fELF"
+    text = disassemble(built.code_object)
+    ops = [_mnemonic(line.split()[0]) for line in text.splitlines()
+           if line.startswith("\t") and "//" in line and not line.strip().startswith("s_code_end")]
+    ours = [_mnemonic(i.opcode) for i in built.generated.instructions]
+    assert ops == ours
+    notes = subprocess.run(["llvm-readelf-22", "--notes", str(built.code_object)], capture_output=True, text=True).stdout
+    assert ".kernarg_segment_size: 128" in notes and "zyfa_fp8.kd" in notes
+    clusters = built.clusters
+    assert all(c["pc_start"] < (c["pc_end"] or 1 << 30) for c in clusters)
+    assert [c["pc_start"] for c in clusters] == sorted(c["pc_start"] for c in clusters)
+
+
+def test_no_hazards_in_zyfa_fp8(generated):
+    from zyfa.trace.cdna4.hazards import check_hazards
+    from zyfa.trace.cdna4.isa import parse_asm
+    program = parse_asm(generated["zyfa-fp8"].asm, encode=False)
+    assert check_hazards(program) == []
+    assert program.descriptor.fields["accum_offset"] == generated["zyfa-fp8"].vgprs
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["zyfa-fp8-exact", "aiter-like-fp8", "zyfa-bf16"])
+def test_no_hazards_other_variants(generated, name):
+    from zyfa.trace.cdna4.hazards import check_hazards
+    from zyfa.trace.cdna4.isa import parse_asm
+    assert check_hazards(parse_asm(generated[name].asm, encode=False)) == []
+
+
+def test_pingpong_barriers_match_between_wave_groups(generated):
+    """Group 1 enters one barrier late; group 0 adds one at the end: equal static counts."""
+    text = generated["zyfa-fp8"].asm
+    body = text[text.index("s_cbranch_scc1 .L_group1"):text.index(".L_epilogue:")]
+    g0, g1 = body.split(".L_group1:")
+    assert g0.count("s_barrier") == g1.count("s_barrier") == 2 * 2 + 1 + 1
+    assert g0.index("s_setprio 1") < g0.index("ds_write_b128") and "s_setprio 1" in g1
+    serial = generate(KernelConfig("serial", schedule="serial")).asm
+    assert "s_setprio" not in serial and ".L_group1" not in serial
+
+
+# -- registry -----------------------------------------------------------------------------------------------
+def test_registry_entries():
+    registered = kernels()
+    for name in ("zyfa-fp8", "zyfa-fp8-exact", "aiter-like-fp8", "zyfa-bf16"):
+        assert registered[name].workgroup_size == 512 and registered[name].arch == "gfx950"
+    shape = AttnShape(batch=2, heads=8, heads_k=2, seqlen_q=1000, seqlen_k=1000)
+    spec = get_kernel("zyfa-fp8")
+    assert spec.grid(shape) == (4, 8, 2) == grid(shape)
+    assert len(spec.kernargs(shape)) == 128
+    kb = spec.build(shape)
+    assert kb.code_object.exists() and kb.symbol == "zyfa_fp8" and kb.asm.startswith("; autogenerated")
+    assert {c["name"] for c in kb.meta["clusters"]} >= {"QK_j", "softmax_j", "PV_j-1", "mask_j"}
+    with pytest.raises(ValueError, match="takes dtype 'bf16'"):
+        get_kernel("zyfa-bf16").kernargs(shape)
+    with pytest.raises(ValueError, match="unknown gfx950 kernel"):
+        config_for("nope", shape)
+
+
+def test_mla_target_builds():
+    shape = AttnShape(seqlen_q=512, seqlen_k=512, headdim=192, headdim_v=128)
+    kb = build_for("zyfa-fp8", shape)
+    assert kb.meta["config"]["headdim"] == 192 and kb.meta["lds_bytes"] == 2 * 128 * 208 + 2 * 128 * 144
