@@ -80,6 +80,12 @@ class CUResult:
     extrapolated: list = field(default_factory=list)
     mfma_busy: dict = field(default_factory=dict)  # simd -> busy cycles (incl. extrapolated)
     iterations: dict = field(default_factory=dict)  # wave -> loop iterations (back-edges taken)
+    counts: list = field(default_factory=list)  # instruction index -> times executed (all waves)
+
+    def mfma_flops(self, program: Program) -> int:
+        """Matrix FLOPs executed (timing-table flops per MFMA x executions)."""
+        return sum(n * timing.op_class(program.instructions[i].opcode).flops
+                   for i, n in enumerate(self.counts) if n and program.instructions[i].unit == "MFMA")
 
 
 # -- per-instruction static data ------------------------------------------------------------------
@@ -226,6 +232,7 @@ class CUSim:
         self.lds_free = 0
         self.vmem_free = 0
         self._rows: list = []
+        self.counts = [0] * len(program)  # executions per instruction, extrapolated periods included
         self.simulated = 0
         self.extrapolated_insts = 0
         self.extrapolated: list = []
@@ -347,7 +354,7 @@ class CUSim:
         return CUResult(cycles=end, wg_end=wg_end, records=records if cfg.record else {},
                         simulated_instructions=self.simulated, extrapolated_instructions=self.extrapolated_insts,
                         extrapolated=self.extrapolated, mfma_busy=dict(enumerate(self.mfma_busy)),
-                        iterations={w.wid: w.iters for w in waves})
+                        iterations={w.wid: w.iters for w in waves}, counts=list(self.counts))
 
     # -- issuing one instruction --------------------------------------------------------------------
     def _issue(self, w: _Wave, s: _Static, t: int, reason: str) -> None:
@@ -407,6 +414,7 @@ class CUSim:
             self._rows.append((simd, w.wid, w.slot, inst.pc, inst.opcode, s.operand_text, inst.unit, t - o, start - o,
                                end - o, stall, reason, w.iters, w.region))
         self.simulated += 1
+        self.counts[w.pc] += 1
         w.last_issue = t
         w.log.append(w.pc)
         w.end = max(w.end, end)
@@ -561,6 +569,7 @@ class CUSim:
                     backs += 1
                 if s.is_mfma:
                     self.mfma_busy[w.simd] += skipped * s.cycles
+                self.counts[index] += skipped
             w.iters += skipped * backs
         self.extrapolated_insts += skipped * count
         self.extrapolated.append({"loop_pc": self.program.instructions[branch_index].pc, "period_cycles": period,

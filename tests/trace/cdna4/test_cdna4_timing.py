@@ -1,0 +1,199 @@
+"""Each timing rule of the cycle model on a tiny stream with a hand-computed cycle count.
+
+Conventions (timing.py): issue slots every 4 cycles, 1 pass = 4 cycles, 1 wait state = 4 cycles.
+"""
+
+import struct
+
+import pytest
+
+from zyfa.trace.cdna4 import timing
+from zyfa.trace.cdna4.isa import parse_asm
+from zyfa.trace.cdna4.sim import CUSim, SimConfig
+
+
+def simulate(body: str, workgroup_size: int = 64, kernarg: bytes = b"", header: str = "", **config):
+    program = parse_asm(f"k:\n{body}\n s_endpgm\n{header}", encode=False)
+    result = CUSim(program, kernarg, [(0, 0, 0)], workgroup_size, SimConfig(**config)).run()
+    return program, result
+
+
+def rows(result, wave=None, opcode=None):
+    r = result.records
+    out = []
+    for i in range(len(r["issue"])):
+        if (wave is None or r["wave"][i] == wave) and (opcode is None or r["opcode"][i] == opcode):
+            out.append({k: r[k][i] for k in r})
+    return out
+
+
+def test_sixteen_dependent_mfmas():
+    # same C/D back to back: no hazard wait, each waits for the XDL pipe (16 passes = 64 cycles)
+    _, res = simulate("v_mfma_f32_32x32x64_f8f6f4 v[0:15], v[16:23], v[24:31], v[0:15]\n" * 16)
+    mfma = rows(res, opcode="v_mfma_f32_32x32x64_f8f6f4")
+    assert [m["issue"] for m in mfma] == [64 * i for i in range(16)]
+    assert all(m["end"] - m["start"] == 64 for m in mfma)
+    assert [m["stall_reason"] for m in mfma[1:]] == ["unit_busy"] * 15
+    assert res.cycles == 16 * 64 == 1024
+    assert res.mfma_busy[0] == 1024
+
+
+def test_mfma_then_valu_reading_its_result():
+    # 8-pass MFMA -> VALU read needs 8 + 4 = 12 wait states = 48 cycles after the MFMA issued
+    _, res = simulate("v_mfma_f32_32x32x16_bf16 v[0:15], v[16:19], v[20:23], v[0:15]\n v_add_f32 v30, v0, v1")
+    (add,) = rows(res, opcode="v_add_f32")
+    assert add["issue"] == 48 and add["stall_reason"] == "hazard" and add["stall"] == 44
+
+
+def test_valu_co_issues_with_mfma_after_source_reads_but_packed_fp32_does_not():
+    # independent VALU: the MFMA reads 4+4 VGPRs = 32 bytes per lane -> 1 + 32/16 = 3 passes = 12 cycles
+    _, res = simulate("v_mfma_f32_32x32x16_bf16 v[0:15], v[16:19], v[20:23], v[0:15]\n v_add_f32 v30, v31, v32")
+    (add,) = rows(res, opcode="v_add_f32")
+    assert add["issue"] == 12 and add["end"] == 16  # runs while the MFMA (0..32) still executes
+    _, res = simulate("v_mfma_f32_32x32x16_bf16 v[0:15], v[16:19], v[20:23], v[0:15]\n"
+                      " v_pk_fma_f32 v[40:41], v[42:43], v[44:45], v[40:41]")
+    (pk,) = rows(res, opcode="v_pk_fma_f32")
+    assert pk["issue"] == 32 and pk["stall_reason"] == "unit_busy"
+
+
+def test_valu_write_then_mfma_read_needs_two_wait_states():
+    _, res = simulate("v_mov_b32 v16, 0\n v_mfma_f32_32x32x16_bf16 v[0:15], v[16:19], v[20:23], v[0:15]")
+    (mfma,) = rows(res, opcode="v_mfma_f32_32x32x16_bf16")
+    assert mfma["issue"] == 8 and mfma["stall_reason"] == "hazard"
+    # with s_nop 1 (2 wait states) in between the code is hazard-free: no hazard stall
+    _, res = simulate("v_mov_b32 v16, 0\n s_nop 1\n v_mfma_f32_32x32x16_bf16 v[0:15], v[16:19], v[20:23], v[0:15]")
+    (mfma,) = rows(res, opcode="v_mfma_f32_32x32x16_bf16")
+    assert mfma["issue"] == 4 + 2 * 4 and mfma["stall_reason"] == "nop"
+
+
+def test_transcendental_latency():
+    # v_exp_f32 occupies the VALU one pass but its result is ready 4 passes (16 cycles) after start
+    _, res = simulate("v_exp_f32 v1, v2\n v_add_f32 v3, v1, v1\n v_add_f32 v4, v5, v6")
+    exp, add1, add2 = rows(res)[:3]
+    assert (exp["unit"], exp["end"] - exp["start"]) == ("TRANS", 4)
+    assert add1["issue"] == 16 and add1["stall_reason"] == "dependency"
+    assert add2["issue"] == 20
+
+
+def test_s_nop_and_s_sleep():
+    _, res = simulate("s_nop 3\n v_add_f32 v1, v2, v3\n s_sleep 2\n v_add_f32 v1, v2, v3")
+    adds = rows(res, opcode="v_add_f32")
+    assert adds[0]["issue"] == (3 + 1) * 4  # s_nop N = N+1 wait states
+    assert adds[1]["issue"] == 20 + 2 * 64  # s_sleep 2 issued at 20: 2 x 64 cycles
+
+
+def test_s_waitcnt_lds_and_global():
+    lds_bpc = timing.param("lds_bytes_per_cycle")
+    lds_lat = timing.param("lds_latency")
+    _, res = simulate("ds_read_b128 v[40:43], v1\n ds_read_b128 v[44:47], v1 offset:16\n"
+                      " s_waitcnt lgkmcnt(1)\n v_add_f32 v1, v2, v3\n s_waitcnt lgkmcnt(0)\n v_add_f32 v1, v2, v3")
+    # first read: 64 lanes x 16 B = 1024 B over the LDS pipe, then the latency
+    first_done = 1024 / lds_bpc + lds_lat
+    second_done = max(4, 1024 / lds_bpc) + 1024 / lds_bpc + lds_lat  # queued behind the first on the pipe
+    waits = rows(res, opcode="s_waitcnt")
+    assert waits[0]["issue"] == -(-first_done // 4) * 4 and waits[0]["stall_reason"] == "waitcnt"
+    assert waits[1]["issue"] == -(-second_done // 4) * 4
+    g_bpc, g_lat = timing.param("global_bytes_per_cycle"), timing.param("global_latency")
+    _, res = simulate("buffer_load_dword v1, v2, s[4:7], 0 offen\n s_waitcnt vmcnt(0)\n v_add_f32 v3, v1, v1")
+    (wait,) = rows(res, opcode="s_waitcnt")
+    assert wait["issue"] == -(-(256 / g_bpc + g_lat) // 4) * 4
+
+
+def test_two_waves_with_setprio():
+    # 5 waves: waves 0 and 4 share SIMD 0; wave 4 (lane-0 flat id 256) raises its priority to 3
+    body = """
+ v_readfirstlane_b32 s4, v0
+ s_cmp_eq_u32 s4, 256
+ s_cbranch_scc0 .Lwork
+ s_setprio {prio}
+.Lwork:
+""" + " v_add_f32 v1, v2, v3\n" * 8
+    _, res = simulate(body.format(prio=3), workgroup_size=320)
+    w0 = [r["issue"] for r in rows(res, wave=0, opcode="v_add_f32")]
+    w4 = [r["issue"] for r in rows(res, wave=4, opcode="v_add_f32")]
+    # wave 0: readfirstlane 0, cmp 4, taken branch 8 (+4 issue +8 refetch) -> ready 20
+    # wave 4: readfirstlane 4 (lost the VALU slot at 0), cmp 8, branch 12, setprio 16 -> ready 20
+    assert w4 == [20 + 4 * i for i in range(8)]  # priority 3 wins every VALU slot
+    assert w0 == [52 + 4 * i for i in range(8)]
+    _, res = simulate(body.format(prio=0), workgroup_size=320)
+    w0 = [r["issue"] for r in rows(res, wave=0, opcode="v_add_f32")]
+    w4 = [r["issue"] for r in rows(res, wave=4, opcode="v_add_f32")]
+    assert w0 == [20 + 8 * i for i in range(8)] and w4 == [24 + 8 * i for i in range(8)]  # round robin
+
+
+def test_barrier_waits_for_the_slowest_wave():
+    body = """
+ v_readfirstlane_b32 s4, v0
+ s_cmp_eq_u32 s4, 64
+ s_cbranch_scc0 .Lbar
+ s_sleep 2
+.Lbar:
+ s_barrier
+ v_add_f32 v1, v2, v3
+"""
+    _, res = simulate(body, workgroup_size=128)
+    # wave 1: branch not taken at 8, s_sleep 2 at 12 -> barrier at 12 + 128 = 140; release 140 + 16
+    release = 140 + timing.param("barrier_release_cycles")
+    adds = rows(res, opcode="v_add_f32")
+    assert [a["issue"] for a in adds] == [release, release]
+    assert {a["wave"]: a["stall_reason"] for a in adds} == {0: "barrier", 1: "barrier"}
+
+
+KERNARG_LOOP = """
+ s_load_dword s4, s[0:1], 0x0
+ s_waitcnt lgkmcnt(0)
+ s_mov_b32 s5, 0
+.Lloop:
+ v_mfma_f32_32x32x16_bf16 v[0:15], v[16:19], v[20:23], v[0:15]
+ s_add_u32 s5, s5, 1
+ s_cmp_lt_u32 s5, s4
+ s_cbranch_scc1 .Lloop
+"""
+KD = """
+.amdhsa_kernel k
+  .amdhsa_user_sgpr_kernarg_segment_ptr 1
+  .amdhsa_kernarg_size 8
+.end_amdhsa_kernel
+"""
+
+
+def test_trip_count_from_kernel_argument_and_loop_extrapolation():
+    trips = 37
+    kernarg = struct.pack("<I", trips)
+    program, fast = simulate(KERNARG_LOOP, kernarg=kernarg, header=KD)
+    _, slow = simulate(KERNARG_LOOP, kernarg=kernarg, header=KD, fast_forward=False)
+    # s_load 0, waitcnt after the scalar latency, s_mov +4, then one 32-cycle MFMA per iteration
+    first = timing.param("smem_latency") + 4 + 4
+    assert slow.cycles == first + trips * 32
+    assert fast.cycles == slow.cycles
+    assert fast.iterations == slow.iterations == {0: trips - 1}
+    assert fast.extrapolated_instructions > 0 and fast.simulated_instructions < slow.simulated_instructions
+    assert fast.counts == slow.counts
+    assert fast.mfma_flops(program) == trips * 2 * 32 * 32 * 16
+    # records stay contiguous: the extrapolated periods are cut out of the timeline
+    assert max(fast.records["end"]) == fast.cycles - fast.extrapolated[0]["cycles_skipped"]
+
+
+def test_unknown_branch_condition_raises():
+    from zyfa.trace.cdna4.scalar import ScalarUnknown
+
+    with pytest.raises(ScalarUnknown, match="SCC is unknown"):
+        simulate("s_load_dword s4, s[2:3], 0x0\n s_waitcnt lgkmcnt(0)\n s_cmp_eq_u32 s4, 0\n s_cbranch_scc1 .Lx\n.Lx:")
+
+
+def test_table_rows_have_sources_and_bad_inputs():
+    assert all(cls.source for _, cls in timing.TABLE) and all(p.source for p in timing.PARAMS.values())
+    assert timing.op_class("v_mfma_f32_32x32x64_f8f6f4").cycles == 64
+    assert timing.op_class("v_mfma_scale_f32_32x32x64_f8f6f4").flops == 2 * 32 * 32 * 64
+    assert timing.op_class("v_mfma_f32_16x16x32_bf16").passes == 4
+    assert timing.op_class("v_exp_f32_e32").unit == "TRANS"
+    with pytest.raises(ValueError, match="no timing class"):
+        timing.op_class("x_bogus")
+    with pytest.raises(KeyError, match="unknown cycle-model parameter"):
+        timing.param("warp_drive")
+    with pytest.raises(ValueError, match="stable_periods"):
+        SimConfig(stable_periods=1)
+    with pytest.raises(ValueError, match="workgroup_size"):
+        CUSim(parse_asm("k:\n s_endpgm\n", encode=False), b"", [(0, 0, 0)], 0)
+    with pytest.raises(TypeError, match="kernarg must be bytes"):
+        CUSim(parse_asm("k:\n s_endpgm\n", encode=False), "x", [(0, 0, 0)], 64)
