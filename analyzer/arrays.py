@@ -7,7 +7,8 @@ one main-loop iteration (one key block of the attention loop).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
@@ -60,6 +61,13 @@ class Arrays:
     blocks: Blocks
     t0: int
     t1: int
+    memo: dict = field(default_factory=dict, repr=False)  # derived results, keyed by name (and window)
+
+    def cached(self, key: Any, compute: Callable[[], Any]) -> Any:
+        """``compute()`` once per key: metrics share intermediates (the trace never changes)."""
+        if key not in self.memo:
+            self.memo[key] = compute()
+        return self.memo[key]
 
     @property
     def n(self) -> int:

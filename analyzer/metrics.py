@@ -151,36 +151,48 @@ def mfma_idle(trace: Trace, window: WindowSpec = "whole") -> Optional[float]:
 
 # -- ping-pong overlap -----------------------------------------------------------------------------------
 
-def _overlap(a: Arrays, w0: int, w1: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per MFMA record: (its row mask, its cycles in W, of those the cycles some *other* wave of its SIMD runs VALU/TRANS)."""
+def _work_coverage(a: Arrays) -> tuple[Coverage, Coverage]:
+    """Window-independent half of the overlap metric, over VALU ∪ TRANS work of each SIMD.
+
+    ``anyone``: keyed by simd, the cycles at least one wave works. ``alone``: keyed by (simd, wave),
+    the cycles that wave is the only one working.
+    """
     span = a.span
-    check_keyspace(a.n_simd * max(a.n_wave, 1) + 1, span)
+    n_wave = max(a.n_wave, 1)
+    check_keyspace(a.n_simd * n_wave + 1, span)
     # each wave's own VALU ∪ TRANS busy time, keyed by (simd, wave)
     work = a.unit_mask("VALU", "TRANS")
-    pair = a.simd_id[work] * a.n_wave + a.wave_id[work]
+    pair = a.simd_id[work] * n_wave + a.wave_id[work]
     ps, pe = union(pair * span + (a.start[work] - a.t0), pair * span + (a.end[work] - a.t0))
     pair_of = ps // span
-    simd_of, wave_of = pair_of // max(a.n_wave, 1), pair_of % max(a.n_wave, 1)
+    simd_of, wave_of = pair_of // n_wave, pair_of % n_wave
     # re-key by simd and sweep: segments with how many waves work and (if one) which
     offset = simd_of * span - pair_of * span
     seg_s, seg_e, count, label = sweep(ps + offset, pe + offset, wave_of + 1)
-    anyone = Coverage(seg_s, seg_e)
     solo = count == 1
     seg_simd = seg_s[solo] // span
-    solo_pair = seg_simd * a.n_wave + (label[solo] - 1)
+    solo_pair = seg_simd * n_wave + (label[solo] - 1)
     solo_s = seg_s[solo] - seg_simd * span + solo_pair * span
     solo_e = seg_e[solo] - seg_simd * span + solo_pair * span
     order = np.argsort(solo_s, kind="stable")
-    alone = Coverage(solo_s[order], solo_e[order])
-    # MFMA intervals clipped to W: covered by anyone, minus covered by their own wave alone
-    mfma = a.unit_mask("MFMA")
-    s, e = _clipped(a, mfma, w0, w1)
-    simd = a.simd_id[mfma]
-    pair_m = simd * a.n_wave + a.wave_id[mfma]
-    rel_s, rel_e = s - a.t0, e - a.t0
-    covered = (anyone.between(simd * span + rel_s, simd * span + rel_e)
-               - alone.between(pair_m * span + rel_s, pair_m * span + rel_e))
-    return mfma, e - s, covered
+    return Coverage(seg_s, seg_e), Coverage(solo_s[order], solo_e[order])
+
+
+def _overlap(a: Arrays, w0: int, w1: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per MFMA record: (its row mask, its cycles in W, of those the cycles some *other* wave of its SIMD runs VALU/TRANS)."""
+    def compute():
+        anyone, alone = a.cached("work_coverage", lambda: _work_coverage(a))
+        span, n_wave = a.span, max(a.n_wave, 1)
+        # MFMA intervals clipped to W: covered by anyone, minus covered by their own wave alone
+        mfma = a.unit_mask("MFMA")
+        s, e = _clipped(a, mfma, w0, w1)
+        simd = a.simd_id[mfma]
+        pair = simd * n_wave + a.wave_id[mfma]
+        rel_s, rel_e = s - a.t0, e - a.t0
+        covered = (anyone.between(simd * span + rel_s, simd * span + rel_e)
+                   - alone.between(pair * span + rel_s, pair * span + rel_e))
+        return mfma, e - s, covered
+    return a.cached(("overlap", w0, w1), compute)
 
 
 def _overlap_by(a: Arrays, w0: int, w1: int, group: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -245,6 +257,10 @@ def handover_gaps(trace: Trace, window: WindowSpec = "whole") -> pd.DataFrame:
     Columns: cu, simd, from_wave, to_wave, prev_end, next_start, gap.
     """
     a, w0, w1 = _setup(trace, window)
+    return a.cached(("handover_gaps", w0, w1), lambda: _handover_gaps(a, w0, w1)).copy()
+
+
+def _handover_gaps(a: Arrays, w0: int, w1: int) -> pd.DataFrame:
     idx = np.flatnonzero(a.unit_mask("MFMA"))
     idx = idx[np.lexsort((a.start[idx], a.simd_id[idx]))]
     prev, nxt = idx[:-1], idx[1:]
@@ -285,6 +301,10 @@ def _inside_blocks(a: Arrays, w0: int, w1: int) -> np.ndarray:
 
 
 def _per_block(a: Arrays, w0: int, w1: int, unit: str) -> tuple[Optional[float], Optional[float]]:
+    return a.cached(("per_block", unit, w0, w1), lambda: _per_block_compute(a, w0, w1, unit))
+
+
+def _per_block_compute(a: Arrays, w0: int, w1: int, unit: str) -> tuple[Optional[float], Optional[float]]:
     inside = _inside_blocks(a, w0, w1)
     n = int(inside.sum())
     if n == 0:
@@ -423,6 +443,10 @@ def issue_per_wave(trace: Trace, window: WindowSpec = "whole") -> Optional[float
 # -- throughput -----------------------------------------------------------------------------------------
 
 def _flops(a: Arrays, w0: int, w1: int) -> Optional[float]:
+    return a.cached(("flops", w0, w1), lambda: _flops_compute(a, w0, w1))
+
+
+def _flops_compute(a: Arrays, w0: int, w1: int) -> Optional[float]:
     mask = a.unit_mask("MFMA")
     s, e = _clipped(a, mask, w0, w1)
     length = a.end[mask] - a.start[mask]
