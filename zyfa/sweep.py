@@ -50,6 +50,7 @@ import pandas as pd
 from zyfa.shapes import AttnShape, parse_shape
 
 MODES = ("grid", "random", "greedy")
+_ERROR_CHARS = 600  # a failing point's message is kept, truncated (assembler logs can be long)
 _SHAPE_KEYS = {"seqlen", "batch", "heads", "heads_k", "headdim", "headdim_v", "causal", "dtype"}
 
 # evaluator name -> "module:function"; the function maps (shape fields, params) -> metrics dict.
@@ -208,7 +209,8 @@ def evaluate(evaluator: str, point: Point) -> dict:
         metrics = resolve_evaluator(evaluator)(point.shape, point.params)
         row.update({k: v for k, v in metrics.items() if k not in row})
     except Exception as exc:  # a broken variant is a result, not a crash of the sweep
-        row["error"] = f"{type(exc).__name__}: {exc}"
+        message = f"{type(exc).__name__}: {exc}"
+        row["error"] = message if len(message) <= _ERROR_CHARS else message[:_ERROR_CHARS] + " ..."
     row["seconds"] = time.perf_counter() - start
     return row
 

@@ -7,7 +7,8 @@ measured) and return the whole-kernel prediction plus the analyzer's steady-stat
 
 from __future__ import annotations
 
-from dataclasses import fields, replace
+import re
+from dataclasses import replace
 from typing import Optional
 
 from zyfa.shapes import AttnShape, parse_shape
@@ -23,8 +24,9 @@ def kernel_config(shape: AttnShape, params: dict):
     if unknown:
         known = ", ".join(SWEEPABLE)
         raise ValueError(f"unknown generator parameter(s) {sorted(unknown)}; sweepable: {known}")
-    label = "-".join(f"{k}={params[k]}" for k in sorted(params)) or "default"
-    base = KernelConfig(f"sweep[{label}]", headdim=shape.headdim, headdim_v=shape.headdim_v, dtype=shape.dtype)
+    label = "_".join(f"{k}_{params[k]}" for k in sorted(params)) or "default"
+    name = "sweep_" + re.sub(r"[^A-Za-z0-9_]", "_", label)  # also the assembly symbol
+    base = KernelConfig(name, headdim=shape.headdim, headdim_v=shape.headdim_v, dtype=shape.dtype)
     return replace(base, **params)
 
 

@@ -139,4 +139,4 @@ def test_small_sweep_on_local_ray_resumes(tmp_path, ray_local):
 
     best = Trace.load(paths["best"])
     assert best.meta.simulated and best.meta.source == "model"
-    assert Trace.load(paths["baseline"]).meta.kernel.startswith("sweep[")
+    assert Trace.load(paths["baseline"]).meta.kernel == "sweep_scaling_none_softmax_exact"
