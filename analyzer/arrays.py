@@ -7,6 +7,7 @@ one main-loop iteration (one key block of the attention loop).
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -19,6 +20,7 @@ from zyfa.trace.schema import UNITS, Trace
 
 UNIT_CODES = {name: i for i, name in enumerate(UNITS)}
 _CACHE_KEY = "zyfa.analyzer.arrays"
+MEMO_ENTRIES = 64
 
 
 def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list]:
@@ -61,13 +63,20 @@ class Arrays:
     blocks: Blocks
     t0: int
     t1: int
-    memo: dict = field(default_factory=dict, repr=False)  # derived results, keyed by name (and window)
+    memo: OrderedDict = field(default_factory=OrderedDict, repr=False)  # derived results by name (and window)
 
     def cached(self, key: Any, compute: Callable[[], Any]) -> Any:
-        """``compute()`` once per key: metrics share intermediates (the trace never changes)."""
-        if key not in self.memo:
-            self.memo[key] = compute()
-        return self.memo[key]
+        """``compute()`` once per key, so metrics share intermediates (the trace never changes).
+
+        Least-recently-used entries beyond MEMO_ENTRIES are dropped (a UI asks for many windows).
+        """
+        if key in self.memo:
+            self.memo.move_to_end(key)
+            return self.memo[key]
+        value = self.memo[key] = compute()
+        while len(self.memo) > MEMO_ENTRIES:
+            self.memo.popitem(last=False)
+        return value
 
     @property
     def n(self) -> int:

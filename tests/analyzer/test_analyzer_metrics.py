@@ -261,3 +261,13 @@ def test_bad_windows(pingpong, window, error):
 def test_bad_trace_argument():
     with pytest.raises(TypeError, match="Trace"):
         za.mfma_busy({"not": "a trace"})
+
+
+def test_memo_is_bounded_and_consistent(pingpong):
+    from zyfa.analyzer.arrays import MEMO_ENTRIES, arrays_of
+
+    first = za.pingpong_overlap(pingpong, (64, 192))
+    for start in range(MEMO_ENTRIES + 10):
+        za.summary(pingpong, (start, start + 100))
+    assert len(arrays_of(pingpong).memo) <= MEMO_ENTRIES
+    assert za.pingpong_overlap(pingpong, (64, 192)) == first == pytest.approx(80 / 128)
