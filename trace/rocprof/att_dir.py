@@ -20,6 +20,7 @@ is a ``rocprofiler_thread_trace_decoder_inst_category_t``. Timing semantics: rec
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from pathlib import Path
@@ -135,8 +136,25 @@ def read_code(file: Path) -> tuple[dict[int, tuple[str, int, int]], list[tuple[i
 
 # -- wave files ----------------------------------------------------------------------------------
 
-def read_wave(file: Path, se: int, lines: dict[int, tuple[str, int, int]]) -> AttWave:
-    """One ``se*_sm*_sl*_wv*.json`` file -> :class:`AttWave` (instructions placed through ``lines``)."""
+def kernel_entries(labels: list[tuple[int, int, str]]) -> dict[int, list[int]]:
+    """``{codeobj: sorted kernel entry vaddrs}`` from code.json's kernel label rows."""
+    entries: dict[int, list[int]] = {}
+    for codeobj, vaddr, _ in labels:
+        entries.setdefault(codeobj, []).append(vaddr)
+    return {c: sorted(set(v)) for c, v in entries.items()}
+
+
+def entry_of(entries: dict[int, list[int]], codeobj: int, vaddr: int) -> Optional[int]:
+    """Entry vaddr of the kernel holding ``vaddr``: the last entry at or before it (None if none)."""
+    starts = entries.get(codeobj, [])
+    i = bisect.bisect_right(starts, vaddr)
+    return starts[i - 1] if i else None
+
+
+def read_wave(file: Path, se: int, lines: dict[int, tuple[str, int, int]],
+              entries: Optional[dict[int, list[int]]] = None) -> AttWave:
+    """One ``se*_sm*_sl*_wv*.json`` file -> :class:`AttWave` (instructions placed through ``lines``,
+    kernel entries from ``entries``, see :func:`kernel_entries`)."""
     data = _load(file)
     name = data.get("name") if isinstance(data, dict) else None
     if name is not None and name != f"SE{se}":
@@ -151,10 +169,11 @@ def read_wave(file: Path, se: int, lines: dict[int, tuple[str, int, int]]) -> At
         if not isinstance(inst, list) or len(inst) < 5:
             raise AttFormatError(file, where, f"expected [time, category, stall, duration, line], got {inst!r}")
         time, category, stall, duration, line = (_int(v, file, where) for v in inst[:5])
-        isa, _codeobj, vaddr = lines.get(line, (None, None, None))
+        isa, codeobj, vaddr = lines.get(line, (None, None, None))
+        entry = entry_of(entries or {}, codeobj, vaddr) if isa is not None else None
         try:
             instructions.append(AttInstruction(time=time, category=category, stall=stall, duration=duration,
-                                               vaddr=vaddr, isa=isa))
+                                               vaddr=vaddr, isa=isa, entry=entry))
         except (TypeError, ValueError) as exc:
             raise AttFormatError(file, where, str(exc)) from exc
     try:
@@ -231,8 +250,9 @@ def import_att_dir(path: str | Path, *, dispatch: Optional[int] = None, kernel: 
         mfma_cycles: matrix-pipe cycles per MFMA opcode (see records.py); None keeps issue completion.
 
     Returns:
-        A trace with ``source="rocprof-att"``, ``simulated=False``; ``pc`` is the ELF vaddr of the
-        instruction in its code object (``extra["code_objects"]`` lists the load ids seen).
+        A trace with ``source="rocprof-att"``, ``simulated=False``; ``pc`` is the byte offset of the
+        instruction from its kernel's entry (code.json's label row), as in the cycle model;
+        ``extra["kernel_labels"]`` keeps each kernel's [code object, entry vaddr, name].
 
     Raises:
         AttFormatError: a file is missing or does not follow the layout (names file and field).
@@ -248,9 +268,10 @@ def import_att_dir(path: str | Path, *, dispatch: Optional[int] = None, kernel: 
     lines, labels = read_code(code_file)
     occupancy = _load(occ_file)
     wave_starts = _check_occupancy(occupancy, occ_file)
+    entries = kernel_entries(labels)
     waves = []
     for se, name in _wave_files(filenames_file, names):
-        waves.append(read_wave(dispatch_dir / name, se, lines))
+        waves.append(read_wave(dispatch_dir / name, se, lines, entries))
     records, stats = wave_records(waves, mfma_cycles)
     agent, disp = (int(g) for g in DISPATCH_DIR.match(dispatch_dir.name).groups())
     meta = TraceMeta(
@@ -265,7 +286,7 @@ def import_att_dir(path: str | Path, *, dispatch: Optional[int] = None, kernel: 
         extra={"agent": agent, "dispatch": disp, "waves": stats["waves"], "occupancy_wave_starts": wave_starts,
                "unmapped_records": stats["unmapped"], "mfma_end": stats["mfma_end"],
                "end": "issue completion (gfx9 thread trace times issue, not execution)",
-               "pc": "ELF vaddr within the code object",
+               "pc": stats["pc"],
                "code_objects": sorted({c for _, c, _ in lines.values()}),
                "kernel_labels": [[c, v, n] for c, v, n in labels]},
     )

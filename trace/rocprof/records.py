@@ -9,11 +9,16 @@ Timing on gfx9 (CDNA), per the decoder header: ``time`` is the cycle the wave fi
 issue the instruction, ``time + stall`` the cycle it issued, ``time + duration`` the cycle the
 issue completed. The schema record is therefore
 
-    issue = start = time + stall,   stall = stall,   end = time + duration
+    issue = start = time + stall,   stall = stall,   end = time + duration,   pc = vaddr - entry
 
 except for MFMA, whose ``end`` is ``start + cycles(opcode)`` when an MFMA timing table is given
 (the schema's MFMA convention; the decoder does not see the matrix pipe finish). Without a table
 MFMA ``end`` is the issue completion too, and the metadata says so (``extra["mfma_end"]``).
+``opcode`` is the base mnemonic (encoding suffix ``_e32/_e64/_sdwa/_dpp`` dropped: the disassembler
+prints ``v_add_f32_e32`` for what the generator writes as ``v_add_f32``), as the cycle model spells
+it; ``pc`` counts bytes from the entry of the kernel holding the instruction, as the cycle model does
+for kernels it reads from assembly (first instruction = 0); the ELF vaddr is kept only when the
+entry is unknown (``extra["pc"]`` says which).
 
 Waves get ids unique within their CU in order of (begin, se, simd, slot). ``cu`` is
 ``se * CU_STRIDE + cu_in_se`` so captures over several shader engines keep CUs apart.
@@ -24,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Optional
 
+from zyfa.trace.cdna4.isa import base_opcode
 from zyfa.trace.rocprof.isa import CATEGORIES, split_isa, stall_reason, unit_of
 
 CU_STRIDE = 16  # att-target-cu is 0-15 (rocprofv3 thread-trace guide, parameter table)
@@ -39,6 +45,7 @@ class AttInstruction:
     duration: int
     vaddr: Optional[int] = None  # ELF vaddr in its code object; None if the decoder could not place it
     isa: Optional[str] = None  # disassembly text, None if unknown
+    entry: Optional[int] = None  # ELF vaddr of the entry of the kernel holding it (None: unknown)
 
     def __post_init__(self):
         for name in ("time", "category", "stall", "duration"):
@@ -50,6 +57,8 @@ class AttInstruction:
                              f"expected one of {sorted(CATEGORIES)}")
         if self.stall < 0:
             raise ValueError(f"AttInstruction.stall must be >= 0, got {self.stall}")
+        if self.entry is not None and (self.vaddr is None or self.entry > self.vaddr):
+            raise ValueError(f"AttInstruction.entry ({self.entry}) must be <= vaddr ({self.vaddr})")
         if self.duration < self.stall:
             raise ValueError(f"AttInstruction.duration ({self.duration}) must be >= stall ({self.stall}): "
                              "the decoder's duration is stall + issue time")
@@ -84,18 +93,25 @@ class AttWave:
 MfmaCycles = Callable[[str], Optional[int]]
 
 
+def _pc(inst: AttInstruction) -> Optional[int]:
+    """Schema pc: byte offset from the kernel entry (vaddr - entry); the vaddr if the entry is unknown."""
+    if inst.isa is None or inst.vaddr is None:
+        return None
+    return inst.vaddr - inst.entry if inst.entry is not None else inst.vaddr
+
+
 def wave_records(waves: Iterable[AttWave], mfma_cycles: Optional[MfmaCycles] = None) -> tuple[list[dict], dict]:
     """Schema records of all waves, and counters for the metadata.
 
     ``mfma_cycles(opcode)`` gives the matrix-pipe busy cycles of an MFMA (None if unknown).
-    Returns ``(records, stats)`` with ``stats = {"waves", "unmapped", "mfma_end"}``: waves seen,
-    records whose code address was unknown (opcode ``<unmapped:CATEGORY>``, pc null) and how MFMA
-    ends were computed.
+    Returns ``(records, stats)`` with ``stats = {"waves", "unmapped", "pc", "mfma_end"}``: waves seen,
+    records whose code address was unknown (opcode ``<unmapped:CATEGORY>``, pc null), what ``pc``
+    means, and how MFMA ends were computed.
     """
     waves = sorted(waves, key=lambda w: (w.se * CU_STRIDE + w.cu, w.begin, w.se, w.simd, w.slot))
     next_id: dict[int, int] = {}
     records: list[dict] = []
-    unmapped = 0
+    unmapped = relative = absolute = 0
     mfma_from_table = mfma_issue_only = 0
     for wave in waves:
         cu = wave.se * CU_STRIDE + wave.cu
@@ -104,6 +120,9 @@ def wave_records(waves: Iterable[AttWave], mfma_cycles: Optional[MfmaCycles] = N
         for inst in wave.instructions:
             if inst.isa is not None:
                 opcode, operands = split_isa(inst.isa)
+                opcode = base_opcode(opcode)
+                relative += inst.entry is not None
+                absolute += inst.entry is None
             else:
                 opcode, operands = f"<unmapped:{CATEGORIES[inst.category][0]}>", None
                 unmapped += 1
@@ -119,7 +138,7 @@ def wave_records(waves: Iterable[AttWave], mfma_cycles: Optional[MfmaCycles] = N
                     mfma_issue_only += 1
             records.append({
                 "cu": cu, "simd": wave.simd, "wave": wave_id, "slot": wave.slot,
-                "pc": inst.vaddr if inst.isa is not None else None,
+                "pc": _pc(inst),
                 "opcode": opcode, "operands": operands, "unit": unit,
                 "issue": issue, "start": issue, "end": end,
                 "stall": inst.stall, "stall_reason": stall_reason(opcode, inst.stall),
@@ -130,7 +149,12 @@ def wave_records(waves: Iterable[AttWave], mfma_cycles: Optional[MfmaCycles] = N
         mfma_end = "issue completion (time + duration): no MFMA timing table given"
     else:
         mfma_end = "start + matrix-pipe cycles from the MFMA timing table"
-    return records, {"waves": len(waves), "unmapped": unmapped, "mfma_end": mfma_end}
+    if absolute:
+        pc = f"ELF vaddr in the code object for {absolute} records whose kernel entry is unknown, " \
+             "byte offset from the kernel entry for the rest"
+    else:
+        pc = "byte offset from the kernel entry (ELF vaddr - entry symbol vaddr)"
+    return records, {"waves": len(waves), "unmapped": unmapped, "pc": pc, "mfma_end": mfma_end}
 
 
 def cycles_from_table(table: Mapping[str, int]) -> MfmaCycles:

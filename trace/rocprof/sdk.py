@@ -37,6 +37,7 @@ from typing import Iterator, Optional
 
 from zyfa.trace.errors import TracerUnavailable
 from zyfa.trace.rocprof import abi
+from zyfa.trace.rocprof.att_dir import entry_of
 from zyfa.trace.rocprof.records import AttInstruction, AttWave
 
 SDK_LIBRARY = "librocprofiler-sdk.so"
@@ -377,6 +378,7 @@ class ThreadTraceSession:
 # -- disassembly of code objects -----------------------------------------------------------------
 
 _OBJDUMP_LINE = re.compile(r"^\s+([a-z][a-z0-9_]*\b.*?)\s*//\s*([0-9A-Fa-f]+):")
+_OBJDUMP_FUNC = re.compile(r"^([0-9a-fA-F]+)\s.*\sF\s+\.text\s+[0-9a-fA-F]+\s+(?:\.\w+\s+)?(\S+)\s*$")
 
 
 def objdump_tool(env: Optional[dict] = None) -> str:
@@ -394,17 +396,28 @@ def objdump_tool(env: Optional[dict] = None) -> str:
                             f"(looked in $ROCM_PATH/llvm/bin, /opt/rocm/llvm/bin, PATH). {FALLBACK_HINT}")
 
 
-def disassembly(code_object: bytes, env: Optional[dict] = None) -> dict[int, str]:
-    """``{ELF vaddr: instruction text}`` of every instruction of an AMDGPU code object."""
+def _objdump(code_object: bytes, flag: str, env: Optional[dict]) -> str:
     if not isinstance(code_object, (bytes, bytearray)) or not code_object.startswith(b"\x7fELF"):
         raise ValueError("disassembly: code_object must be the bytes of an ELF file")
     with tempfile.NamedTemporaryFile(suffix=".co") as f:
         f.write(code_object)
         f.flush()
-        result = subprocess.run([objdump_tool(env), "-d", f.name], capture_output=True, text=True)
+        result = subprocess.run([objdump_tool(env), flag, f.name], capture_output=True, text=True)
     if result.returncode != 0:
-        raise ValueError(f"llvm-objdump failed on the code object: {result.stderr.strip()}")
-    return {int(m.group(2), 16): m.group(1).strip() for m in map(_OBJDUMP_LINE.match, result.stdout.splitlines()) if m}
+        raise ValueError(f"llvm-objdump {flag} failed on the code object: {result.stderr.strip()}")
+    return result.stdout
+
+
+def disassembly(code_object: bytes, env: Optional[dict] = None) -> dict[int, str]:
+    """``{ELF vaddr: instruction text}`` of every instruction of an AMDGPU code object."""
+    text = _objdump(code_object, "-d", env)
+    return {int(m.group(2), 16): m.group(1).strip() for m in map(_OBJDUMP_LINE.match, text.splitlines()) if m}
+
+
+def kernel_entries(code_object: bytes, env: Optional[dict] = None) -> dict[int, str]:
+    """``{ELF vaddr: name}`` of the function (kernel) symbols in ``.text``."""
+    text = _objdump(code_object, "-t", env)
+    return {int(m.group(1), 16): m.group(2) for m in map(_OBJDUMP_FUNC.match, text.splitlines()) if m}
 
 
 # -- the decoder ---------------------------------------------------------------------------------
@@ -426,6 +439,7 @@ class TraceDecoder:
                                     f"failed: status {status} ({sdk.status_text(status)}); {DECODER_LIBRARY} is a "
                                     f"separate download for ROCm < 7.13. {FALLBACK_HINT}")
         self.isa: dict[tuple[int, int], str] = {}  # (load id, vaddr) -> text
+        self.entries: dict[int, list[int]] = {}  # load id -> sorted kernel entry vaddrs
         self.infos: list[str] = []
         self.gfxip: Optional[int] = None
         self.occupancy_starts = 0
@@ -436,6 +450,7 @@ class TraceDecoder:
                        self.sdk.lib.rocprofiler_thread_trace_decoder_codeobj_load(
                            self.handle, code.load_id, code.load_base, code.load_size, buf, len(code.data)))
         self.isa.update({(code.load_id, vaddr): text for vaddr, text in disassembly(code.data, env).items()})
+        self.entries[code.load_id] = sorted(kernel_entries(code.data, env))
 
     def decode(self, shader_engine: int, data: bytes) -> list[AttWave]:
         """Decode one shader engine's capture (the decoder wants one SE per call)."""
@@ -478,7 +493,8 @@ class TraceDecoder:
             placed = inst.pc.marker_id != 0 and key in self.isa
             insts.append(AttInstruction(time=inst.time, category=inst.category, stall=inst.stall,
                                         duration=inst.duration, vaddr=inst.pc.addr if placed else None,
-                                        isa=self.isa[key] if placed else None))
+                                        isa=self.isa[key] if placed else None,
+                                        entry=entry_of(self.entries, inst.pc.marker_id, inst.pc.addr) if placed else None))
         return AttWave(se=se, cu=wave.cu, simd=wave.simd, slot=wave.wave_id, begin=wave.begin_time,
                        end=wave.end_time, instructions=tuple(insts))
 

@@ -206,7 +206,7 @@ def run_kernel_trace(kernel, shape: AttnShape, out_dir, *, params: Optional[Thre
         extra={"thread_trace": dataclasses.asdict(params), "dispatches": session.dispatches,
                "waves": stats["waves"], "unmapped_records": stats["unmapped"], "mfma_end": stats["mfma_end"],
                "decoder_info": decoder.infos, "buffer_full_shader_engines": session.buffer_full(),
-               "inputs": "zero-filled device buffers", "pc": "ELF vaddr within the code object",
+               "inputs": "zero-filled device buffers", "pc": stats["pc"],
                "end": "issue completion (gfx9 thread trace times issue, not execution)"},
     )
     trace = Trace.from_records(records, meta)

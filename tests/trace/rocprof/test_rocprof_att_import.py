@@ -79,17 +79,17 @@ def test_timing_of_each_instruction_of_wave_a():
     keys = ("pc", "opcode", "unit", "issue", "start", "end", "stall", "stall_reason")
     got = [tuple(r[k] for k in keys) for r in t.table.to_pylist() if (r["cu"], r["simd"]) == (1, 0)]
     na = None
-    expected = [
-        (4096, "s_load_dwordx4", "SMEM", 1000, 1000, 1004, 0, na),
-        (4104, "s_waitcnt", "WAIT", 1024, 1024, 1028, 20, "waitcnt"),  # 1004 + 20, 1004 + 24
-        (4108, "v_mfma_f32_32x32x64_f8f6f4", "MFMA", 1028, 1028, 1032, 0, na),  # decoder said VALU (6)
-        (4116, "v_exp_f32_e32", "TRANS", 1034, 1034, 1040, 2, "unit_busy"),
-        (4120, "v_add_f32_e32", "VALU", 1040, 1040, 1044, 0, na),
-        (4124, "ds_read_b128", "LDS", 1044, 1044, 1048, 0, na),
-        (4132, "buffer_load_dwordx4", "VMEM", 1054, 1054, 1058, 6, "unit_busy"),
-        (4140, "s_barrier", "BARRIER", 1088, 1088, 1092, 30, "barrier"),
-        (4144, "s_cbranch_scc1", "BRANCH", 1092, 1092, 1096, 0, na),
-        (4148, "s_endpgm", "MISC", 1096, 1096, 1100, 0, na),
+    expected = [  # pc = Vaddr - 4096, the "; zyfa_tiny" label row's Vaddr
+        (0, "s_load_dwordx4", "SMEM", 1000, 1000, 1004, 0, na),
+        (8, "s_waitcnt", "WAIT", 1024, 1024, 1028, 20, "waitcnt"),  # 1004 + 20, 1004 + 24
+        (12, "v_mfma_f32_32x32x64_f8f6f4", "MFMA", 1028, 1028, 1032, 0, na),  # decoder said VALU (6)
+        (20, "v_exp_f32", "TRANS", 1034, 1034, 1040, 2, "unit_busy"),
+        (24, "v_add_f32", "VALU", 1040, 1040, 1044, 0, na),
+        (28, "ds_read_b128", "LDS", 1044, 1044, 1048, 0, na),
+        (36, "buffer_load_dwordx4", "VMEM", 1054, 1054, 1058, 6, "unit_busy"),
+        (44, "s_barrier", "BARRIER", 1088, 1088, 1092, 30, "barrier"),
+        (48, "s_cbranch_scc1", "BRANCH", 1092, 1092, 1096, 0, na),
+        (52, "s_endpgm", "MISC", 1096, 1096, 1100, 0, na),
     ]
     assert got == expected
     assert _rows(t, cu=1, simd=0)["operands"].iloc[2] == "v[0:15], v[16:23], v[24:31], v[0:15]"
@@ -130,7 +130,16 @@ def test_legacy_code_json_header(tiny_copy):
         data["code"] = [row[:10] for row in data["code"]]
     _edit(tiny_copy / "code.json", legacy)
     t = import_att_dir(tiny_copy)
+    assert _rows(t, cu=1, simd=0)["pc"].tolist()[:3] == [0, 8, 12]
+
+
+def test_pc_without_kernel_label_stays_vaddr(tiny_copy):
+    """No "; name" label row: the entry is unknown, pc keeps the ELF vaddr and the metadata says so."""
+    _edit(tiny_copy / "code.json", lambda d: d.update(code=d["code"][1:]))
+    t = import_att_dir(tiny_copy)
     assert _rows(t, cu=1, simd=0)["pc"].tolist()[:3] == [4096, 4104, 4108]
+    assert t.meta.extra["pc"].startswith("ELF vaddr in the code object for 15 records")
+    assert import_att_dir(TINY).meta.extra["pc"].startswith("byte offset from the kernel entry")
 
 
 def test_arch_falls_back_to_gfxip_family(tiny_copy):

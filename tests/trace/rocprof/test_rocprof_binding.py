@@ -27,7 +27,7 @@ from zyfa.trace.errors import TracerUnavailable
 from zyfa.trace.rocprof import abi
 from zyfa.trace.rocprof.records import wave_records
 from zyfa.trace.rocprof.sdk import (RocprofilerError, ThreadTraceParams, ThreadTraceSession, TraceDecoder,
-                                    disassembly, load_sdk)
+                                    disassembly, kernel_entries, load_sdk)
 
 SHIM_SRC = Path(rocprof.__file__).parent / "shim" / "fake_rocprofiler_sdk.c"
 TINY_ASM = """
@@ -224,10 +224,10 @@ def test_session_collects_and_decodes(shim_dir, code_object, abi_number, version
     assert w.instructions[2].isa == "v_mfma_f32_32x32x64_f8f6f4 v[0:15], v[16:23], v[24:31], v[0:15]"
 
     records, stats = wave_records(waves0 + waves1, mfma_cycles=lambda op: 64 if op.startswith("v_mfma") else None)
-    units = [(r["opcode"], r["unit"], r["issue"], r["end"]) for r in records if r["cu"] == 1]
-    assert units == [("s_load_dwordx2", "SMEM", 500, 504), ("s_waitcnt", "WAIT", 544, 548),
-                     ("v_mfma_f32_32x32x64_f8f6f4", "MFMA", 548, 612), ("v_exp_f32_e32", "TRANS", 555, 560),
-                     ("<unmapped:VALU>", "VALU", 560, 564), ("s_endpgm", "MISC", 564, 568)]
+    units = [(r["pc"], r["opcode"], r["unit"], r["issue"], r["end"]) for r in records if r["cu"] == 1]
+    assert units == [(0, "s_load_dwordx2", "SMEM", 500, 504), (8, "s_waitcnt", "WAIT", 544, 548),
+                     (12, "v_mfma_f32_32x32x64_f8f6f4", "MFMA", 548, 612), (20, "v_exp_f32", "TRANS", 555, 560),
+                     (None, "<unmapped:VALU>", "VALU", 560, 564), (28, "s_endpgm", "MISC", 564, 568)]
     assert [r["cu"] for r in records if r["opcode"] == "s_endpgm"] == [1, 17]  # SE1's CU 1 -> 16 + 1
     assert stats["unmapped"] == 1
     decoder.close()
@@ -276,6 +276,7 @@ def test_params_validation():
 
 
 def test_disassembly(code_object):
+    assert kernel_entries(code_object, env={}) == {0x1300: "tiny"}
     assert disassembly(code_object, env={}) == {
         0x1300: "s_load_dwordx2 s[4:5], s[0:1], 0x0", 0x1308: "s_waitcnt lgkmcnt(0)",
         0x130C: "v_mfma_f32_32x32x64_f8f6f4 v[0:15], v[16:23], v[24:31], v[0:15]",

@@ -178,8 +178,8 @@ def test_run_kernel_trace_end_to_end(fake_rocm, tmp_path, monkeypatch):
     assert hip.fakehip_function() == b"tiny" and hip.fakehip_state() == 7  # init, synchronize, free
 
     assert [r["opcode"] for r in trace.table.to_pylist()] == [
-        "s_load_dwordx2", "s_waitcnt", "v_mfma_f32_32x32x64_f8f6f4", "v_exp_f32_e32", "s_nop", "s_endpgm"]
-    assert trace.df["pc"].tolist() == pcs
+        "s_load_dwordx2", "s_waitcnt", "v_mfma_f32_32x32x64_f8f6f4", "v_exp_f32", "s_nop", "s_endpgm"]
+    assert trace.df["pc"].tolist() == [pc - pcs[0] for pc in pcs]  # bytes from the entry of "tiny"
     assert trace.df["issue"].tolist() == [100, 134, 138, 144, 150, 158]  # time + stall
     assert trace.df["end"].tolist()[2] == 138 + 64  # MFMA: 16 passes from the cdna4 table
     assert (trace.meta.source, trace.meta.kernel, trace.meta.grid, trace.meta.workgroup_size) == \
