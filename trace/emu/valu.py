@@ -307,8 +307,6 @@ def _compile_table_op(inst, base, enc, ops):
     sels = [_SDWA_SEL[inst.mod(f"src{i}_sel", "DWORD")] for i in range(nsrc)] if sdwa else None
     dst_sel = _SDWA_SEL[inst.mod("dst_sel", "DWORD")] if sdwa else None
     preserve = inst.mod("dst_unused") == "UNUSED_PRESERVE"
-    float_out = types[0] == "f" and base not in ("v_cvt_i32_f32", "v_cvt_u32_f32",
-                                                 "v_cvt_pk_bf16_f32")
 
     def run(w: Wave, g):
         mask = w.exec_mask
@@ -329,9 +327,8 @@ def _compile_table_op(inst, base, enc, ops):
                 x = _read_typed(w, op, t)
             args.append(x)
         with np.errstate(all="ignore"):
-            res = fn(*args)
-            if float_out:
-                res = np.asarray(res, dtype=np.float32)
+            res = np.asarray(fn(*args))
+            if res.dtype == np.float32:  # fp32 result: output modifiers, then raw bits
                 if scale is not None:
                     res = (res * np.float32(scale)).astype(np.float32)
                 if clamp:

@@ -54,6 +54,12 @@ def test_cvt_u32_f32_truncates_and_saturates():
     assert w.v[1][:6].tolist() == [0, 0, 7, 120, 0, 2**32 - 1]
 
 
+def test_int_to_float_conversions():
+    w, _ = run_snippet("v_cvt_f32_u32 v1, s3\nv_cvt_f32_i32_e32 v2, v0",
+                       vgprs={0: -5}, sgprs={3: 7})
+    assert f32(w, 1)[0] == 7.0 and f32(w, 2)[0] == -5.0
+
+
 def test_exp_log_rcp_correctly_rounded():
     x = np.array([-1.0, 0.5, 3.0, -126.0], np.float32)
     w, _ = run_snippet("v_exp_f32_e32 v1, v0\nv_rcp_f32_e32 v2, v0",
