@@ -293,6 +293,9 @@ class KernelDescriptor:
             if self.get(name):
                 layout[name.removeprefix("user_sgpr_")] = next_sgpr
                 next_sgpr += count
+        if self.get("user_sgpr_kernarg_preload_length"):  # gfx950 kernarg preloading (Triton)
+            layout["kernarg_preload"] = next_sgpr
+            next_sgpr += self.get("user_sgpr_kernarg_preload_length")
         if "user_sgpr_count" in self.fields:
             next_sgpr = max(next_sgpr, self.get("user_sgpr_count"))
         for name in _SYSTEM_SGPRS:

@@ -186,6 +186,12 @@ def _initial_state(program: Program, kernarg: bytes, wg_id: tuple, wave_in_wg: i
         base = layout["kernarg_segment_ptr"]
         st.regs[base] = scalar.KERNARG_BASE & scalar.M32
         st.regs[base + 1] = scalar.KERNARG_BASE >> 32
+    if "kernarg_preload" in layout:
+        first = layout["kernarg_preload"]
+        offset = 4 * desc.get("user_sgpr_kernarg_preload_offset")
+        for i in range(desc.get("user_sgpr_kernarg_preload_length")):
+            at = offset + 4 * i
+            st.regs[first + i] = int.from_bytes(kernarg[at:at + 4], "little") if at + 4 <= len(kernarg) else None
     for axis, name in enumerate(("workgroup_id_x", "workgroup_id_y", "workgroup_id_z")):
         if name in layout:
             st.regs[layout[name]] = wg_id[axis]
