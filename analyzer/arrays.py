@@ -95,6 +95,11 @@ class Arrays:
         """A length larger than any time offset ``t - t0`` in the trace (for keyed intervals)."""
         return self.t1 - self.t0 + 1
 
+    @property
+    def has_instructions(self) -> bool:
+        """Whether any record is an instruction (not a Proton REGION scope)."""
+        return self.cached("has_instructions", lambda: bool((self.unit != UNIT_CODES["REGION"]).any()))
+
     def unit_mask(self, *names: str) -> np.ndarray:
         mask = np.zeros(self.n, bool)
         for name in names:

@@ -4,7 +4,8 @@ Every metric takes ``(trace, window="whole")`` (see :mod:`zyfa.analyzer.window`)
 over the cycle range ``W = [w0, w1)``. A record's interval ``[start, end)`` is clipped to ``W``
 when cycles are measured; counts use the record's ``issue`` cycle (in ``W``) unless said otherwise.
 Scalar metrics return a float, or None where the quantity is undefined (empty window, no MFMA,
-no ``iteration`` column, no clock ...). Table metrics return a pandas DataFrame.
+no ``iteration`` column, no clock ...; instruction-level metrics are None for a trace of Proton
+``REGION`` scopes only). Table metrics return a pandas DataFrame.
 
 ``METRICS`` (scalars, in report order) and ``TABLES`` map names to :class:`Metric` entries, so the
 CLI and the web UI iterate them instead of naming functions.
@@ -12,6 +13,7 @@ CLI and the web UI iterate them instead of naming functions.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -59,6 +61,16 @@ def metric(unit: str):
 def table(fn):
     """Register a table metric under its function name."""
     return _register(TABLES, "table")(fn)
+
+
+def instruction_level(fn):
+    """Make a scalar metric None for traces without instruction records (only Proton REGION scopes, or empty)."""
+    @functools.wraps(fn)
+    def wrapped(trace: Trace, window: WindowSpec = "whole"):
+        if not arrays_of(trace).has_instructions:
+            return None
+        return fn(trace, window)
+    return wrapped
 
 
 def _setup(trace: Trace, window: WindowSpec) -> tuple[Arrays, int, int]:
@@ -133,6 +145,7 @@ def mfma_busy_per_simd(trace: Trace, window: WindowSpec = "whole") -> pd.DataFra
 
 
 @metric("fraction")
+@instruction_level
 def mfma_busy(trace: Trace, window: WindowSpec = "whole") -> Optional[float]:
     """Fraction of SIMD-cycles in W with the MFMA pipe busy: Σ_simd mfma_cycles / (simds × |W|).
 
@@ -233,6 +246,7 @@ def pingpong_overlap_per_wave(trace: Trace, window: WindowSpec = "whole") -> pd.
 
 
 @metric("fraction")
+@instruction_level
 def pingpong_overlap(trace: Trace, window: WindowSpec = "whole") -> Optional[float]:
     """Fraction of MFMA-busy cycles in W during which another wave of the same SIMD runs VALU or TRANS work.
 
@@ -322,6 +336,7 @@ def blocks(trace: Trace, window: WindowSpec = "whole") -> float:
 
 
 @metric("count")
+@instruction_level
 def valu_ops_per_block(trace: Trace, window: WindowSpec = "whole") -> Optional[float]:
     """VALU instructions per block: VALU records of the blocks inside W / number of those blocks.
 
@@ -333,6 +348,7 @@ def valu_ops_per_block(trace: Trace, window: WindowSpec = "whole") -> Optional[f
 
 
 @metric("cycles")
+@instruction_level
 def valu_cycles_per_block(trace: Trace, window: WindowSpec = "whole") -> Optional[float]:
     """VALU cycles per block: Σ (end - start) of VALU records of the blocks inside W / their number.
 
@@ -343,6 +359,7 @@ def valu_cycles_per_block(trace: Trace, window: WindowSpec = "whole") -> Optiona
 
 
 @metric("count")
+@instruction_level
 def trans_ops_per_block(trace: Trace, window: WindowSpec = "whole") -> Optional[float]:
     """TRANS instructions per block (as valu_ops_per_block, unit TRANS)."""
     a, w0, w1 = _setup(trace, window)
@@ -350,6 +367,7 @@ def trans_ops_per_block(trace: Trace, window: WindowSpec = "whole") -> Optional[
 
 
 @metric("cycles")
+@instruction_level
 def trans_cycles_per_block(trace: Trace, window: WindowSpec = "whole") -> Optional[float]:
     """TRANS cycles per block (as valu_cycles_per_block, unit TRANS)."""
     a, w0, w1 = _setup(trace, window)
@@ -414,6 +432,7 @@ def stall_breakdown(trace: Trace, window: WindowSpec = "whole") -> pd.DataFrame:
 
 
 @metric("fraction")
+@instruction_level
 def stall_fraction(trace: Trace, window: WindowSpec = "whole") -> Optional[float]:
     """Σ stall of records issued in W / (waves × |W|): the fraction of wave-cycles spent waiting to issue."""
     a, w0, w1 = _setup(trace, window)
@@ -421,6 +440,7 @@ def stall_fraction(trace: Trace, window: WindowSpec = "whole") -> Optional[float
 
 
 @metric("fraction")
+@instruction_level
 def issue_utilisation(trace: Trace, window: WindowSpec = "whole") -> Optional[float]:
     """Fraction of SIMD-cycles in W in which the SIMD issued at least one instruction.
 
@@ -433,6 +453,7 @@ def issue_utilisation(trace: Trace, window: WindowSpec = "whole") -> Optional[fl
 
 
 @metric("fraction")
+@instruction_level
 def issue_per_wave(trace: Trace, window: WindowSpec = "whole") -> Optional[float]:
     """Instructions issued in W per wave-cycle: non-REGION records issued in W / (waves × |W|) (at most 1)."""
     a, w0, w1 = _setup(trace, window)
@@ -469,6 +490,7 @@ def unknown_mfma_opcodes(trace: Trace, window: WindowSpec = "whole") -> pd.DataF
 
 
 @metric("flop")
+@instruction_level
 def mfma_flops_total(trace: Trace, window: WindowSpec = "whole") -> Optional[float]:
     """Matrix flops executed in W: Σ over MFMA records of flops/inst × |[start, end) ∩ W| / (end - start).
 
@@ -479,6 +501,7 @@ def mfma_flops_total(trace: Trace, window: WindowSpec = "whole") -> Optional[flo
 
 
 @metric("TFLOP/s")
+@instruction_level
 def tflops(trace: Trace, window: WindowSpec = "whole") -> Optional[float]:
     """Achieved matrix TFLOP/s of the traced CUs in W: mfma_flops_total / (|W| / clock) / 1e12.
 

@@ -271,3 +271,17 @@ def test_memo_is_bounded_and_consistent(pingpong):
         za.summary(pingpong, (start, start + 100))
     assert len(arrays_of(pingpong).memo) <= MEMO_ENTRIES
     assert za.pingpong_overlap(pingpong, (64, 192)) == first == pytest.approx(80 / 128)
+
+
+def test_region_only_trace_has_no_instruction_metrics():
+    # a Proton-style trace: two warp regions, no instructions -> no MFMA busy/idle claims
+    recs = [dict(cu=0, simd=0, wave=0, slot=0, opcode="qk_dot", unit="REGION", issue=0, start=0, end=100, stall=0,
+                 iteration=0),
+            dict(cu=0, simd=0, wave=1, slot=1, opcode="pv_dot", unit="REGION", issue=50, start=50, end=120, stall=0,
+                 iteration=0)]
+    t = Trace.from_records(recs, TraceMeta(kernel="p", arch="sm_90", source="proton"))
+    s = za.summary(t)
+    assert s["cycles"] == 120 and s["waves"] == 2 and s["blocks"] == 2
+    for name in ("mfma_busy", "mfma_idle", "pingpong_overlap", "valu_cycles_per_block", "issue_utilisation",
+                 "stall_fraction", "mfma_flops_total", "tflops", "tflops_device"):
+        assert s[name] is None, name
