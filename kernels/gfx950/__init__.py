@@ -34,6 +34,18 @@ def grid(shape: AttnShape) -> tuple[int, int, int]:
     return (-(-shape.seqlen_q // ROWS_PER_WG), shape.heads, shape.batch)
 
 
+def _branch_assumptions(built) -> list[dict]:
+    """Data-dependent branches (their condition comes from vector values) and the direction a
+    static model should assume in steady state."""
+    out = []
+    for index, inst in enumerate(built.generated.instructions):
+        if inst.opcode == "s_cbranch_execz" and inst.operands[0].name.startswith(".L_norescale"):
+            out.append({"index": index, "pc": built.pcs[index], "label": inst.operands[0].name, "steady_state": "taken",
+                        "why": "lazy O rescale: only lanes whose block max exceeds the running max execute it; "
+                               "every lane does on the first tile, rarely afterwards"})
+    return out
+
+
 def build_for(name: str, shape: AttnShape) -> registry.KernelBuild:
     from zyfa.kernels.gfx950.build import build
     built = build(config_for(name, shape))
@@ -44,6 +56,7 @@ def build_for(name: str, shape: AttnShape) -> registry.KernelBuild:
         "registers": gen.registers,
         "vgprs": gen.vgprs, "agprs": gen.agprs, "sgprs": gen.sgprs, "lds_bytes": gen.lds_bytes,
         "rows_per_workgroup": ROWS_PER_WG, "keys_per_tile": 128,
+        "branch_assumptions": _branch_assumptions(built),
     }
     return registry.KernelBuild(name=name, asm=gen.asm, code_object=built.code_object, symbol=gen.symbol, meta=meta)
 
