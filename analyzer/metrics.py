@@ -67,9 +67,8 @@ def instruction_level(fn):
     """Make a scalar metric None for traces without instruction records (only Proton REGION scopes, or empty)."""
     @functools.wraps(fn)
     def wrapped(trace: Trace, window: WindowSpec = "whole"):
-        if not arrays_of(trace).has_instructions:
-            return None
-        return fn(trace, window)
+        resolved = resolve_window(trace, window)
+        return fn(trace, resolved) if arrays_of(trace).has_instructions else None
     return wrapped
 
 

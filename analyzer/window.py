@@ -12,7 +12,7 @@ from typing import NamedTuple, Union
 
 import numpy as np
 
-from zyfa.analyzer.arrays import arrays_of
+from zyfa.analyzer.arrays import Arrays, arrays_of
 from zyfa.trace.schema import Trace
 
 
@@ -47,6 +47,10 @@ def steady_window(trace: Trace) -> Window:
     either -> the whole window.
     """
     a = arrays_of(trace)
+    return a.cached("steady_window", lambda: _steady(a))
+
+
+def _steady(a: Arrays) -> Window:
     b = a.blocks
     if b.n:
         lo = np.full(a.n_wave, np.iinfo(np.int64).max)
