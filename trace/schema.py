@@ -322,6 +322,17 @@ def _check_values(table: pa.Table, file: Any) -> dict[str, np.ndarray]:
     return arrays
 
 
+def _json_default(value: Any) -> Any:
+    """numpy scalars/arrays and paths in provenance/extra become plain JSON values."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"{type(value).__name__} {value!r} (use str, int, float, bool, list, dict or None)")
+
+
 # -- the trace -----------------------------------------------------------------------------------
 
 class Trace:
@@ -386,7 +397,10 @@ class Trace:
         """Write ``<stem>.parquet`` and ``<stem>.json`` (``path`` may end in ``.parquet``); returns the Parquet path."""
         parquet_path, json_path = self._paths(path)
         parquet_path.parent.mkdir(parents=True, exist_ok=True)
-        meta_json = json.dumps(self.meta.to_dict(), indent=2, sort_keys=True)
+        try:
+            meta_json = json.dumps(self.meta.to_dict(), indent=2, sort_keys=True, default=_json_default)
+        except TypeError as exc:
+            raise TraceError(json_path, "extra", f"metadata is not JSON-serialisable: {exc}") from exc
         pq.write_table(self.table.replace_schema_metadata({META_KEY: meta_json.encode()}), parquet_path)
         json_path.write_text(meta_json + "\n")
         return parquet_path

@@ -200,3 +200,12 @@ def test_load_truncated_files(tmp_path):
         Trace.load(path)
     with pytest.raises(TraceError, match="no such trace file"):
         Trace.load(tmp_path / "missing.parquet")
+
+
+def test_save_converts_numpy_metadata_and_rejects_objects(tmp_path):
+    meta = TraceMeta(kernel="k", arch="gfx950", source="model", extra={"cycles": np.int64(7), "v": np.arange(2)})
+    back = Trace.load(Trace.from_records(records(), meta).save(tmp_path / "n"))
+    assert back.meta.extra == {"cycles": 7, "v": [0, 1]}
+    bad = TraceMeta(kernel="k", arch="gfx950", source="model", extra={"obj": object()})
+    with pytest.raises(TraceError, match="n2.json: field 'extra': metadata is not JSON-serialisable"):
+        Trace.from_records(records(), bad).save(tmp_path / "n2")
