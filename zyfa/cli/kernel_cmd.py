@@ -146,6 +146,9 @@ def _hardware_backend(args, kernel, shape) -> int:
     except ImportError as exc:
         print(f"{args.backend} tracer unavailable: cannot import {module_name} ({exc})")
         return 2
+    except ValueError as exc:
+        print(f"error: {exc}")
+        return 2
     print(f"{args.backend} trace of {kernel} on {shape}: {len(trace)} records ({trace.meta.label})")
     return 0
 

@@ -1,0 +1,53 @@
+"""``zyfa-trace kernel``: the cycle-model summary, the saved trace, --list and bad inputs."""
+
+import pytest
+
+from zyfa.cli.trace_main import main
+from zyfa.trace.schema import Trace
+
+
+def test_kernel_command_on_aiter(aiter_causal, tmp_path, capsys):
+    code = main(["kernel", "--kernel", "aiter:fwd_hd128_bf16_causal", "--shape", "2048", "--batch", "1",
+                 "--heads", "8", "--samples", "1", "--clock", "2000", "-o", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "CDNA4 cycle model (simulated" in out and "gfx950 @ 2000 MHz" in out
+    for label in ("MFMA busy", "ping-pong overlap", "VALU cycles/block", "predicted time", "predicted TFLOP/s",
+                  "simulated in detail", "extrapolated:", "interpolated"):
+        assert label in out
+    trace = Trace.load(tmp_path / "aiter_fwd_hd128_bf16_causal.parquet")
+    meta = trace.meta
+    assert (meta.source, meta.simulated, meta.arch, meta.clock_mhz) == ("model", True, "gfx950", 2000.0)
+    assert meta.grid == (4, 8, 1) and meta.workgroup_size == 512
+    cycles = meta.extra["predicted_cycles"]
+    assert meta.extra["predicted_seconds"] == pytest.approx(cycles / 2.0e9)
+    df = trace.df
+    assert set(df["wave"]) == set(range(8)) and set(df["simd"]) == {0, 1, 2, 3}
+    assert df["iteration"].max() > 0 and df["region"].notna().any()
+    assert (df.loc[df["unit"] == "MFMA", "end"] - df.loc[df["unit"] == "MFMA", "start"]).eq(32).all()
+
+
+def test_kernel_list(aiter_causal, capsys):
+    assert main(["kernel", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "aiter:fwd_hd128_bf16_causal" in out and "PATH.co" in out
+
+
+def test_kernel_command_bad_inputs(capsys):
+    assert main(["kernel", "--samples", "0"]) == 2
+    assert "--samples must be >= 1" in capsys.readouterr().out
+    assert main(["kernel", "--clock", "-5"]) == 2
+    assert "--clock" in capsys.readouterr().out
+    assert main(["kernel", "--shape", "12q"]) == 2
+    assert "bad sequence length" in capsys.readouterr().out
+    assert main(["kernel", "--kernel", "no-such-kernel", "--shape", "1k"]) == 2
+    assert "unknown kernel 'no-such-kernel'" in capsys.readouterr().out
+
+
+def test_hardware_backends_exit_2_with_a_message(capsys):
+    args = ["--kernel", "aiter:fwd_hd128_bf16_causal", "--shape", "1k", "--heads", "8", "--batch", "1"]
+    assert main(["kernel", "--backend", "rocprof", *args]) == 2  # no GPU / ROCm here
+    assert "rocprof tracer unavailable" in capsys.readouterr().out
+    assert main(["kernel", "--backend", "proton", *args]) == 2  # no GPU, or no Proton scopes in AITER's code
+    out = capsys.readouterr().out
+    assert "proton tracer unavailable" in out or "has no Proton scopes" in out
