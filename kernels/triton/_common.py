@@ -28,7 +28,9 @@ class TileConfig:
     FP8 kernel only: ``rowsum_mma`` sums the rounded P on the tensor cores (``P @ ones``) instead
     of converting P to fp32; ``acc_in_dot`` feeds the rescaled accumulator into the PV product
     (one multiply less per element, but on Hopper the fp8 product then accumulates the whole key
-    loop in the tensor core's reduced-precision adder instead of fp32 FMAs every 64 keys).
+    loop in the tensor core's reduced-precision adder instead of fp32 FMAs every 64 keys);
+    ``scaled_pv`` computes PV as ``tl.dot_scaled`` with P's power of two as an E8M0 scale
+    (gfx950's scaled MFMA; other targets emulate it).
     """
 
     block_m: int
@@ -38,6 +40,7 @@ class TileConfig:
     rowsum_mma: bool = False
     acc_in_dot: bool = False
     block_n: int = BLOCK_KEYS
+    scaled_pv: bool = False
 
     def __post_init__(self):
         if self.block_m not in (16, 32, 64, 128, 256):
@@ -56,7 +59,7 @@ class TileConfig:
             if self.block_n != BLOCK_KEYS:
                 raise ValueError(f"the FP8 kernel scales P per {BLOCK_KEYS}-key block: block_n must be "
                                  f"{BLOCK_KEYS}, got {self.block_n}")
-            meta.update(ROWSUM_MMA=self.rowsum_mma, ACC_IN_DOT=self.acc_in_dot)
+            meta.update(ROWSUM_MMA=self.rowsum_mma, ACC_IN_DOT=self.acc_in_dot, SCALED_PV=self.scaled_pv)
         return meta
 
     def to_triton(self, fp8: bool) -> triton.Config:

@@ -35,7 +35,7 @@ def _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
                         HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
                         BLOCK_N: tl.constexpr, MASKED: tl.constexpr, IS_CAUSAL: tl.constexpr,
                         WARP_SPEC: tl.constexpr, ROWSUM_MMA: tl.constexpr, ACC_IN_DOT: tl.constexpr,
-                        INTERPRET: tl.constexpr, PROTON: tl.constexpr):
+                        SCALED_PV: tl.constexpr, INTERPRET: tl.constexpr, PROTON: tl.constexpr):
     offs_n0 = tl.arange(0, BLOCK_N)
     magic: tl.constexpr = 12582912.0  # 1.5 * 2**23
     if ROWSUM_MMA:  # P @ ones gives the rounded-P row sum on the tensor cores (gfx950: one extra MFMA)
@@ -96,7 +96,12 @@ def _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
         else:
             p_op = p
             v_op = v
-        if ACC_IN_DOT:
+        if SCALED_PV:
+            # gfx950: v_mfma_scale_f32_*_f8f6f4 applies 2^e to P for free (E8M0 code e + 127, one per
+            # 32 keys; e < -127 clamps to 2^-127 instead of dropping the block, invisible in fp32)
+            p_scale = tl.broadcast_to((tl.maximum(e, -127.0) + 127.0).to(tl.uint8)[:, None], [s.shape[0], BLOCK_N // 32])
+            acc = tl.dot_scaled(p, p_scale, "e4m3", v, None, "e4m3", acc=acc * alpha[:, None])
+        elif ACC_IN_DOT:
             acc = tl.dot(p_op, v_op, acc * pre[:, None], input_precision="ieee" if INTERPRET else None) * post[:, None]
         else:
             pv = tl.dot(p_op, v_op, input_precision="ieee" if INTERPRET else None)
@@ -135,7 +140,7 @@ def _attn_fwd_fp8(Q, K, V, Out, Lse, T, DV,
                   HEAD_DIM_PAD: tl.constexpr, HEAD_DIM_V_PAD: tl.constexpr,
                   IS_CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                   WARP_SPEC: tl.constexpr, ROWSUM_MMA: tl.constexpr, ACC_IN_DOT: tl.constexpr,
-                  INTERPRET: tl.constexpr, PROTON: tl.constexpr = False):
+                  INTERPRET: tl.constexpr, SCALED_PV: tl.constexpr = False, PROTON: tl.constexpr = False):
     tl.static_assert(BLOCK_N == 64, "ZYFA scales P per 64-key block")
     start_m = tl.program_id(0) * BLOCK_M
     off_bh = tl.program_id(1)
@@ -172,12 +177,12 @@ def _attn_fwd_fp8(Q, K, V, Out, Lse, T, DV,
                                         stride_ks, stride_vs, stride_vd, offs_m, offs_d, offs_dv,
                                         0, full_hi, offset, SEQ_K, HEAD_DIM, HEAD_DIM_V, BLOCK_N,
                                         False, IS_CAUSAL, WARP_SPEC, ROWSUM_MMA, ACC_IN_DOT,
-                                        INTERPRET, PROTON)
+                                        SCALED_PV, INTERPRET, PROTON)
     acc, l_i, m_i = _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
                                         stride_ks, stride_vs, stride_vd, offs_m, offs_d, offs_dv,
                                         full_hi, hi, offset, SEQ_K, HEAD_DIM, HEAD_DIM_V, BLOCK_N,
                                         True, IS_CAUSAL, WARP_SPEC, ROWSUM_MMA, ACC_IN_DOT,
-                                        INTERPRET, PROTON)
+                                        SCALED_PV, INTERPRET, PROTON)
     # -- epilogue: out = fp32(acc / l) * dv -> bf16; lse = (m + log2 l) ln2; empty rows -> 0, +inf ----
     if ROWSUM_MMA:
         l_i = tl.max(l_i, 1)

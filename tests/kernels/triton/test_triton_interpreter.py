@@ -30,7 +30,8 @@ def results():
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-FP8_CASES = ["fp8_full_gqa", "fp8_causal_sk_gt_sq", "fp8_causal_sq_gt_sk", "fp8_mla_like_padded"]
+FP8_CASES = ["fp8_full_gqa", "fp8_causal_sk_gt_sq", "fp8_causal_sq_gt_sk", "fp8_mla_like_padded",
+             "fp8_scaled_pv", "fp8_rowsum_acc_in_dot"]
 BF16_CASES = ["bf16_full_gqa", "bf16_causal_sk_gt_sq", "bf16_causal_sq_gt_sk"]
 
 

@@ -11,6 +11,7 @@ import math
 import torch
 
 from zyfa import flash_attn_func
+from zyfa.kernels.triton._common import TileConfig
 from zyfa.kernels.triton.attn_bf16 import attention_bf16
 from zyfa.kernels.triton.attn_fp8 import attention_fp8
 from zyfa.reference import key_window
@@ -79,14 +80,19 @@ def main():
         "fp8_causal_sk_gt_sq": (2, 24, 90, 2, 1, 32, 32, True),
         "fp8_causal_sq_gt_sk": (1, 70, 40, 2, 2, 32, 32, True),
         "fp8_mla_like_padded": (1, 33, 33, 2, 1, 48, 32, True),
+        "fp8_scaled_pv": (1, 70, 90, 2, 1, 32, 32, True),
+        "fp8_rowsum_acc_in_dot": (1, 70, 90, 2, 1, 32, 32, True),
     }
+    variants = {"fp8_scaled_pv": TileConfig(16, 1, 1, scaled_pv=True),
+                "fp8_rowsum_acc_in_dot": TileConfig(16, 1, 1, rowsum_mma=True, acc_in_dot=True)}
     for name, (b, sq, sk, h, hk, d, d_v, causal) in fp8_cases.items():
         q, k, v = torch.randn(b, sq, h, d), torch.randn(b, sk, hk, d), torch.randn(b, sk, hk, d_v)
         q8, dq = quantise(q, hk)
         k8, dk = quantise(k, hk)
         v8, dv = quantise(v, hk)
-        out, lse = attention_fp8(q8, k8, v8, d ** -0.5, causal, dq, dk, dv)
-        out32, _ = attention_fp8(q8, k8, v8, d ** -0.5, causal, dq, dk, dv, out_dtype=torch.float32)
+        cfg = variants.get(name)
+        out, lse = attention_fp8(q8, k8, v8, d ** -0.5, causal, dq, dk, dv, config=cfg)
+        out32, _ = attention_fp8(q8, k8, v8, d ** -0.5, causal, dq, dk, dv, out_dtype=torch.float32, config=cfg)
         ref, ref_lse = spec_fp8_magic(q8, k8, v8, dq, dk, dv, d ** -0.5, causal)
         oracle, oracle_lse, _ = flash_attn_func(q8, k8, v8, causal=causal, q_descale=dq, k_descale=dk,
                                                 v_descale=dv, backend="oracle", return_attn_probs=True)
