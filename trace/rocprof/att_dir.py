@@ -26,7 +26,7 @@ import re
 from pathlib import Path
 from typing import Any, Optional
 
-from zyfa.trace.rocprof.records import AttInstruction, AttWave, MfmaCycles, wave_records
+from zyfa.trace.rocprof.records import AttInstruction, AttWave, MfmaCycles, annotate, wave_records
 from zyfa.trace.schema import Trace, TraceMeta
 
 DISPATCH_DIR = re.compile(r"^ui_output_agent_(\d+)_dispatch_(\d+)$")
@@ -236,7 +236,8 @@ def _arch(dispatch_dir: Path, gfxip: int) -> str:
 
 def import_att_dir(path: str | Path, *, dispatch: Optional[int] = None, kernel: Optional[str] = None,
                    arch: Optional[str] = None, clock_mhz: Optional[float] = None, shape: Optional[dict] = None,
-                   mfma_cycles: Optional[MfmaCycles] = None, provenance: Optional[dict] = None) -> Trace:
+                   mfma_cycles: Optional[MfmaCycles] = None, labels: Optional[dict[int, str]] = None,
+                   provenance: Optional[dict] = None) -> Trace:
     """Read one traced dispatch of a ``rocprofv3 --att`` output and return it as a :class:`Trace`.
 
     Args:
@@ -248,6 +249,8 @@ def import_att_dir(path: str | Path, *, dispatch: Optional[int] = None, kernel: 
         clock_mhz: shader clock of the capture, if known; thread trace counts shader cycles only.
         shape: AttnShape fields of the traced problem, if known.
         mfma_cycles: matrix-pipe cycles per MFMA opcode (see records.py); None keeps issue completion.
+        labels: ``{pc: label}`` of the kernel's program (:func:`records.program_labels`); fills
+            ``region`` and ``iteration`` as the cycle model does. None leaves them null.
 
     Returns:
         A trace with ``source="rocprof-att"``, ``simulated=False``; ``pc`` is the byte offset of the
@@ -265,17 +268,19 @@ def import_att_dir(path: str | Path, *, dispatch: Optional[int] = None, kernel: 
     if gfxip != 9:
         raise AttFormatError(filenames_file, "gfxip", f"gfxip {gfxip} is not CDNA (gfx9); zyfa models gfx9 timing "
                                                       "semantics only (issue, not execution, durations)")
-    lines, labels = read_code(code_file)
+    lines, code_labels = read_code(code_file)
     occupancy = _load(occ_file)
     wave_starts = _check_occupancy(occupancy, occ_file)
-    entries = kernel_entries(labels)
+    entries = kernel_entries(code_labels)
     waves = []
     for se, name in _wave_files(filenames_file, names):
         waves.append(read_wave(dispatch_dir / name, se, lines, entries))
     records, stats = wave_records(waves, mfma_cycles)
+    if labels is not None:
+        annotate(records, labels)
     agent, disp = (int(g) for g in DISPATCH_DIR.match(dispatch_dir.name).groups())
     meta = TraceMeta(
-        kernel=kernel or _kernel_name(occupancy, occ_file, labels) or dispatch_dir.name,
+        kernel=kernel or _kernel_name(occupancy, occ_file, code_labels) or dispatch_dir.name,
         arch=arch or _arch(dispatch_dir, gfxip),
         source="rocprof-att",
         clock_mhz=clock_mhz,
@@ -288,6 +293,6 @@ def import_att_dir(path: str | Path, *, dispatch: Optional[int] = None, kernel: 
                "end": "issue completion (gfx9 thread trace times issue, not execution)",
                "pc": stats["pc"],
                "code_objects": sorted({c for _, c, _ in lines.values()}),
-               "kernel_labels": [[c, v, n] for c, v, n in labels]},
+               "kernel_labels": [[c, v, n] for c, v, n in code_labels]},
     )
     return Trace.from_records(records, meta)

@@ -163,3 +163,33 @@ def cycles_from_table(table: Mapping[str, int]) -> MfmaCycles:
         if isinstance(cycles, bool) or not isinstance(cycles, int) or cycles <= 0:
             raise ValueError(f"cycles_from_table: cycles of {opcode!r} must be a positive int, got {cycles!r}")
     return lambda opcode: table.get(opcode)
+
+
+def program_labels(program) -> dict[int, str]:
+    """``{pc: label}`` of a :class:`zyfa.trace.cdna4.isa.Program`, pcs counted from the kernel entry."""
+    base = program.instructions[0].pc
+    return {program.instructions[i].pc - base: name for name, i in program.labels.items()
+            if i < len(program.instructions)}
+
+
+def annotate(records: list[dict], labels: Mapping[int, str]) -> None:
+    """Fill ``region`` and ``iteration`` in place, the way the cycle model defines them.
+
+    Per wave, in issue order: ``iteration`` counts the backward jumps taken so far (an instruction
+    whose pc is not after the previous one's), ``region`` is the label of the last labelled
+    instruction the wave arrived at (``labels``: pc -> label, e.g. the generator's cluster labels).
+    Records without a pc keep the state of the wave at that point.
+    """
+    waves: dict[tuple, list[dict]] = {}
+    for rec in records:
+        waves.setdefault((rec["cu"], rec["simd"], rec["wave"]), []).append(rec)
+    for recs in waves.values():
+        recs.sort(key=lambda r: r["issue"])
+        iteration, region, prev = 0, None, None
+        for rec in recs:
+            pc = rec["pc"]
+            if pc is not None and prev is not None:
+                iteration += pc <= prev
+                region = labels.get(pc, region)
+            rec["iteration"], rec["region"] = iteration, region
+            prev = pc if pc is not None else prev

@@ -1,6 +1,7 @@
 """Import a rocprofv3 --att output directory into the zyfa trace schema.
 
     zyfa-trace import-att DIR -o TRACE [--dispatch N] [--kernel NAME] [--arch gfx950] [--clock-mhz F]
+                          [--program KERNEL.s|KERNEL.co]
 
 DIR is a ``ui_output_agent_<agent>_dispatch_<id>`` directory or the rocprofv3 output directory
 holding it (capture with ``rocprofv3 --att -d DIR -- <app>`` on an MI3xx). Writes TRACE.parquet
@@ -20,14 +21,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kernel", default=None, help="kernel name to record (default: from occupancy.json)")
     p.add_argument("--arch", default=None, help="gfx target (default: from the *_code_object_id_*.out names)")
     p.add_argument("--clock-mhz", type=float, default=None, help="shader clock of the capture, if known")
+    p.add_argument("--program", default=None, metavar="PATH",
+                   help="the kernel's .s or code object: fills region/iteration from its labels, as the cycle model")
 
 
 def run(args: argparse.Namespace) -> int:
     from zyfa.trace.rocprof import AttFormatError, import_att_dir
 
     try:
+        labels = None
+        if args.program:
+            from zyfa.trace.cdna4.isa import load_program
+            from zyfa.trace.rocprof.records import program_labels
+
+            labels = program_labels(load_program(args.program))
         trace = import_att_dir(args.directory, dispatch=args.dispatch, kernel=args.kernel, arch=args.arch,
-                               clock_mhz=args.clock_mhz, mfma_cycles=_mfma_cycles(),
+                               clock_mhz=args.clock_mhz, mfma_cycles=_mfma_cycles(), labels=labels,
                                provenance={"command": " ".join(sys.argv)})
     except (AttFormatError, FileNotFoundError, ValueError) as exc:
         print(f"zyfa-trace import-att: {exc}", file=sys.stderr)

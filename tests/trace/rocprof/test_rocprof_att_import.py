@@ -19,7 +19,7 @@ import pytest
 
 from zyfa.trace.rocprof import AttFormatError, dispatch_dirs, import_att_dir
 from zyfa.trace.rocprof.isa import split_isa, stall_reason, unit_of
-from zyfa.trace.rocprof.records import AttInstruction, AttWave, cycles_from_table
+from zyfa.trace.rocprof.records import AttInstruction, AttWave, annotate, cycles_from_table
 from zyfa.trace.schema import Trace
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "att"
@@ -291,3 +291,22 @@ def test_bad_arguments():
         AttWave(se=0, cu=16, simd=0, slot=0, begin=0, end=1, instructions=())
     with pytest.raises(ValueError, match="cycles of 'v_mfma_x' must be a positive int"):
         cycles_from_table({"v_mfma_x": 0})
+
+
+def test_annotate_regions_and_iterations():
+    """Two waves; wave 0 runs pcs 0 4 8 4 8 12 (one backward jump 8 -> 4), label "loop" at pc 4."""
+    recs = [{"cu": 0, "simd": 0, "wave": 0, "pc": pc, "issue": 10 * i} for i, pc in enumerate((0, 4, 8, 4, 8, 12))]
+    recs += [{"cu": 0, "simd": 1, "wave": 1, "pc": pc, "issue": 5 + i} for i, pc in enumerate((0, None, 4, 0))]
+    annotate(recs, {4: "loop"})
+    assert [(r["iteration"], r["region"]) for r in recs[:6]] == [
+        (0, None), (0, "loop"), (0, "loop"), (1, "loop"), (1, "loop"), (1, "loop")]
+    # no pc: state kept; 4 -> 0 is a backward jump
+    assert [(r["iteration"], r["region"]) for r in recs[6:]] == [(0, None), (0, None), (0, "loop"), (1, "loop")]
+
+
+def test_import_with_labels_fills_region(tiny_copy):
+    t = import_att_dir(tiny_copy, labels={28: "lds_phase"})
+    a = [r for r in t.table.to_pylist() if (r["cu"], r["simd"]) == (1, 0)]
+    assert [r["region"] for r in a] == [None] * 5 + ["lds_phase"] * 5
+    assert {r["iteration"] for r in a} == {0}
+    assert {r["region"] for r in import_att_dir(tiny_copy).table.to_pylist()} == {None}

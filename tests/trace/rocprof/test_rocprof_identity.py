@@ -6,8 +6,8 @@ code.json rows [ISA, _, LineNumber, Source, Codeobj, Vaddr, ...], wave files
 {"wave": {"instructions": [[time, category, stall, duration, line], ...]}}), from two independent
 sources: code.json is llvm-objdump's disassembly of the kernel's code object (what rocprofv3 puts
 there, with the kernel's label row at its entry symbol's vaddr), and the per-wave instruction streams are the cycle model's records, each placed through its
-pc -> code.json line. Importing must give back, record for record, the model's pc, opcode, unit and
-issue cycle. Not a hardware capture: no MI3xx is available. The fixture is generated at test time
+pc -> code.json line. Importing must give back, record for record, the model's pc, opcode, unit,
+issue cycle and stall, and (given the program's labels) its region and loop iteration. Not a hardware capture: no MI3xx is available. The fixture is generated at test time
 from the current generator so it cannot go stale.
 """
 
@@ -21,7 +21,9 @@ import pytest
 
 from zyfa.shapes import AttnShape
 from zyfa.trace.rocprof import import_att_dir
+from zyfa.trace.cdna4.launch import resolve
 from zyfa.trace.rocprof.isa import CATEGORIES
+from zyfa.trace.rocprof.records import program_labels
 from zyfa.trace.rocprof.sdk import disassembly, kernel_entries
 from zyfa.trace.rocprof.timing import model_mfma_cycles
 
@@ -85,15 +87,16 @@ def test_importer_and_model_agree_on_every_instruction(tmp_path, kernel, dtype):
     assert len(recs) > 1000 and {r["cu"] for r in recs} == {0}
     assert all(r["pc"] + entry in code for r in recs), "a model pc is not an instruction of the code object"
 
+    labels = program_labels(resolve(kernel, shape).program)  # the generator's cluster labels
     hw = import_att_dir(write_att_dir(tmp_path, kernel, entry, code, recs), arch="gfx950",
-                        mfma_cycles=model_mfma_cycles())
+                        mfma_cycles=model_mfma_cycles(), labels=labels)
     assert len(hw) == len(recs) and hw.meta.extra["unmapped_records"] == 0
 
     key = ("simd", "slot", "issue")
     a = sorted(recs, key=lambda r: tuple(r[k] for k in key))
     b = sorted(hw.table.to_pylist(), key=lambda r: tuple(r[k] for k in key))
-    mismatches = [(x["pc"], x["opcode"], y["pc"], y["opcode"]) for x, y in zip(a, b)
-                  if (x["pc"], x["opcode"], x["unit"], x["issue"], x["stall"]) !=
-                     (y["pc"], y["opcode"], y["unit"], y["issue"], y["stall"])]
+    fields = ("pc", "opcode", "unit", "issue", "stall", "region", "iteration")
+    mismatches = [(tuple(x[f] for f in fields), tuple(y[f] for f in fields)) for x, y in zip(a, b)
+                  if any(x[f] != y[f] for f in fields)]
     assert not mismatches, f"{len(mismatches)} records differ, first 20: {mismatches[:20]}"
     assert sorted({r["opcode"] for r in recs}) == sorted({r["opcode"] for r in hw.table.to_pylist()})

@@ -29,3 +29,23 @@ def test_import_att_errors_go_to_stderr(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("zyfa-trace import-att:") and "does not exist" in err
     assert not (tmp_path / "x.parquet").exists()
+
+
+def test_import_att_program_labels(tmp_path, capsys):
+    """--program: region from the labels of the kernel's assembly (same layout as the fixture's code.json)."""
+    (tmp_path / "tiny.s").write_text("\n".join([
+        "zyfa_tiny:",
+        "  s_load_dwordx4 s[4:7], s[0:1], 0x0",
+        "  s_waitcnt lgkmcnt(0)",
+        "  v_mfma_f32_32x32x64_f8f6f4 v[0:15], v[16:23], v[24:31], v[0:15]",
+        "  v_exp_f32_e32 v32, v33",
+        "  v_add_f32_e32 v34, v35, v36",
+        "lds_phase:",
+        "  ds_read_b128 v[40:43], v44",
+        "  buffer_load_dwordx4 v[48:51], v52, s[4:7], 0 offen",
+        "  s_barrier",
+        "  s_cbranch_scc1 lds_phase",
+        "  s_endpgm", ""]))
+    assert main(["import-att", str(TINY), "-o", str(tmp_path / "hw"), "--program", str(tmp_path / "tiny.s")]) == 0
+    recs = [r for r in Trace.load(tmp_path / "hw.parquet").table.to_pylist() if (r["cu"], r["simd"]) == (1, 0)]
+    assert [r["region"] for r in recs] == [None] * 5 + ["lds_phase"] * 5  # ds_read_b128 sits at byte 28
