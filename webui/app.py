@@ -148,7 +148,8 @@ def build_layout(store: TraceStore, kernels: Sequence[str], params: dict[str, tu
         "What-if (re-simulate on the CDNA4 cycle model)",
         html.Div([
             html.Div([html.Span("kernel", style=label),
-                      dcc.Dropdown(id=ID.w_kernel, options=list(kernels), value=(list(kernels) or [None])[0],
+                      dcc.Dropdown(id=ID.w_kernel, options=list(kernels),
+                                   value="zyfa-fp8" if "zyfa-fp8" in kernels else (list(kernels) or [None])[0],
                                    clearable=False, style={"width": "200px"})], style=cell),
             html.Div([html.Span("seqlen", style=label),
                       dcc.Input(id=ID.w_seqlen, type="number", min=64, step=64, value=1024,
@@ -321,9 +322,15 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
         try:
             chosen = {i["name"]: v for i, v in zip(ids, values) if v != "default"}
             request = WhatIf(kernel=kernel, seqlen=int(seqlen or 0), heads=int(heads or 0), params=chosen)
+        except (ValueError, TypeError) as exc:
+            return dash.no_update, dash.no_update, dash.no_update, f"what-if rejected: {exc}"
+        try:
             trace = simulator(request)
         except (ValueError, TypeError) as exc:
             return dash.no_update, dash.no_update, dash.no_update, f"what-if rejected: {exc}"
+        except Exception as exc:  # the simulator is another package: report any failure on the page
+            return dash.no_update, dash.no_update, dash.no_update, \
+                f"simulation of {request.label} failed: {type(exc).__name__}: {exc}"
         new = store.add(trace, f"what-if: {request.label}")
         opts = _options(store)
         return opts, opts, new, f"simulated {request.label}: {len(trace)} records (shown as B)"

@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from zyfa.trace.schema import Trace
-from zyfa.webui.timeline import UNIT_COLOURS, View, segments, strip, tracks
+from zyfa.webui.timeline import UNIT_COLOURS, UNIT_STYLE, View, segments, strip, tracks
 
 TRACK_PX = 26  # height of one timeline row
 STRIP_PX = 16  # height of one strip row
@@ -96,8 +96,9 @@ def schedule_figure(panels: Sequence[Panel], view: View, selected: Optional[tupl
     fig.update_xaxes(range=[view.x0, view.x1], showspikes=True, spikemode="across", spikethickness=1)
     fig.update_xaxes(title_text="cycle", row=len(layout_rows), col=1)
     fig.update_layout(
-        barmode="overlay", height=sum(heights) + 60 * len(panels) + 80, margin=dict(l=110, r=20, t=40, b=40),
-        hovermode="closest", legend=dict(orientation="h", y=1.0, yanchor="bottom", x=0, xanchor="left"),
+        barmode="overlay", height=sum(heights) + 60 * len(panels) + 120, margin=dict(l=110, r=20, t=40, b=90),
+        hovermode="closest", legend=dict(orientation="h", y=0, yanchor="bottom", x=0, xanchor="left",
+                                         traceorder="normal", yref="container"),
         uirevision="schedule", plot_bgcolor="white", clickmode="event",
         meta={"decimated": decimated_any},
     )
@@ -108,14 +109,15 @@ def _add_timeline(fig: go.Figure, panel: Panel, index: int, row: int, view: View
     trk = tracks(panel.trace)
     seg, decimated = segments(panel.trace, view)
     hover = np.array(_hover(panel.trace, seg), dtype=object)
-    for unit, colour in UNIT_COLOURS.items():
+    for rank, (unit, (colour, height)) in enumerate(UNIT_STYLE.items()):
         mask = (seg["unit"] == unit).to_numpy()
         if not mask.any():
             continue
         part = seg[mask]
         fig.add_trace(go.Bar(
             orientation="h", base=part["start"], x=part["end"] - part["start"], y=part["track"],
-            width=0.8, name=unit, legendgroup=unit, showlegend=first, marker=dict(color=colour, line_width=0),
+            width=height, name=unit, legendgroup=unit, legendrank=len(UNIT_STYLE) - rank, showlegend=first,
+            marker=dict(color=colour, line_width=0),
             customdata=np.stack([np.full(len(part), index), part["row"]], axis=1).tolist(),  # lists: plotly
             # would ship a 2-D array as a typed array whose points arrive as {"0": .., "1": ..}
             hovertext=hover[mask], hovertemplate="%{hovertext}<extra>" + unit + "</extra>",

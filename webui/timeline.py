@@ -21,22 +21,24 @@ import pandas as pd
 
 from zyfa.trace.schema import Trace
 
-# units drawn on the timeline, in legend order, with their colours (colour-blind-safe Okabe-Ito
-# palette plus greys for the control units)
-UNIT_COLOURS: dict[str, str] = {
-    "MFMA": "#0072B2",
-    "VALU": "#E69F00",
-    "TRANS": "#D55E00",
-    "LDS": "#009E73",
-    "VMEM": "#CC79A7",
-    "SMEM": "#56B4E9",
-    "SALU": "#F0E442",
-    "WAIT": "#BBBBBB",
-    "BARRIER": "#555555",
-    "BRANCH": "#999999",
-    "MISC": "#DDDDDD",
-    "REGION": "#8E6C8A",
+# units drawn on the timeline with their colours (colour-blind-safe Okabe-Ito palette plus greys
+# for the control units) and bar heights (fraction of a row); drawn in this order, so the
+# execution units the schedule is about end on top
+UNIT_STYLE: dict[str, tuple[str, float]] = {
+    "MISC": ("#DDDDDD", 0.3),
+    "BRANCH": ("#999999", 0.3),
+    "BARRIER": ("#555555", 0.3),
+    "WAIT": ("#BBBBBB", 0.3),
+    "SALU": ("#F0E442", 0.3),
+    "SMEM": ("#56B4E9", 0.3),
+    "VMEM": ("#CC79A7", 0.5),
+    "LDS": ("#009E73", 0.5),
+    "REGION": ("#8E6C8A", 0.8),
+    "TRANS": ("#D55E00", 0.8),
+    "VALU": ("#E69F00", 0.8),
+    "MFMA": ("#0072B2", 0.8),
 }
+UNIT_COLOURS: dict[str, str] = {unit: colour for unit, (colour, _) in UNIT_STYLE.items()}
 
 # VALU-side units whose work the ping-pong overlaps with another wave's MFMA
 SOFTMAX_UNITS = ("VALU", "TRANS")

@@ -8,7 +8,8 @@ through the CDNA4 cycle model (:mod:`zyfa.trace.cdna4`); tests may pass another 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Optional
 
 from zyfa.shapes import AttnShape
@@ -62,13 +63,66 @@ class WhatIf:
         return " ".join(parts) + f" · b{self.batch} h{self.heads} s{self.seqlen} d{self.headdim}"
 
 
+def simulate(request: WhatIf) -> Trace:
+    """Re-simulate ``request`` on the CDNA4 cycle model.
+
+    Without parameter overrides the kernel is run as registered (``zyfa.trace.cdna4.tracer.
+    run_kernel_trace``; any registered, ``aiter:`` or file kernel). With overrides the kernel must
+    be a gfx950 generator variant: its :class:`~zyfa.kernels.gfx950.KernelConfig` gets the new
+    values (which validates them), is generated and assembled, and the resulting program is
+    launched exactly as the registry would launch the variant.
+    """
+    if not isinstance(request, WhatIf):
+        raise TypeError(f"simulate: request must be a WhatIf, got {type(request).__name__}")
+    from zyfa.trace.cdna4.estimate import estimate
+    from zyfa.trace.cdna4.tracer import run_kernel_trace, to_trace
+
+    command = f"zyfa-ui what-if: {request.label}"
+    if not request.params:
+        shape = request.shape
+        try:
+            from zyfa.kernels.gfx950 import VARIANTS
+            if request.kernel in VARIANTS:
+                shape = shape.with_(dtype=VARIANTS[request.kernel].dtype)
+        except ImportError:
+            pass
+        return run_kernel_trace(request.kernel, shape)[0]
+    from zyfa.kernels.gfx950 import VARIANTS, config_for, grid, kernargs
+    from zyfa.kernels.gfx950.build import build
+    from zyfa.kernels.gfx950.schedule import WAVES
+    from zyfa.trace.cdna4.isa import parse_asm
+    from zyfa.trace.cdna4.launch import Launch
+
+    if request.kernel not in VARIANTS:
+        raise ValueError(f"what-if parameters apply to gfx950 generator kernels ({', '.join(VARIANTS)}), "
+                         f"not {request.kernel!r}")
+    shape = request.shape.with_(dtype=VARIANTS[request.kernel].dtype)
+    base = config_for(request.kernel, shape)
+    fields = set(base.__dataclass_fields__) - {"name"}
+    unknown = sorted(k for k, _ in request.params if k not in fields)
+    if unknown:
+        raise ValueError(f"unknown generator parameter(s) {unknown}; KernelConfig has {sorted(fields)}")
+    name = request.kernel + "[" + ",".join(f"{k}={v}" for k, v in request.params) + "]"
+    config = replace(base, name=re.sub(r"[^A-Za-z0-9_-]", "_", name), **dict(request.params))
+    built = build(config)
+    gen = built.generated
+    program = parse_asm(gen.asm, kernel=gen.symbol, workgroup_size=WAVES * 64, source=f"what-if:{name}")
+    launch = Launch(name=name, program=program, kernargs=bytes(kernargs.pack(shape)), grid=grid(shape),
+                    workgroup_size=WAVES * 64, shape=shape, origin="what-if",
+                    meta={"clusters": built.clusters,
+                          "config": {k: getattr(config, k) for k in config.__dataclass_fields__}})
+    return to_trace(launch, estimate(launch), command=command)
+
+
 def default_simulator() -> tuple[Optional[Simulator], list[str], str]:
-    """The cycle-model simulator and the kernels it can build, or ``(None, [], why not)``."""
+    """``(simulate, kernels the page offers, "")``, or ``(None, [], why not)`` without the cycle model."""
     try:
-        from zyfa.trace.cdna4 import simulate_kernel  # noqa: F401
+        from zyfa.trace.cdna4 import tracer  # noqa: F401
+        from zyfa.trace.cdna4.launch import list_kernels
     except ImportError as exc:
         return None, [], f"the CDNA4 cycle model (zyfa.trace.cdna4) is not available: {exc}"
-    return None, [], "not wired yet"
+    names = [n for n, _ in list_kernels() if not n.startswith("PATH") and n != "aiter:NAME"]
+    return simulate, names, ""
 
 
 def generator_parameters() -> dict[str, tuple]:

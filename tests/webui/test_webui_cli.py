@@ -1,0 +1,55 @@
+"""``zyfa-ui`` / ``zyfa-trace ui`` command line: help, argument errors, and a live smoke run."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+
+import pytest
+
+from zyfa.cli import ui_main
+
+
+def test_help_of_both_entry_points():
+    for argv in (["-m", "zyfa.cli.ui_main", "--help"], ["-m", "zyfa.cli.trace_main", "ui", "--help"]):
+        out = subprocess.run([sys.executable, *argv], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert "--trace-dir" in out.stdout and "127.0.0.1" in out.stdout
+
+
+def test_bad_arguments_exit_2_with_a_message(tmp_path, capsys):
+    assert ui_main.main(["--port", "70000"]) == 2
+    assert "--port must be in 0..65535" in capsys.readouterr().err
+    assert ui_main.main([str(tmp_path / "missing.parquet")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert ui_main.main(["--trace-dir", str(tmp_path / "nodir")]) == 2
+    assert "not a directory" in capsys.readouterr().err
+    (tmp_path / "broken.parquet").write_bytes(b"PAR1 truncated")
+    assert ui_main.main(["--trace-dir", str(tmp_path)]) == 2
+    assert "broken.parquet" in capsys.readouterr().err
+
+
+def test_serves_the_page_on_loopback(tmp_path, make_trace):
+    make_trace("zyfa-fp8").save(tmp_path / "zyfa")
+    proc = subprocess.Popen([sys.executable, "-m", "zyfa.cli.ui_main", str(tmp_path / "zyfa.parquet"), "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        match = re.search(r"open (http://127\.0\.0\.1:\d+)/", line)
+        assert match, (line, proc.stderr.read() if proc.poll() is not None else "")
+        url = match.group(1)
+        with urllib.request.urlopen(url + "/", timeout=30) as resp:
+            assert b"zyfa schedule explorer" in resp.read()
+        with urllib.request.urlopen(url + "/_dash-layout", timeout=30) as resp:
+            assert b"zyfa.parquet" in resp.read()
+        with urllib.request.urlopen(url + "/traces/zyfa.parquet", timeout=30) as resp:
+            assert resp.read()[:4] == b"PAR1"
+        with pytest.raises(urllib.error.HTTPError) as err:  # no trace directory: nothing else is served
+            urllib.request.urlopen(url + "/traces/zyfa.json", timeout=30)
+        assert err.value.code == 403
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
