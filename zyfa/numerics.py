@@ -389,7 +389,8 @@ def _forward(ops: _Operands, variant: str, rounding: str, p_round):
     empty = l == 0
     out = (acc / torch.where(empty, 1.0, l)[..., None]) * ops.v_scale
     out = out.masked_fill(empty[..., None], 0.0)
-    lse = ((m + torch.log2(l)) * LN2_F32).masked_fill(empty, math.inf)
+    log2_l = torch.log2(l.to(torch.float64)).to(torch.float32)  # rounded once: same bits on every device
+    lse = ((m + log2_l) * LN2_F32).masked_fill(empty, math.inf)
     return out, lse, m, l
 
 
