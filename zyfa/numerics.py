@@ -9,7 +9,11 @@ this module computes. Contents, in the order of the spec:
 - Input preparation: :func:`quantize_fp8` (FlashAttention-3 descales), :func:`hadamard` and
   :func:`rotate_qk`.
 - Lean P: :func:`lean_p_code` (the gfx950 ``v_fma_f32`` + ``v_cvt_u32_f32`` pair, element for
-  element; ``rounding="magic"`` is the Hopper variant).
+  element; ``rounding="magic"`` is the Hopper variant). Measured over x = t*s - bm in [-7, 0]
+  (2^18 + 1 points, ``test_lean_p_error_vs_exp2``), the decoded value vs 2^(x+8) has relative
+  error max 10.76%, mean +4.04% (both roundings), where the correctly rounded e4m3 of 2^(x+8)
+  has max 5.88%, mean -0.07%: Lean P is biased up by ~4%, which normalising by the sum of the
+  rounded probabilities cancels, and its spread is about twice that of RNE.
 - :func:`zyfa_fp8_attention`: the forward pass and its ablations (``naive``, ``blockscale``,
   ``roundedsum``, ``leanp``/``zyfa``), :func:`bf16_attention`, and :func:`attention_row_kl`
   (KL divergence of the attention rows against fp64).
@@ -20,7 +24,12 @@ Exactness. Products of two e4m3 values have at most 8 significant bits and are m
 computed that way and rounded to fp32 once (the correctly rounded fp32 dot product, which a
 hardware fp32 accumulation approximates; the spec leaves that order to the implementation). Sums
 of rounded probabilities (multiples of 2^-9 below 2^14) are exact in fp32. Every other reduction
-uses a fixed pairwise order, so results are bitwise identical across runs and thread counts.
+uses a fixed pairwise order, so results are bitwise identical across runs and thread counts
+(and between CPU and CUDA: transcendental functions are evaluated in float64 and rounded once).
+
+Choices the spec leaves open: an all-zero quantisation group gets descale 1.0 (amax / 448 would
+be 0); fp32 subnormals are kept (IEEE), not flushed; the "+block scaling" ablation evaluates
+``p = exp2(fp32(fp32(t * s) - (bm - 8)))``.
 """
 
 from __future__ import annotations
