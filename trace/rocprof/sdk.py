@@ -99,7 +99,7 @@ def locate(name: str, explicit: Optional[str | Path] = None, env: Optional[dict]
 
 
 def unavailable(what: str, looked: list[str]) -> TracerUnavailable:
-    return TracerUnavailable(f"rocprof tracer unavailable: {what} not found (looked in: {', '.join(looked)}). "
+    return TracerUnavailable(f"{what} not found (looked in: {', '.join(looked)}). "
                              + FALLBACK_HINT)
 
 
@@ -134,12 +134,12 @@ class RocprofilerSdk:
         try:
             self.lib = C.CDLL(str(self.path), mode=C.RTLD_GLOBAL)
         except OSError as exc:
-            raise TracerUnavailable(f"rocprof tracer unavailable: cannot load {self.path}: {exc}. {FALLBACK_HINT}") from exc
+            raise TracerUnavailable(f"cannot load {self.path}: {exc}. {FALLBACK_HINT}") from exc
         for name, (restype, argtypes) in _SIGNATURES.items():
             try:
                 fn = getattr(self.lib, name)
             except AttributeError:
-                raise TracerUnavailable(f"rocprof tracer unavailable: {self.path} does not export {name} "
+                raise TracerUnavailable(f"{self.path} does not export {name} "
                                         f"(rocprofiler-sdk older than 1.0?). {FALLBACK_HINT}") from None
             fn.restype, fn.argtypes = restype, argtypes
         major, minor, patch = C.c_uint32(), C.c_uint32(), C.c_uint32()
@@ -147,7 +147,7 @@ class RocprofilerSdk:
         self.version = (major.value, minor.value, patch.value)
         self.release = abi.release_for(self.version, env.get(ABI_ENV) or None)
         if self.release.shader_callback is None:
-            raise TracerUnavailable(f"rocprof tracer unavailable: rocprofiler-sdk {self.version_text} at {self.path}: "
+            raise TracerUnavailable(f"rocprofiler-sdk {self.version_text} at {self.path}: "
                                     f"{self.release.note}. {FALLBACK_HINT}")
         self.dispatch_configure = self._dispatch_configure()
 
@@ -256,13 +256,13 @@ class ThreadTraceSession:
         status = self.sdk.lib.rocprofiler_force_configure(self._callbacks[0])
         if status != abi.STATUS_SUCCESS:
             raise TracerUnavailable(
-                f"rocprof tracer unavailable: rocprofiler_force_configure failed with status {status} "
+                f"rocprofiler_force_configure failed with status {status} "
                 f"({self.sdk.status_text(status)}). With rocprofiler-sdk {self.sdk.version_text} the tool must "
                 "register before the HIP/HSA runtime initialises: create the session before any GPU work in "
                 f"this process (README.md, 'Registration'). {FALLBACK_HINT}")
         self._raise_callback_errors()
         if not self.initialized:
-            raise TracerUnavailable("rocprof tracer unavailable: rocprofiler-sdk accepted the tool but never called "
+            raise TracerUnavailable("rocprofiler-sdk accepted the tool but never called "
                                     f"its initialize function. {FALLBACK_HINT}")
         return self
 
@@ -278,7 +278,7 @@ class ThreadTraceSession:
                   lib.rocprofiler_query_available_agents(abi.AGENT_INFO_VERSION_0, self._callbacks[4],
                                                          C.sizeof(abi.AgentPrefix), None))
             if not self.agents:
-                raise TracerUnavailable(f"rocprof tracer unavailable: rocprofiler-sdk reports no GPU agent. {FALLBACK_HINT}")
+                raise TracerUnavailable(f"rocprofiler-sdk reports no GPU agent. {FALLBACK_HINT}")
             ops = (C.c_int32 * 1)(abi.CODE_OBJECT_LOAD)
             check("rocprofiler_configure_callback_tracing_service",
                   lib.rocprofiler_configure_callback_tracing_service(self.context, abi.CALLBACK_TRACING_CODE_OBJECT,
@@ -392,7 +392,7 @@ def objdump_tool(env: Optional[dict] = None) -> str:
     for name in ("llvm-objdump-22", "llvm-objdump"):
         if shutil.which(name):
             return name
-    raise TracerUnavailable("rocprof tracer unavailable: no llvm-objdump to disassemble the traced code objects "
+    raise TracerUnavailable("no llvm-objdump to disassemble the traced code objects "
                             f"(looked in $ROCM_PATH/llvm/bin, /opt/rocm/llvm/bin, PATH). {FALLBACK_HINT}")
 
 
@@ -435,7 +435,7 @@ class TraceDecoder:
         self.handle = abi.Handle(0)
         status = sdk.lib.rocprofiler_thread_trace_decoder_create(C.byref(self.handle), str(decoder_dir).encode())
         if status != abi.STATUS_SUCCESS:
-            raise TracerUnavailable(f"rocprof tracer unavailable: rocprofiler_thread_trace_decoder_create({decoder_dir}) "
+            raise TracerUnavailable(f"rocprofiler_thread_trace_decoder_create({decoder_dir}) "
                                     f"failed: status {status} ({sdk.status_text(status)}); {DECODER_LIBRARY} is a "
                                     f"separate download for ROCm < 7.13. {FALLBACK_HINT}")
         self.isa: dict[tuple[int, int], str] = {}  # (load id, vaddr) -> text

@@ -54,7 +54,7 @@ def check_available(library=None, decoder_dir=None, hip_library=None, env: Optio
         if path is None:
             missing.append(f"{name} (looked in: {', '.join(looked)})")
     if missing:
-        raise TracerUnavailable("rocprof tracer unavailable (needs an MI3xx GPU with ROCm >= 7.0): not found: "
+        raise TracerUnavailable("rocprofiler thread trace needs an MI3xx GPU with ROCm >= 7.0; not found: "
                                 + "; ".join(missing) + ". " + FALLBACK_HINT)
 
 
@@ -75,10 +75,14 @@ class _Hip:
             raise RuntimeError(f"{name} failed: hipError {status} ({self.lib.hipGetErrorString(status).decode()})")
 
 
+SEQ_PAD = 256  # kernels pad key/query blocks up to 256 rows (gfx950 generator: 256-row workgroups, 128-key tiles)
+
+
 def _buffer_bytes(shape: AttnShape) -> int:
-    """Largest Q/K/V/O/LSE tensor of ``shape`` in fp32 bytes: an upper bound for every pointer argument."""
-    return 4 * shape.batch * max(shape.seqlen_q, shape.seqlen_k) * max(shape.heads, shape.heads_k) \
-        * max(shape.headdim, shape.headdim_v)
+    """Upper bound for every pointer argument: the largest Q/K/V/O/LSE tensor of ``shape`` in fp32,
+    with sequence lengths rounded up to :data:`SEQ_PAD` (padded V^T and per-head constants fit too)."""
+    seq = -(-max(shape.seqlen_q, shape.seqlen_k) // SEQ_PAD) * SEQ_PAD
+    return 4 * shape.batch * seq * max(shape.heads, shape.heads_k) * max(shape.headdim, shape.headdim_v)
 
 
 def _launch(hip: _Hip, image: bytes, symbol: str, kernargs: bytes, pointer_offsets: list[int],
@@ -121,7 +125,7 @@ def _assemble(asm: str, out: Path, env: dict) -> Path:
                 if proc.returncode != 0:
                     raise ValueError(f"{Path(cmd[0]).name} failed on the kernel assembly: {proc.stderr.strip()[:2000]}")
             return out
-    raise TracerUnavailable(f"rocprof tracer unavailable: no llvm-mc/ld.lld to assemble the kernel. {FALLBACK_HINT}")
+    raise TracerUnavailable(f"no llvm-mc/ld.lld to assemble the kernel. {FALLBACK_HINT}")
 
 
 def _resolve(kernel):

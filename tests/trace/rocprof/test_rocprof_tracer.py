@@ -44,6 +44,8 @@ def test_buffer_bound():
     # b2 h8/2 s(128, 512) d(128, 64): 4 B * 2 * 512 * 8 * 128
     shape = AttnShape(batch=2, heads=8, heads_k=2, seqlen_q=128, seqlen_k=512, headdim=128, headdim_v=64)
     assert _buffer_bytes(shape) == 4 * 2 * 512 * 8 * 128
+    # s 300 rounds up to 512 rows: 4 B * 1 * 512 * 1 * 128
+    assert _buffer_bytes(AttnShape(batch=1, heads=1, heads_k=1, seqlen_q=300, seqlen_k=300)) == 4 * 512 * 128
     assert ThreadTraceParams(target_cu=0).target_cu == 0
 
 
