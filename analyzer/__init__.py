@@ -10,8 +10,9 @@ arithmetic), ``window``, ``metrics``, ``tables`` (flops per MFMA, per-arch sizes
 with sources), ``report`` (table/markdown/CSV/JSON rendering), ``perfetto`` (trace-event export).
 """
 
-from zyfa.analyzer.metrics import (METRICS, TABLES, Metric, blocks, compare, cycles, handover_gap_histogram,
-                                   handover_gap_mean, handover_gaps, handovers, issue_per_wave, issue_utilisation,
+from zyfa.analyzer.metrics import (METRICS, TABLES, Metric, blocks, compare, cycles, cycles_by_region,
+                                   handover_gap_histogram, handover_gap_mean, handover_gaps, handovers, issue_per_wave,
+                                   issue_utilisation,
                                    mfma_busy, mfma_busy_per_simd, mfma_flops_total, mfma_idle, pingpong_overlap,
                                    pingpong_overlap_per_simd, pingpong_overlap_per_wave, simds, stall_breakdown,
                                    stall_fraction, summary, tflops, tflops_device, trans_cycles_per_block,
@@ -20,7 +21,8 @@ from zyfa.analyzer.metrics import (METRICS, TABLES, Metric, blocks, compare, cyc
 from zyfa.analyzer.window import Window, resolve_window, steady_window, whole_window
 
 __all__ = [
-    "METRICS", "TABLES", "Metric", "Window", "blocks", "compare", "cycles", "handover_gap_histogram",
+    "METRICS", "TABLES", "Metric", "Window", "blocks", "compare", "cycles", "cycles_by_region",
+    "handover_gap_histogram",
     "handover_gap_mean", "handover_gaps", "handovers", "issue_per_wave", "issue_utilisation", "mfma_busy",
     "mfma_busy_per_simd", "mfma_flops_total", "mfma_idle", "pingpong_overlap", "pingpong_overlap_per_simd",
     "pingpong_overlap_per_wave", "resolve_window", "simds", "stall_breakdown", "stall_fraction", "steady_window",

@@ -59,6 +59,8 @@ class Arrays:
     opcodes: list
     reason: np.ndarray  # index into reasons, -1 for null
     reasons: list
+    region: np.ndarray  # index into regions, -1 for null
+    regions: list
     block: np.ndarray  # block id, -1 where iteration is null
     blocks: Blocks
     t0: int
@@ -157,6 +159,7 @@ def arrays_of(trace: Trace) -> Arrays:
     wave_id, wave_keys = _pairs(col["cu"], col["wave"])
     opcode, opcodes = _codes(trace.table.column("opcode"))
     reason, reasons = _codes(trace.table.column("stall_reason"))
+    region, regions = _codes(trace.table.column("region"))
     block, blocks = _blocks(wave_id, trace.table.column("iteration"), col["issue"], col["end"])
     if col["start"].size:
         t0 = int(col["issue"].min())
@@ -166,6 +169,6 @@ def arrays_of(trace: Trace) -> Arrays:
     arrays = Arrays(cu=col["cu"], simd=col["simd"], wave=col["wave"], unit=unit, issue=col["issue"],
                     start=col["start"], end=col["end"], stall=col["stall"], simd_id=simd_id, simd_keys=simd_keys,
                     wave_id=wave_id, wave_keys=wave_keys, opcode=opcode, opcodes=opcodes, reason=reason,
-                    reasons=reasons, block=block, blocks=blocks, t0=t0, t1=t1)
+                    reasons=reasons, region=region, regions=regions, block=block, blocks=blocks, t0=t0, t1=t1)
     trace.cache[_CACHE_KEY] = arrays
     return arrays

@@ -47,8 +47,9 @@ TABLES: dict[str, Metric] = {}
 
 def _register(registry: dict, unit: str):
     def wrap(fn):
-        doc = (fn.__doc__ or "").strip().splitlines()
-        registry[fn.__name__] = Metric(fn.__name__, unit, fn, doc[0] if doc else fn.__name__)
+        # the description is the docstring's first paragraph, on one line
+        first = (fn.__doc__ or fn.__name__).strip().split("\n\n")[0]
+        registry[fn.__name__] = Metric(fn.__name__, unit, fn, " ".join(first.split()))
         return fn
     return wrap
 
@@ -128,7 +129,8 @@ def _mfma_cycles(a: Arrays, w0: int, w1: int) -> np.ndarray:
 
 @table
 def mfma_busy_per_simd(trace: Trace, window: WindowSpec = "whole") -> pd.DataFrame:
-    """Per ``(cu, simd)``: ``mfma_cycles`` = |W ∩ ⋃ MFMA [start, end)| on that SIMD, ``mfma_busy`` = mfma_cycles / |W|, ``mfma_idle`` = 1 - mfma_busy.
+    """Per ``(cu, simd)``: ``mfma_cycles`` = |W ∩ ⋃ MFMA [start, end)| on that SIMD,
+    ``mfma_busy`` = mfma_cycles / |W|, ``mfma_idle`` = 1 - mfma_busy.
 
     MFMA records of one SIMD never overlap (schema validation), so the union is the sum of the
     clipped durations. Every SIMD that has any record in the trace gets a row.
@@ -191,7 +193,7 @@ def _work_coverage(a: Arrays) -> tuple[Coverage, Coverage]:
 
 
 def _overlap(a: Arrays, w0: int, w1: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per MFMA record: (its row mask, its cycles in W, of those the cycles some *other* wave of its SIMD runs VALU/TRANS)."""
+    """Per MFMA record: (row mask, cycles in W, of those the cycles another wave of its SIMD runs VALU/TRANS)."""
     def compute():
         anyone, alone = a.cached("work_coverage", lambda: _work_coverage(a))
         span, n_wave = a.span, max(a.n_wave, 1)
@@ -234,7 +236,8 @@ def pingpong_overlap_per_simd(trace: Trace, window: WindowSpec = "whole") -> pd.
 
 @table
 def pingpong_overlap_per_wave(trace: Trace, window: WindowSpec = "whole") -> pd.DataFrame:
-    """Per ``(cu, wave)``: ``mfma_cycles`` of that wave's MFMAs in W, ``overlap_cycles`` of those under other waves' VALU/TRANS, ``pingpong_overlap`` = their ratio.
+    """Per ``(cu, wave)``: ``mfma_cycles`` of that wave's MFMAs in W, ``overlap_cycles`` of those under
+    other waves' VALU/TRANS, ``pingpong_overlap`` = their ratio.
 
     As :func:`pingpong_overlap_per_simd`, summed over one wave's MFMA records instead of a SIMD's.
     Waves without MFMA cycles get NaN.
@@ -329,7 +332,10 @@ def _per_block_compute(a: Arrays, w0: int, w1: int, unit: str) -> tuple[Optional
 
 @metric("count")
 def blocks(trace: Trace, window: WindowSpec = "whole") -> float:
-    """Number of blocks (``(cu, wave, iteration)`` triples) whose records all lie in W (first issue >= w0, last end <= w1)."""
+    """Number of blocks (``(cu, wave, iteration)`` triples) whose records all lie in W.
+
+    Inside means first issue >= w0 and last end <= w1.
+    """
     a, w0, w1 = _setup(trace, window)
     return float(_inside_blocks(a, w0, w1).sum())
 
@@ -402,6 +408,27 @@ def valu_by_class(trace: Trace, window: WindowSpec = "whole") -> pd.DataFrame:
     out["cycles_per_block"] = out.pop("cycles") / n
     return out.sort_values(["unit", "cycles_per_block", "op_class"], ascending=[False, False, True],
                            ignore_index=True)[columns]
+
+
+@table
+def cycles_by_region(trace: Trace, window: WindowSpec = "whole") -> pd.DataFrame:
+    """Work per schedule region (``region`` column: QK_j, softmax_j, PV_j-1 ...) and unit in W.
+
+    Columns: region (``"(none)"`` where null), unit, instructions (records issued in W), cycles
+    (Σ of their [start, end) clipped to W). Sorted by region, then cycles, largest first.
+    """
+    a, w0, w1 = _setup(trace, window)
+    rec = _issued_in(a, w0, w1)
+    n_region = len(a.regions) + 1
+    s, e = _clipped(a, rec, w0, w1)
+    key = a.unit[rec].astype(np.int64) * n_region + np.where(a.region[rec] < 0, n_region - 1, a.region[rec])
+    count = np.bincount(key, minlength=len(UNIT_CODES) * n_region)
+    cyc = np.bincount(key, weights=e - s, minlength=len(UNIT_CODES) * n_region)
+    used = np.flatnonzero(count)
+    regions, units = a.regions + ["(none)"], list(UNIT_CODES)
+    out = pd.DataFrame({"region": [regions[k % n_region] for k in used], "unit": [units[k // n_region] for k in used],
+                        "instructions": count[used], "cycles": cyc[used].astype(np.int64)})
+    return out.sort_values(["region", "cycles", "unit"], ascending=[True, False, True], ignore_index=True)
 
 
 # -- stalls and issue ------------------------------------------------------------------------------------------
@@ -481,7 +508,7 @@ def _flops_compute(a: Arrays, w0: int, w1: int) -> Optional[float]:
 
 @table
 def unknown_mfma_opcodes(trace: Trace, window: WindowSpec = "whole") -> pd.DataFrame:
-    """MFMA-unit opcodes without a flops entry (``zyfa.analyzer.tables.mfma_flops``): they make mfma_flops None."""
+    """MFMA-unit opcodes without a flops entry (``zyfa.analyzer.tables.mfma_flops``): they make mfma_flops_total and tflops None."""
     a = arrays_of(trace)
     mask = a.unit_mask("MFMA")
     names = sorted({a.opcodes[i] for i in np.unique(a.opcode[mask]) if mfma_flops(a.opcodes[i]) is None})

@@ -124,7 +124,8 @@ def render(trace: Trace, window: WindowSpec = "whole", fmt: str = "table", other
 
 # tables shown by ``zyfa-trace analyze --tables`` (handover_gaps itself is one row per hand-over)
 DETAIL_TABLES = ("mfma_busy_per_simd", "pingpong_overlap_per_simd", "pingpong_overlap_per_wave",
-                 "handover_gap_histogram", "valu_by_class", "stall_breakdown", "unknown_mfma_opcodes")
+                 "handover_gap_histogram", "valu_by_class", "cycles_by_region", "stall_breakdown",
+                 "unknown_mfma_opcodes")
 
 
 def render_tables(trace: Trace, window: WindowSpec = "whole", fmt: str = "table",

@@ -445,7 +445,10 @@ class Trace:
         return self.df.copy()
 
     def column(self, name: str, fill: Any = None) -> np.ndarray:
-        """One column as a numpy array (cached; integer columns as int64). Nulls become ``fill``; a null without ``fill`` is an error."""
+        """One column as a numpy array (cached; integer columns as int64).
+
+        Nulls become ``fill``; a null without ``fill`` is an error.
+        """
         if name not in self.table.column_names:
             raise KeyError(f"Trace has no column {name!r}; columns: {self.table.column_names}")
         key = f"{name}|{fill!r}"

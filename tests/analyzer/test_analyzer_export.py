@@ -113,7 +113,8 @@ def test_format_value():
 
 def test_render_formats(small):
     text = render(small, "whole", "table")
-    assert text.startswith("toy [gfx950, simulated (cycle model), 2000 MHz]: 5 records, window whole = cycles [10, 120)")
+    assert text.startswith("toy [gfx950, simulated (cycle model), 2000 MHz]: 5 records, "
+                           "window whole = cycles [10, 120)")
     # SIMD 0: MFMA [10,74) = 64; SIMD 1: [12,76) = 64 -> 128 / (2 x 110)
     busy_line = next(line for line in text.splitlines() if line.startswith("mfma_busy "))
     assert busy_line.split()[-2:] == [f"{100 * 128 / 220:.1f}", "%"]

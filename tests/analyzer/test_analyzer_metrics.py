@@ -285,3 +285,14 @@ def test_region_only_trace_has_no_instruction_metrics():
     for name in ("mfma_busy", "mfma_idle", "pingpong_overlap", "valu_cycles_per_block", "issue_utilisation",
                  "stall_fraction", "mfma_flops_total", "tflops", "tflops_device"):
         assert s[name] is None, name
+
+
+def test_cycles_by_region():
+    # QK_0: MFMA [0,64); softmax_0: 3 VALU [64,76) + TRANS [76,92); one SALU without a region
+    recs = [r(0, "MFMA", 0, 64, region="QK_0")] + ops(0, "VALU", 64, 3, 4, region="softmax_0")
+    recs += [r(0, "TRANS", 76, 92, region="softmax_0"), r(1, "SALU", 2, 3)]
+    t = Trace.from_records(recs, meta())
+    assert za.cycles_by_region(t).values.tolist() == [
+        ["(none)", "SALU", 1, 1], ["QK_0", "MFMA", 1, 64], ["softmax_0", "TRANS", 1, 16], ["softmax_0", "VALU", 3, 12]]
+    # window [60, 70): the MFMA (issued at 0) is not counted; VALU issued at 64 and 68, clipped to 70
+    assert za.cycles_by_region(t, (60, 70)).values.tolist() == [["softmax_0", "VALU", 2, 6]]
