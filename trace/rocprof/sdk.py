@@ -7,9 +7,9 @@ Pieces, in the order a trace uses them:
   release (:data:`zyfa.trace.rocprof.abi.RELEASES`).
 * :class:`ThreadTraceSession` registers this Python process as a rocprofiler-sdk tool with
   ``rocprofiler_force_configure`` (see README.md: it must run before the HIP/HSA runtime starts,
-  except on SDK >= 1.3 which supports late start). Its ``initialize`` creates a context, subscribes to
-  code-object loads (the decoder needs the binaries) and configures
-  ``rocprofiler_configure_dispatch_thread_trace_service`` on every GPU agent with
+  except on SDK >= 1.3 which supports late start). Its ``initialize`` creates two contexts, as the
+  SDK's own thread_trace sample does: one subscribed to code-object loads (the decoder needs the
+  binaries), one with ``rocprofiler_configure_dispatch_thread_trace_service`` on every GPU agent and
   :class:`ThreadTraceParams`. Dispatches are traced only while :meth:`ThreadTraceSession.tracing`
   is active; shader-engine data arrives in the shader-data callback and is copied out at once.
 * :class:`TraceDecoder` wraps the SDK's rocprof-trace-decoder entry points
@@ -229,7 +229,8 @@ class ThreadTraceSession:
             raise TypeError(f"ThreadTraceSession: params must be ThreadTraceParams, got {type(params).__name__}")
         self.sdk, self.params = sdk, params
         self.client_name = client_name.encode()
-        self.context = abi.Handle(0)
+        self.context = abi.Handle(0)  # thread trace
+        self.code_context = abi.Handle(0)  # code-object load callbacks
         self.agents: list[int] = []
         self.code_objects: dict[int, CodeObject] = {}
         self.chunks: dict[int, list[bytes]] = {}  # shader engine -> data in arrival order
@@ -273,7 +274,9 @@ class ThreadTraceSession:
     def _initialize(self, finalize_func, tool_data) -> int:
         try:
             lib, check = self.sdk.lib, self.sdk.check
-            check("rocprofiler_create_context", lib.rocprofiler_create_context(C.byref(self.context)))
+            # two contexts, as rocprofiler-sdk's thread_trace sample: code-object tracing and thread trace
+            for ctx in (self.code_context, self.context):
+                check("rocprofiler_create_context", lib.rocprofiler_create_context(C.byref(ctx)))
             check("rocprofiler_query_available_agents",
                   lib.rocprofiler_query_available_agents(abi.AGENT_INFO_VERSION_0, self._callbacks[4],
                                                          C.sizeof(abi.AgentPrefix), None))
@@ -281,13 +284,15 @@ class ThreadTraceSession:
                 raise TracerUnavailable(f"rocprofiler-sdk reports no GPU agent. {FALLBACK_HINT}")
             ops = (C.c_int32 * 1)(abi.CODE_OBJECT_LOAD)
             check("rocprofiler_configure_callback_tracing_service",
-                  lib.rocprofiler_configure_callback_tracing_service(self.context, abi.CALLBACK_TRACING_CODE_OBJECT,
+                  lib.rocprofiler_configure_callback_tracing_service(self.code_context,
+                                                                     abi.CALLBACK_TRACING_CODE_OBJECT,
                                                                      ops, 1, self._callbacks[1], None))
             for agent in self.agents:
                 check("rocprofiler_configure_dispatch_thread_trace_service",
                       self.sdk.dispatch_configure(self.context, abi.Handle(agent), self._param_array,
                                                   len(self._param_array), self._callbacks[2], self._callbacks[3], None))
-            check("rocprofiler_start_context", lib.rocprofiler_start_context(self.context))
+            for ctx in (self.code_context, self.context):
+                check("rocprofiler_start_context", lib.rocprofiler_start_context(ctx))
             self.initialized = True
             return 0
         except Exception as exc:  # noqa: BLE001 - must not cross the C boundary
