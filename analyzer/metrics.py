@@ -508,7 +508,10 @@ def _flops_compute(a: Arrays, w0: int, w1: int) -> Optional[float]:
 
 @table
 def unknown_mfma_opcodes(trace: Trace, window: WindowSpec = "whole") -> pd.DataFrame:
-    """MFMA-unit opcodes without a flops entry (``zyfa.analyzer.tables.mfma_flops``): they make mfma_flops_total and tflops None."""
+    """MFMA-unit opcodes without a flops entry (``zyfa.analyzer.tables.mfma_flops``).
+
+    Any of them in W makes mfma_flops_total, tflops and tflops_device None.
+    """
     a = arrays_of(trace)
     mask = a.unit_mask("MFMA")
     names = sorted({a.opcodes[i] for i in np.unique(a.opcode[mask]) if mfma_flops(a.opcodes[i]) is None})
