@@ -182,6 +182,7 @@ RELEASES: tuple[Release, ...] = (
 
 # -- decoder records (trace_decoder_types.h) -----------------------------------------------------
 RECORD_GFXIP, RECORD_OCCUPANCY, RECORD_PERFEVENT, RECORD_WAVE, RECORD_INFO = 0, 1, 2, 3, 4
+RECORD_REALTIME, RECORD_RT_FREQUENCY = 7, 8  # rocprof-trace-decoder >= 0.1.3
 INFO_NAMES = {1: "DATA_LOST", 2: "STITCH_INCOMPLETE", 3: "WAVE_INCOMPLETE"}
 
 
@@ -209,6 +210,12 @@ class DecoderWave(C.Structure):
                 ("begin_time", C.c_int64), ("end_time", C.c_int64),
                 ("timeline_size", C.c_uint64), ("instructions_size", C.c_uint64),
                 ("timeline_array", C.POINTER(DecoderWaveState)), ("instructions_array", C.POINTER(DecoderInst))]
+
+
+class DecoderRealtime(C.Structure):
+    """``rocprofiler_thread_trace_decoder_realtime_t``: a shader-clock / realtime-clock pair."""
+
+    _fields_ = [("shader_clock", C.c_int64), ("realtime_clock", C.c_uint64), ("reserved", C.c_uint64)]
 
 
 DecoderCallback = C.CFUNCTYPE(None, C.c_int, C.c_void_p, C.c_uint64, C.c_void_p)

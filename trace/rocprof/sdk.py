@@ -448,6 +448,8 @@ class TraceDecoder:
         self.infos: list[str] = []
         self.gfxip: Optional[int] = None
         self.occupancy_starts = 0
+        self.clock_pairs: list[tuple[int, int]] = []  # (shader clock, realtime clock)
+        self.realtime_hz: Optional[int] = None
 
     def load_code_object(self, code: CodeObject, env: Optional[dict] = None) -> None:
         buf = C.create_string_buffer(code.data, len(code.data))
@@ -472,6 +474,11 @@ class TraceDecoder:
                 elif kind == abi.RECORD_OCCUPANCY:
                     occ = C.cast(events, C.POINTER(abi.DecoderOccupancy))
                     self.occupancy_starts += sum(occ[i].start for i in range(count))
+                elif kind == abi.RECORD_RT_FREQUENCY:
+                    self.realtime_hz = C.cast(events, C.POINTER(C.c_uint64))[0]
+                elif kind == abi.RECORD_REALTIME:
+                    rt = C.cast(events, C.POINTER(abi.DecoderRealtime))
+                    self.clock_pairs += [(rt[i].shader_clock, rt[i].realtime_clock) for i in range(count)]
                 elif kind == abi.RECORD_WAVE:
                     arr = C.cast(events, C.POINTER(abi.DecoderWave))
                     waves.extend(self._wave(shader_engine, arr[i]) for i in range(count))
@@ -485,6 +492,16 @@ class TraceDecoder:
         if errors:
             raise RuntimeError("decoder callback failed: " + "; ".join(errors))
         return waves
+
+    def clock_mhz(self) -> Optional[float]:
+        """Shader clock over the capture, from the decoder's clock pairs (trace_decoder_types.h:
+        ``delta(shader_clock) / delta(realtime_clock / RT_FREQUENCY)``, first to last pair); None
+        without two pairs and the realtime frequency (decoder < 0.1.3, or ROCm < 7.1 aqlprofile)."""
+        pairs = sorted(set(self.clock_pairs), key=lambda p: p[1])
+        if not self.realtime_hz or len(pairs) < 2 or pairs[-1][1] == pairs[0][1]:
+            return None
+        seconds = (pairs[-1][1] - pairs[0][1]) / self.realtime_hz
+        return (pairs[-1][0] - pairs[0][0]) / seconds / 1e6
 
     def _info(self, code: int) -> str:
         text = self.sdk.lib.rocprofiler_thread_trace_decoder_info_string(self.handle, code)

@@ -153,7 +153,8 @@ def run_kernel_trace(kernel, shape: AttnShape, out_dir, *, params: Optional[Thre
             ``/opt/rocm/lib``, the ldconfig cache).
 
     Returns:
-        The hardware trace (``source="rocprof-att"``, cycles in shader clocks, ``clock_mhz`` None).
+        The hardware trace (``source="rocprof-att"``, cycles in shader clocks; ``clock_mhz`` from the
+        decoder's shader/realtime clock pairs when it reports them, else None).
 
     Raises:
         TracerUnavailable: no rocprofiler-sdk >= 1.0 / trace decoder / HIP here, or the process is
@@ -205,7 +206,8 @@ def run_kernel_trace(kernel, shape: AttnShape, out_dir, *, params: Optional[Thre
     records, stats = wave_records(waves, model_mfma_cycles())
     annotate(records, program_labels(parse_asm(build.asm, kernel=build.symbol) if build.asm else program))
     meta = TraceMeta(
-        kernel=spec.name, arch=spec.arch, source="rocprof-att", shape=dataclasses.asdict(shape), grid=grid,
+        kernel=spec.name, arch=spec.arch, source="rocprof-att", clock_mhz=decoder.clock_mhz(),
+        shape=dataclasses.asdict(shape), grid=grid,
         workgroup_size=spec.workgroup_size, simulated=False,
         provenance={"command": " ".join(sys.argv), "rocprofiler_sdk": sdk.version_text, "sdk_path": str(sdk.path),
                     "shader_callback_abi": sdk.release.shader_callback, "code_object": str(co_path)},

@@ -111,7 +111,8 @@ SE0 = toy(begin(1, 2, 3, 500),
           inst(6, 0, 4, 560, UNPLACED),
           inst(9, 0, 4, 564, PC["s_endpgm"]),
           end(600))
-SE1 = toy(begin(1, 0, 0, 700), inst(9, 0, 4, 700, PC["s_endpgm"]), end(720))
+SE1 = toy(begin(1, 0, 0, 700), inst(9, 0, 4, 700, PC["s_endpgm"]), end(720),
+          (4, 0, 0, 0, 0, 0, 0, 1000, 5000), (4, 0, 0, 0, 0, 0, 0, 2_101_000, 105_000))  # clock pairs
 
 
 def _shim_controls(path: Path):
@@ -213,7 +214,9 @@ def test_session_collects_and_decodes(shim_dir, code_object, abi_number, version
     assert shim.shim_loaded_code_object() == 5
     waves0 = decoder.decode(0, session.shader_engine_data()[0])
     waves1 = decoder.decode(1, session.shader_engine_data()[1])
-    assert decoder.gfxip == 9 and decoder.occupancy_starts == 2
+    assert decoder.gfxip == 9 and decoder.occupancy_starts == 2 and decoder.realtime_hz == 100_000_000
+    # 2_100_000 shader cycles over 100_000 realtime ticks at 100 MHz (1 ms) = 2100 MHz
+    assert decoder.clock_pairs == [(1000, 5000), (2_101_000, 105_000)] and decoder.clock_mhz() == 2100.0
     assert decoder.infos == ["Stitch incomplete: code object not loaded"]
     (w,), (w1,) = waves0, waves1
     assert (w.se, w.cu, w.simd, w.slot, w.begin, w.end) == (0, 1, 2, 3, 500, 600)

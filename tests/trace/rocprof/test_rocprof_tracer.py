@@ -158,6 +158,7 @@ def test_run_kernel_trace_end_to_end(fake_rocm, tmp_path, monkeypatch):
         records.append((2, 0, 0, 0, cat, stall, dur, t, pc))
         t += dur
     records.append((3, 0, 0, 0, 0, 0, 0, t + 10, 0))
+    records += [(4, 0, 0, 0, 0, 0, 0, 0, 0), (4, 0, 0, 0, 0, 0, 0, 2_400_000, 100_000)]  # 2.4M cycles in 1 ms
     se0 = tmp_path / "se0.toy"
     se0.write_bytes(_toy(records))
     monkeypatch.setenv("ZYFA_FAKE_HIP_SE0", str(se0))
@@ -188,5 +189,6 @@ def test_run_kernel_trace_end_to_end(fake_rocm, tmp_path, monkeypatch):
         ("rocprof-att", "tiny", (2, 2, 1), 256)
     assert trace.meta.extra["dispatches"] == [(11, 12)]  # (kernel_id, dispatch_id) the shim reported
     assert trace.meta.provenance["shader_callback_abi"] == "args5"
+    assert trace.meta.clock_mhz == 2400.0  # from the decoder's clock pairs
     assert (out / "tiny_se0.att").read_bytes() == se0.read_bytes()
     assert len(Trace.load(out / "tiny.parquet")) == 6

@@ -14,8 +14,10 @@
  *                 7: shader callback (rocprofiler_thread_trace_shader_data_t, userdata)
  *
  * "Shader data" here is a toy stream, not SQTT: the 8-byte magic "ZYFATOY1", then 32-byte records
- * struct toy_record below: kind 1 = wave begin (time), 2 = instruction, 3 = wave end (time).
- * rocprofiler_trace_decode() turns it into real decoder records (GFXIP, OCCUPANCY, WAVE, INFO).
+ * struct toy_record below: kind 1 = wave begin (time), 2 = instruction, 3 = wave end (time),
+ * 4 = clock pair (time = shader clock, vaddr = realtime clock at 100 MHz).
+ * rocprofiler_trace_decode() turns it into real decoder records (GFXIP, RT_FREQUENCY, REALTIME,
+ * OCCUPANCY, WAVE, INFO).
  * An instruction whose vaddr is UINT64_MAX cannot be placed: marker_id 0 and an
  * INFO_STITCH_INCOMPLETE record, as the real decoder does for code it was not given.
  */
@@ -111,7 +113,9 @@ typedef struct {
     dec_inst_t* instructions_array;
 } dec_wave_t;
 typedef void (*dec_callback_t)(int, void*, uint64_t, void*);
-enum { REC_GFXIP = 0, REC_OCCUPANCY = 1, REC_WAVE = 3, REC_INFO = 4, INFO_STITCH_INCOMPLETE = 2 };
+typedef struct { int64_t shader_clock; uint64_t realtime_clock, reserved; } dec_realtime_t;
+enum { REC_GFXIP = 0, REC_OCCUPANCY = 1, REC_WAVE = 3, REC_INFO = 4, REC_REALTIME = 7, REC_RT_FREQUENCY = 8,
+       INFO_STITCH_INCOMPLETE = 2 };
 
 struct toy_record {
     uint8_t kind, cu, simd, slot, category, pad[3];
@@ -339,6 +343,8 @@ rocprofiler_status_t rocprofiler_trace_decode(rocprofiler_thread_trace_decoder_i
     const struct toy_record* rec = (const struct toy_record*) ((const uint8_t*) data + 8);
     uint64_t n = (size - 8) / sizeof(struct toy_record);
     cb(REC_GFXIP, (void*) (uintptr_t) 9, 0, userdata);
+    uint64_t rt_frequency = 100000000;
+    cb(REC_RT_FREQUENCY, &rt_frequency, 1, userdata);
     dec_wave_t wave;
     dec_inst_t* insts = NULL;
     dec_wave_state_t state = {2, 0};
@@ -369,6 +375,9 @@ rocprofiler_status_t rocprofiler_trace_decode(rocprofiler_thread_trace_decoder_i
             } else {
                 inst->pc.addr = rec[i].vaddr; inst->pc.marker_id = g_loaded_id;
             }
+        } else if(rec[i].kind == 4) {
+            dec_realtime_t rt = {rec[i].time, rec[i].vaddr, 0};
+            cb(REC_REALTIME, &rt, 1, userdata);
         } else if(rec[i].kind == 3 && insts) {
             wave.end_time = rec[i].time;
             state.duration = (int32_t) (wave.end_time - wave.begin_time);
