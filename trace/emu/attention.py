@@ -119,7 +119,9 @@ def emulate_kernel(kernel, shape: AttnShape, inputs: Optional[dict] = None, seed
     ``inputs``: dict as :func:`make_inputs` returns (q, k, v and, for fp8, the three descales);
     default: Gaussian data from ``seed``. The reference is ``zyfa.numerics.zyfa_fp8_attention``
     (fp8, variant from :func:`reference_variant`) or ``bf16_attention`` (bf16) on the same
-    inputs.
+    inputs. Exact-softmax kernels (``naive``, bf16) rescale their running max once per key tile
+    (``build.meta["keys_per_tile"]``), so their reference runs with that block size; the
+    block-scaled variants use the spec's 64-key blocks.
     """
     from zyfa import numerics
     from zyfa.kernels import registry
@@ -161,12 +163,17 @@ def emulate_kernel(kernel, shape: AttnShape, inputs: Optional[dict] = None, seed
         .view(torch.bfloat16).reshape(b, sq, h, dv)
     lse = torch.from_numpy(memory.get(addresses["lse"], sizes["lse"]).view(np.float32).copy()) \
         .reshape(b, h, sq)
+    variant = reference_variant(build.meta.get("config", {})) if shape.dtype == "fp8" else "bf16"
+    # exact-softmax kernels update the running max once per key tile: the reference's online
+    # softmax uses the same block; block-scaled variants keep the spec's 64-key blocks
+    block = build.meta.get("keys_per_tile", 64) if variant in ("naive", "bf16") else 64
     if shape.dtype == "fp8":
         ref_out, ref_lse = numerics.zyfa_fp8_attention(
             inputs["q"], inputs["k"], inputs["v"], inputs["q_descale"], inputs["k_descale"],
-            inputs["v_descale"], causal=shape.causal, softmax_scale=scale,
-            variant=reference_variant(build.meta.get("config", {})))
+            inputs["v_descale"], causal=shape.causal, softmax_scale=scale, variant=variant,
+            block=block)
     else:
         ref_out, ref_lse = numerics.bf16_attention(inputs["q"], inputs["k"], inputs["v"],
-                                                   causal=shape.causal, softmax_scale=scale)
+                                                   causal=shape.causal, softmax_scale=scale,
+                                                   block=block)
     return EmulationResult(spec.name, shape, out, lse, ref_out, ref_lse, stats, seconds, inputs)

@@ -121,14 +121,15 @@ class Lds:
         if addrs.size == 0:
             return 0
         per_phase = max(1, cls.BANKS * 4 // max(nbytes, 4))
-        extra = 0
         ndw = max(1, nbytes // 4)
-        for start in range(0, len(addrs), per_phase):
-            chunk = addrs[start: start + per_phase].astype(np.int64) // 4
-            dwords = np.unique((chunk[:, None] + np.arange(ndw)).reshape(-1))
-            counts = np.bincount(dwords % cls.BANKS, minlength=cls.BANKS)
-            extra += int(counts.max()) - 1
-        return extra
+        dwords = (addrs.astype(np.int64)[:, None] // 4 + np.arange(ndw)).reshape(-1)
+        phase = np.repeat(np.arange(len(addrs)) // per_phase, ndw)
+        distinct = np.unique(phase * (1 << 40) + dwords)
+        phase, dwords = distinct >> 40, distinct & ((1 << 40) - 1)
+        nphase = int(phase.max()) + 1
+        counts = np.bincount(phase * cls.BANKS + dwords % cls.BANKS,
+                             minlength=nphase * cls.BANKS).reshape(nphase, cls.BANKS)
+        return int((counts.max(axis=1) - 1).clip(min=0).sum())
 
 
 def mask_to_int(mask: np.ndarray) -> int:
