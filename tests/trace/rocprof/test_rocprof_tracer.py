@@ -5,12 +5,22 @@ libamdhip64.so (trace/rocprof/shim/): NOT run on an MI3xx."""
 
 from __future__ import annotations
 
+import ctypes
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+
 import pytest
 
+import zyfa.trace.rocprof as rocprof
+from zyfa.kernels.registry import KernelBuild, KernelSpec
 from zyfa.shapes import AttnShape
 from zyfa.trace.errors import TracerUnavailable
 from zyfa.trace.rocprof import ThreadTraceParams, check_available, run_kernel_trace
-from zyfa.trace.rocprof.tracer import _buffer_bytes
+from zyfa.trace.rocprof.sdk import disassembly
+from zyfa.trace.rocprof.tracer import _assemble, _buffer_bytes
+from zyfa.trace.schema import Trace
 
 
 def test_unavailable_names_all_three_libraries(tmp_path):
@@ -50,17 +60,6 @@ def test_buffer_bound():
 
 
 # -- end to end against the fake SDK + fake HIP (interface test; NOT run on an MI3xx) ---------------
-
-import ctypes  # noqa: E402
-import shutil  # noqa: E402
-import struct  # noqa: E402
-import subprocess  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import zyfa.trace.rocprof as rocprof  # noqa: E402
-from zyfa.kernels.registry import KernelBuild, KernelSpec  # noqa: E402
-from zyfa.trace.rocprof.sdk import disassembly  # noqa: E402
-from zyfa.trace.schema import Trace  # noqa: E402
 
 SHIM = Path(rocprof.__file__).parent / "shim"
 META_ASM = """
@@ -149,7 +148,6 @@ def test_run_kernel_trace_end_to_end(fake_rocm, tmp_path, monkeypatch):
     # the toy "hardware" stream: one wave on CU 1 / SIMD 0 / slot 1 runs every instruction once
     probe = tmp_path / "probe"
     probe.mkdir()
-    from zyfa.trace.rocprof.tracer import _assemble
     pcs = sorted(disassembly(_assemble(META_ASM, probe / "tiny.co", {}).read_bytes(), env={}))
     assert len(pcs) == 6
     timing = [(1, 0, 4), (9, 30, 34), (6, 0, 4), (6, 2, 8), (9, 0, 8), (9, 0, 4)]  # category, stall, duration
