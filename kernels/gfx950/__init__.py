@@ -39,8 +39,9 @@ def _branch_assumptions(built) -> list[dict]:
     static model should assume in steady state."""
     out = []
     for index, inst in enumerate(built.generated.instructions):
-        if inst.opcode == "s_cbranch_execz" and inst.operands[0].name.startswith(".L_norescale"):
-            out.append({"index": index, "pc": built.pcs[index], "label": inst.operands[0].name, "steady_state": "taken",
+        if inst.opcode == "s_cbranch_execnz" and inst.operands[0].name.startswith(".L_rescale"):
+            out.append({"index": index, "pc": built.pcs[index], "label": inst.operands[0].name,
+                        "steady_state": "not-taken",
                         "why": "lazy O rescale: only lanes whose block max exceeds the running max execute it; "
                                "every lane does on the first tile, rarely afterwards"})
     return out
@@ -52,6 +53,9 @@ def build_for(name: str, shape: AttnShape) -> registry.KernelBuild:
     gen = built.generated
     meta = {
         "clusters": built.clusters,
+        # cluster of every instruction (None outside clusters) and its byte offset from the entry
+        "instruction_clusters": [inst.cluster for inst in gen.instructions],
+        "instruction_pcs": list(built.pcs),
         "config": {k: getattr(gen.config, k) for k in gen.config.__dataclass_fields__},
         "registers": gen.registers,
         "vgprs": gen.vgprs, "agprs": gen.agprs, "sgprs": gen.sgprs, "lds_bytes": gen.lds_bytes,

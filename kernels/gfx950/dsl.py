@@ -145,7 +145,7 @@ SIGNATURES: dict[str, tuple] = {
     "s_and_saveexec_b64": (S2, ("k", 2)), "s_or_b64": (("k", 2), ("k", 2), S2),
     # control
     "s_branch": (("l", 1),), "s_cbranch_scc0": (("l", 1),), "s_cbranch_scc1": (("l", 1),),
-    "s_cbranch_execz": (("l", 1),),
+    "s_cbranch_execz": (("l", 1),), "s_cbranch_execnz": (("l", 1),),
     "s_barrier": (), "s_setprio": (("c", 1),), "s_nop": (("c", 1),), "s_endpgm": (),
     "s_waitcnt": ("*",),
     # memory

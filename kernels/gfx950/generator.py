@@ -13,6 +13,7 @@ groups.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Optional
 
 from zyfa.kernels.gfx950.dsl import Allocator, Asm, Instr, Label, Neg, Reg, f32_bits
 from zyfa.kernels.gfx950.kernargs import KERNARG_SIZE, field_offset
@@ -97,6 +98,7 @@ class _Kernel:
         self.asm = Asm()
         self.ra = Allocator()
         self.clusters: list[dict] = []
+        self.deferred: list = []  # emitters of out-of-line blocks, flushed after the loop
         self.k_loads, self.v_loads = loads_per_thread(config)
         self._allocate()
 
@@ -156,18 +158,19 @@ class _Kernel:
     def e(self, opcode, *operands, mods=()):
         return self.asm.emit(opcode, *operands, mods=mods)
 
-    def begin(self, cluster: Cluster, group: int):
+    def begin(self, cluster: Cluster) -> tuple:
+        """Open a cluster instance; instructions emitted while ``asm.cluster`` names it are its own."""
+        meta = {**cluster.as_dict(), "group": self.group, "id": len(self.clusters)}
+        self.clusters.append(meta)
+        self.asm.items.append(_Mark("begin", meta["id"]))
         self.asm.cluster = cluster.name
-        self._cluster_start = len(self.asm.instructions)
-        self._cluster_meta = {**cluster.as_dict(), "group": group, "id": len(self.clusters)}
-        self.clusters.append(self._cluster_meta)
-        self.asm.items.append(_Mark("begin", self._cluster_meta["id"]))
+        return cluster, meta["id"], len(self.asm.instructions)
 
-    def end(self, cluster: Cluster):
-        insts = self.asm.instructions[self._cluster_start:]
-        self._check_counts(cluster, insts)
-        self.asm.items.append(_Mark("end", self._cluster_meta["id"]))
-        self.asm.cluster = None
+    def end(self, token: tuple, resume: Optional[str] = None):
+        cluster, cluster_id, start = token
+        self._check_counts(cluster, self.asm.instructions[start:])
+        self.asm.items.append(_Mark("end", cluster_id))
+        self.asm.cluster = resume
 
     def _check_counts(self, cluster: Cluster, insts: list[Instr]):
         from zyfa.trace.cdna4.isa import classify
@@ -344,6 +347,10 @@ class _Kernel:
         e("v_mov_b32", self.v_ref, NEG_INF)
         e("v_mov_b32", self.v_m, NEG_INF)
         e("v_mov_b32", self.v_l, 0)
+        for i in range(16 if self.fp8 else 32):  # P of "tile -1": zero
+            e("v_mov_b32", self.S[i], 0)
+        e("v_mov_b32", self.v_sc0, 0)
+        e("v_mov_b32", self.v_sc1, 0)
         e("s_waitcnt", "lgkmcnt(0)")
         scale = self.hc[1] if (self.block and self.c.softmax == "lean") else self.hc[0]
         e("v_mov_b32", self.Tp[0], scale)
@@ -395,8 +402,13 @@ class _Kernel:
             e("ds_write_b128", self.v_v_wr, self.stage[4 * r:4 * r + 4], mods=(f"offset:{v_buf * L.v_buf + 64 * i}",))
 
     def load_tile_to_lds_first(self):
-        """Prologue: K_0 into K buffer 0 (every wave), then one barrier."""
-        e = self.e
+        """Prologue: K_0 into K buffer 0 and zeros into V^T buffer 1 (every wave), one barrier."""
+        e, L = self.e, self.lds
+        zero = self.ring[0][0:4]
+        for i in range(4):
+            e("v_mov_b32", zero[i], 0)
+        for i in range(self.v_loads):
+            e("ds_write_b128", self.v_v_wr, zero, mods=(f"offset:{L.v_buf + 64 * i}",))
         for i in range(self.k_loads):
             e("buffer_load_dwordx4", self.stage[4 * i:4 * i + 4], self.v_g_k, self.rsrc["k"], 0, mods=("offen", f"offset:{64 * i}"))
         self.advance("k", BLOCK_N, self.karg("k_stride_s"))
@@ -406,11 +418,13 @@ class _Kernel:
 
     # -- MFMA clusters --------------------------------------------------------------------------------------
     def pipeline(self, steps):
-        """Emit (reads, mfma) steps with operand reads two steps ahead through the 3-slot ring."""
+        """Emit (reads, mfma, cluster name) steps with operand reads two steps ahead through the
+        3-slot ring; every instruction is tagged with its step's cluster."""
         ahead = 2
         pending: list[int] = []  # ds_read count of issued, not yet consumed steps
 
         def issue(i):
+            self.asm.cluster = steps[i][2]
             reads = steps[i][0](self.ring[i % 3])
             for opcode, operands, mods in reads:
                 self.e(opcode, *operands, mods=mods)
@@ -418,7 +432,8 @@ class _Kernel:
 
         for i in range(min(ahead, len(steps))):
             issue(i)
-        for i, (_, mfma) in enumerate(steps):
+        for i, (_, mfma, name) in enumerate(steps):
+            self.asm.cluster = name
             behind = sum(pending[1:])
             if pending[0]:
                 self.e("s_waitcnt", f"lgkmcnt({min(behind, 15)})")
@@ -427,7 +442,7 @@ class _Kernel:
             if i + ahead < len(steps):
                 issue(i + ahead)
 
-    def emit_qk(self, k_buf: int):
+    def qk_steps(self, k_buf: int) -> list:
         """S^T tile t (32 keys) = sum over head-dim chunks of K_t,chunk x Q^T_chunk."""
         c, L = self.c, self.lds
         chunks = c.headdim // c.k_per_mfma
@@ -444,10 +459,10 @@ class _Kernel:
                 def mfma(slot, t=t, ch=ch):
                     acc = self.S[16 * t:16 * t + 16]
                     self.e(c.mfma_opcode, acc, slot, self.Q[width * ch:width * ch + width], acc if ch else 0)
-                steps.append((reads, mfma))
-        self.pipeline(steps)
+                steps.append((reads, mfma, "QK_j"))
+        return steps
 
-    def emit_pv(self, v_buf: int):
+    def pv_steps(self, v_buf: int) -> list:
         """O^T (head dim x queries) += V^T (head dim x keys) P^T, plus the row-sum MFMAs."""
         c, L = self.c, self.lds
         steps = []
@@ -468,11 +483,11 @@ class _Kernel:
                             self.e(c.pv_opcode, acc, slot, p, acc, self.v_one127, sc)
                         else:
                             self.e(c.pv_opcode, acc, slot, p, acc)
-                    steps.append((reads, mfma))
+                    steps.append((reads, mfma, "PV_j-1"))
                 if self.block:
                     def rowsum(slot, p=p, sc=sc):
                         self.e(c.pv_opcode, self.L, self.ones, p, self.L, self.v_one127, sc)
-                    steps.append((lambda slot: [], rowsum))
+                    steps.append((lambda slot: [], rowsum, "PV_j-1"))
         else:
             for t in range(BLOCK_N // 32):
                 for half in range(2):
@@ -486,8 +501,8 @@ class _Kernel:
                         def mfma(slot, u=u, p=p):
                             acc = self.O[16 * u:16 * u + 16]
                             self.e(c.pv_opcode, acc, slot, p, acc)
-                        steps.append((reads, mfma))
-        self.pipeline(steps)
+                        steps.append((reads, mfma, "PV_j-1"))
+        return steps
 
     # -- softmax clusters --------------------------------------------------------------------------------------
     def mask(self):
@@ -514,6 +529,16 @@ class _Kernel:
         e("v_permlane32_swap_b32", self.v_tmp, out)
         e("v_max_f32", out, self.v_tmp, out)
 
+    def fmas(self, vals: Reg):
+        """vals = fma(vals, t_pair, c_pair) in place: packed pairs or one v_fma_f32 each."""
+        if self.c.fma == "packed":
+            for i in range(vals.count // 2):
+                self.e("v_pk_fma_f32", vals[2 * i:2 * i + 2], vals[2 * i:2 * i + 2], self.Tp, self.Cp,
+                       mods=("op_sel_hi:[1,0,0]",))
+        else:
+            for i in range(vals.count):
+                self.e("v_fma_f32", vals[i], vals[i], self.Tp[0], self.Cp[0])
+
     def softmax_block_scaled(self, label_id: str):
         c, e = self.c, self.e
         lean = c.softmax == "lean"
@@ -528,21 +553,24 @@ class _Kernel:
         e("v_max_f32", self.v_tmp, bm[0], bm[1])
         e("v_cmp_gt_f32", "vcc", self.v_tmp, self.v_ref)
         e("s_and_saveexec_b64", self.s_save, "vcc")
-        skip = Label(f".L_norescale_{label_id}")
-        e("s_cbranch_execz", skip)
-        outer = (self.asm.cluster, self._cluster_start, self._cluster_meta)
-        self.begin(self.cluster("rescale_O"), self._cluster_meta["group"])
-        e("v_sub_f32", self.v_tmp2, self.v_ref, self.v_tmp)
-        e("v_cvt_i32_f32", self.v_kk, self.v_tmp2)
-        for acc in (self.O, self.L):
-            for i in range(acc.count):
-                e("v_accvgpr_read_b32", self.v_tmp2, acc[i])
-                e("v_ldexp_f32", self.v_tmp2, self.v_tmp2, self.v_kk)
-                e("v_accvgpr_write_b32", acc[i], self.v_tmp2)
-        e("v_mov_b32", self.v_ref, self.v_tmp)
-        self.end(self.cluster("rescale_O"))
-        self.asm.cluster, self._cluster_start, self._cluster_meta = outer
-        self.asm.items.append(skip)
+        rescale, back = Label(f".L_rescale_{label_id}"), Label(f".L_rescaled_{label_id}")
+        e("s_cbranch_execnz", rescale)  # rare: the common path falls through
+
+        def out_of_line():
+            self.asm.items.append(rescale)
+            token = self.begin(self.cluster("rescale_O"))
+            e("v_sub_f32", self.v_tmp2, self.v_ref, self.v_tmp)
+            e("v_cvt_i32_f32", self.v_kk, self.v_tmp2)
+            for acc in (self.O, self.L):
+                for i in range(acc.count):
+                    e("v_accvgpr_read_b32", self.v_tmp2, acc[i])
+                    e("v_ldexp_f32", self.v_tmp2, self.v_tmp2, self.v_kk)
+                    e("v_accvgpr_write_b32", acc[i], self.v_tmp2)
+            e("v_mov_b32", self.v_ref, self.v_tmp)
+            self.end(token)
+            e("s_branch", back)
+        self.deferred.append(out_of_line)
+        self.asm.items.append(back)
         e("s_or_b64", "exec", "exec", self.s_save)
         for beta in range(blocks):
             # E8M0 scale byte of P: (bm - 8 - ref) + 127, clamped to [0, 254]
@@ -555,9 +583,7 @@ class _Kernel:
                 e("v_fma_f32", self.Cp[0], bm[beta], self.v_cneg8, self.v_c1205)
             else:  # y = fma(s, t, 8 - bm); p = exp2(y) -> e4m3 (RNE)
                 e("v_sub_f32", self.Cp[0], 8.0, bm[beta])
-            for i in range(16):
-                e("v_pk_fma_f32", vals[2 * i:2 * i + 2], vals[2 * i:2 * i + 2], self.Tp, self.Cp,
-                  mods=("op_sel_hi:[1,0,0]",))
+            self.fmas(vals)
             for a in range(8):
                 dword = self.S[8 * beta + a]
                 if lean:
@@ -582,9 +608,7 @@ class _Kernel:
         e("v_sub_f32", self.v_tmp, self.v_m, mnew)
         e("v_exp_f32", alpha, self.v_tmp)
         e("v_sub_f32", self.Cp[0], 0, mnew)
-        for i in range(32):
-            e("v_pk_fma_f32", self.S[2 * i:2 * i + 2], self.S[2 * i:2 * i + 2], self.Tp, self.Cp,
-              mods=("op_sel_hi:[1,0,0]",))
+        self.fmas(self.S)
         for i in range(64):
             e("v_exp_f32", self.S[i], self.S[i])
         e("v_mul_f32", self.v_l, self.v_l, alpha)
@@ -608,32 +632,33 @@ class _Kernel:
             self.softmax_naive()
 
     # -- loop ----------------------------------------------------------------------------------------------------
-    def body(self, group: int, parity: int, tag: str):
-        """One loop iteration for tile j (parity = j % 2 selects the LDS buffers)."""
+    def body(self, parity: int, tag: str):
+        """One loop iteration for tile j (parity = j % 2 selects the LDS buffers).
+
+        PV_j-1 and QK_j form one operand-read pipeline. At j = 0 PV_j-1 multiplies the zeroed P
+        by the zeroed V^T buffer 1 (prologue), so the loop body needs no branch for it."""
         c, e = self.c, self.e
-        mfma_phase, softmax_phase = placement(c, group)
+        mfma_phase, softmax_phase = placement(c, self.group)
         pingpong = c.schedule == "pingpong"
         for phase in (mfma_phase, softmax_phase):
             is_mfma = phase is mfma_phase
             if pingpong and is_mfma:
                 e("s_setprio", 1)
+            if is_mfma:
+                pv, qk = self.begin(self.cluster("PV_j-1")), self.begin(self.cluster("QK_j"))
+                self.pipeline(self.pv_steps(1 - parity) + self.qk_steps(parity))
+                self.end(pv)
+                self.end(qk)
             for name in phase:
-                cl = self.cluster(name)
+                if name in ("PV_j-1", "QK_j"):
+                    continue
                 skip = None
-                if name == "PV_j-1" and parity == 0:  # no previous tile when j == 0
-                    skip = Label(f".L_nopv_{tag}")
-                    e("s_cmp_eq_u32", self.s_j, 0)
-                    e("s_cbranch_scc1", skip)
                 if name == "mask_j":  # tiles below nfull need no mask
                     skip = Label(f".L_nomask_{tag}")
                     e("s_cmp_lt_u32", self.s_j, self.s_nfull)
                     e("s_cbranch_scc1", skip)
-                self.begin(cl, group)
-                if name == "PV_j-1":
-                    self.emit_pv(1 - parity)
-                elif name == "QK_j":
-                    self.emit_qk(parity)
-                elif name == "mask_j":
+                token = self.begin(self.cluster(name))
+                if name == "mask_j":
                     self.mask()
                 elif name == "softmax_j":
                     self.emit_softmax(tag)
@@ -641,7 +666,7 @@ class _Kernel:
                     self.issue_loads()
                 else:
                     self.store_lds(1 - parity, parity)
-                self.end(cl)
+                self.end(token)
                 if skip is not None:
                     self.asm.items.append(skip)
             if pingpong and is_mfma:
@@ -660,26 +685,26 @@ class _Kernel:
                 self.asm.items.append(even)
             e("s_cmp_ge_u32", self.s_j, self.s_n)
             e("s_cbranch_scc1", done)
-            self.body(group, parity, f"{tag}{parity}")
+            self.body(parity, f"{tag}{parity}")
         e("s_branch", even)
+        for block in self.deferred:  # out-of-line rare paths of the loop body
+            block()
+        self.deferred.clear()
         self.asm.items.append(done)
 
     def tail(self, group: int):
-        """PV of the last tile (its V^T is in buffer (n-1) % 2), then the closing barrier."""
+        """PV of the last tile (its V^T is in buffer (n-1) % 2; with n = 0 the zeroed buffer 1)."""
         e = self.e
-        pv = next(cl for cl in schedule(self.c) if cl.name == "PV_j-1")
         odd, done = Label(f".L_g{group}_tail_odd"), Label(f".L_g{group}_tail_done")
-        e("s_cmp_eq_u32", self.s_j, 0)
-        e("s_cbranch_scc1", done)
         e("s_and_b32", self.s_t0, self.s_j, 1)
         e("s_cmp_eq_u32", self.s_t0, 1)
         e("s_cbranch_scc1", odd)
         for v_buf, lab in ((1, None), (0, odd)):
             if lab is not None:
                 self.asm.items.append(lab)
-            self.begin(pv, group)
-            self.emit_pv(v_buf)
-            self.end(pv)
+            token = self.begin(self.cluster("PV_j-1"))
+            self.pipeline(self.pv_steps(v_buf))
+            self.end(token)
             if lab is None:
                 e("s_branch", done)
         self.asm.items.append(done)
@@ -687,6 +712,7 @@ class _Kernel:
         e("s_barrier")
 
     def group_code(self, group: int):
+        self.group = group
         pingpong = self.c.schedule == "pingpong"
         if pingpong and group == 1:
             self.issue_loads()  # K_1, V_0 for the first LDS store, one phase early

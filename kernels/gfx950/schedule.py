@@ -29,6 +29,7 @@ SCORES_PER_LANE = BLOCK_M * BLOCK_N // 64  # S values each lane of a wave holds 
 SOFTMAX = ("lean", "exact")
 SCALING = ("block", "none")
 SCHEDULES = ("pingpong", "serial")
+FMA_FORMS = ("scalar", "packed")
 DTYPES = ("fp8", "bf16")
 
 
@@ -41,8 +42,8 @@ class KernelConfig:
     pow2 scale into ``v_mfma_scale_f32_32x32x64_f8f6f4``, row sum of the rounded P by one extra
     MFMA per 64-key block, lazy rescale of O) or ``none`` (AITER v3 numerics: running fp32
     max, O rescaled every tile, row sum of the unrounded p by VALU adds).
-    ``rescale_threshold``: with block scaling, O is rescaled only when a block's integer max
-    exceeds the reference by more than this (0 = whenever the running max grows, as the spec).
+    ``fma``: ``scalar`` (``v_fma_f32``, co-issues with MFMA) or ``packed`` (``v_pk_fma_f32``: half
+    the instructions, but a packed FP32 op cannot issue while an MFMA executes on its SIMD).
     """
 
     name: str
@@ -52,11 +53,11 @@ class KernelConfig:
     schedule: str = "pingpong"
     headdim: int = 128
     headdim_v: int = 128
-    rescale_threshold: int = 0
+    fma: str = "scalar"
 
     def __post_init__(self):
         for field_name, allowed in (("dtype", DTYPES), ("softmax", SOFTMAX), ("scaling", SCALING),
-                                    ("schedule", SCHEDULES)):
+                                    ("schedule", SCHEDULES), ("fma", FMA_FORMS)):
             value = getattr(self, field_name)
             if value not in allowed:
                 raise ValueError(f"Unknown KernelConfig.{field_name}: {value!r} (expected one of {allowed})")
@@ -69,8 +70,6 @@ class KernelConfig:
             raise ValueError(f"KernelConfig.headdim must be a multiple of {step} in [{step}, 256], got {self.headdim!r}")
         if self.headdim_v != 128:
             raise ValueError(f"KernelConfig.headdim_v must be 128 (four 32-row MFMA tiles), got {self.headdim_v!r}")
-        if not isinstance(self.rescale_threshold, int) or not 0 <= self.rescale_threshold <= 64:
-            raise ValueError(f"KernelConfig.rescale_threshold must be an int in [0, 64], got {self.rescale_threshold!r}")
 
     @property
     def esize(self) -> int:
@@ -162,22 +161,22 @@ def valu_groups(config: KernelConfig) -> tuple[Group, ...]:
     Per lane: 64 scores (two 64-key blocks of 32). Derivation, per tile:
       block max: 15 v_max3 + 1 v_max per block, + 3 to combine lane halves (mov, permlane32_swap, max)
     lean/exact with block scaling, per block: bm = ceil(t*mx) clamped (3), scale byte (4),
-      lean: FMA constant (1) + 16 v_pk_fma + 32 v_cvt_u32_f32 (SDWA byte insert),
-      exact: constant (1) + 16 v_pk_fma + 32 v_exp (TRANS) + 16 v_cvt_pk_fp8;
+      lean: FMA constant (1) + 32 FMAs (16 v_pk_fma if packed) + 32 v_cvt_u32_f32 (SDWA byte insert),
+      exact: constant (1) + the FMAs + 32 v_exp (TRANS) + 16 v_cvt_pk_fp8;
       per tile: max of the two block maxima + compare for the lazy rescale (2).
     none (AITER v3): max over 64 (31 v_max3 + 1 v_max + 3), m_new (2), -inf guard (2), alpha (1 +
-      1 TRANS), -m (1), 32 v_pk_fma, 64 v_exp (TRANS), l*alpha (1) + 64 v_add, 64 v_mul (O
-      rescale), convert (32 v_cvt_pk_fp8 or v_cvt_pk_bf16), m update (1).
+      1 TRANS), -m (1), 64 FMAs (32 v_pk_fma if packed), 64 v_exp (TRANS), l*alpha (1) + 64 v_add,
+      64 v_mul (O rescale), convert (32 v_cvt_pk_fp8 or v_cvt_pk_bf16), m update (1).
     The lazy O rescale (cluster ``rescale_O``, nested in softmax_j behind a branch taken only by
     lanes whose block max grew) is not counted here.
     """
-    mask = 0
+    fmas = SCORES_PER_LANE // (2 if config.fma == "packed" else 1)
     if config.scaling == "block":
-        per_block = 16 + 3 + 3 + 4 + 1 + 16 + (32 if config.softmax == "lean" else 16)
-        valu = mask + 2 * per_block + 2
+        per_block = 16 + 3 + 3 + 4 + 1 + fmas // 2 + (32 if config.softmax == "lean" else 16)
+        valu = 2 * per_block + 2
         trans = 0 if config.softmax == "lean" else 64
     else:
-        valu = mask + 32 + 3 + 2 + 2 + 1 + 1 + 32 + 1 + 64 + 64 + 32 + 1
+        valu = 32 + 3 + 2 + 2 + 1 + 1 + fmas + 1 + 64 + 64 + 32 + 1
         trans = 64 + 1
     groups = [Group("VALU", valu)]
     if trans:
@@ -238,7 +237,8 @@ def placement(config: KernelConfig, wave_group: int) -> tuple[tuple[str, ...], t
 VARIANTS: dict[str, KernelConfig] = {
     "zyfa-fp8": KernelConfig("zyfa-fp8", softmax="lean", scaling="block", schedule="pingpong"),
     "zyfa-fp8-exact": KernelConfig("zyfa-fp8-exact", softmax="exact", scaling="block", schedule="pingpong"),
-    "aiter-like-fp8": KernelConfig("aiter-like-fp8", softmax="exact", scaling="none", schedule="pingpong"),
+    "aiter-like-fp8": KernelConfig("aiter-like-fp8", softmax="exact", scaling="none", schedule="pingpong",
+                                   fma="packed"),
     "zyfa-bf16": KernelConfig("zyfa-bf16", dtype="bf16", softmax="exact", scaling="none", schedule="pingpong"),
 }
 
