@@ -319,7 +319,7 @@ class ThreadTraceSession:
             if load.storage_type == abi.STORAGE_TYPE_MEMORY:
                 data = C.string_at(load.storage, load.memory_size)
             elif load.storage_type == abi.STORAGE_TYPE_FILE:
-                fd = C.c_int64(load.storage).value & 0xFFFFFFFF
+                fd = load.storage & 0xFFFFFFFF  # the union's int storage_file
                 data = os.pread(fd, os.fstat(fd).st_size, 0)
             else:
                 raise ValueError(f"code object {load.code_object_id}: unknown storage type {load.storage_type}")

@@ -256,6 +256,10 @@ def test_error_paths(shim_dir, code_object):
     session = ThreadTraceSession(sdk).register()
     assert session.initialized
 
+    shim.shim_set_storage_file(1)  # code object handed over as an open file descriptor
+    assert shim.shim_run_dispatch(code_object, len(code_object), 0x1000, SE1, len(SE1), None, 0, 8) == 0
+    assert session.code_objects[5].data == code_object and session.code_objects[5].load_base == 0x1000
+
     shim.shim_set_decoder_missing(1)
     with pytest.raises(TracerUnavailable, match="decoder_create.*ROCPROFILER_STATUS_ERROR_NOT_AVAILABLE"):
         TraceDecoder(sdk, decoder_dir=shim_dir)
@@ -265,6 +269,15 @@ def test_error_paths(shim_dir, code_object):
         decoder.decode(0, b"not a capture")
     with pytest.raises(RocprofilerError, match="rocprofiler_thread_trace_decoder_codeobj_load failed: status 1"):
         decoder.load_code_object(rocprof.sdk.CodeObject(1, 0, 4, b"junk", "x"))
+
+
+def test_abi_override_from_environment(shim_dir):
+    path = _compile(shim_dir, 5, "fake_env")
+    _shim_controls(path).shim_set_version(1, 4, 0)
+    assert load_sdk(path, env={}).release.shader_callback == "struct"
+    assert load_sdk(path, env={"ZYFA_ROCPROF_SHADER_ABI": "args5"}).release.shader_callback == "args5"
+    with pytest.raises(ValueError, match="ZYFA_ROCPROF_SHADER_ABI must be one of"):
+        load_sdk(path, env={"ZYFA_ROCPROF_SHADER_ABI": "v2"})
 
 
 def test_params_validation():

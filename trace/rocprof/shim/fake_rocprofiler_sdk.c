@@ -22,6 +22,7 @@
  * INFO_STITCH_INCOMPLETE record, as the real decoder does for code it was not given.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -138,6 +139,7 @@ static void* g_tt_userdata;
 static uint64_t g_params[16];
 static int g_param_seen[16];
 static uint64_t g_decoder_next = 1, g_decoder_missing;
+static int g_storage_file; /* deliver code objects as an open file (STORAGE_TYPE_FILE) */
 static uint64_t g_loaded_id, g_loaded_base, g_loaded_size;
 static shim_agent_t g_agents[2] = {
     {sizeof(shim_agent_t), {100}, 1, 64, 0, {0}},
@@ -150,6 +152,7 @@ void shim_set_version(uint32_t major, uint32_t minor, uint32_t patch) {
 }
 void shim_set_locked(int locked) { g_locked = locked; }
 void shim_set_decoder_missing(int missing) { g_decoder_missing = (uint64_t) missing; }
+void shim_set_storage_file(int on) { g_storage_file = on; }
 int shim_abi(void) { return ZYFA_SHIM_ABI; }
 int shim_init_status(void) { return g_init_status; }
 int shim_context_started(void) { return g_context_started; }
@@ -285,12 +288,22 @@ int shim_run_dispatch(const void* code_object, uint64_t co_size, uint64_t load_b
         load.uri = "memory://1234#offset=0&size=0";
         load.load_base = load_base;
         load.load_size = co_size;
-        load.storage_type = 2; /* MEMORY */
-        load.memory_base = (uint64_t) (uintptr_t) copy;
-        load.memory_size = co_size;
+        FILE* file = NULL;
+        if(g_storage_file) {
+            file = tmpfile();
+            fwrite(copy, 1, co_size, file);
+            fflush(file);
+            load.storage_type = 1; /* FILE */
+            load.storage_file = fileno(file);
+        } else {
+            load.storage_type = 2; /* MEMORY */
+            load.memory_base = (uint64_t) (uintptr_t) copy;
+            load.memory_size = co_size;
+        }
         rocprofiler_callback_tracing_record_t record = {{1}, 77, {9, {0}}, 10, 1, 1, &load};
         rocprofiler_user_data_t user = {0};
         g_code_cb(record, &user, g_code_cb_arg);
+        if(file) fclose(file);
         memset(copy, 0xAB, co_size);
         free(copy);
     }
