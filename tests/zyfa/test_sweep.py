@@ -115,7 +115,7 @@ def ray_local():
 def test_small_sweep_on_local_ray_resumes(tmp_path, ray_local):
     spec = sweep.spec_from_dict({
         "sweep": {"name": "small", "mode": "grid", "objective": "tflops"},
-        "shape": {"seqlen": "1k", "heads": 2},
+        "shape": {"seqlen": "512", "heads": 1},
         "params": {"softmax": ["lean", "exact"], "scaling": ["block", "none"]},
         "baseline": {"softmax": "exact", "scaling": "none"},
     })
