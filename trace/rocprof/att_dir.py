@@ -201,7 +201,10 @@ def _wave_files(file: Path, data: Any) -> list[tuple[int, str]]:
 
 
 def _kernel_name(occupancy: Any, file: Path, labels: list[tuple[int, int, str]]) -> Optional[str]:
-    dispatches = _key(occupancy, "dispatches", file, dict)
+    """occupancy.json's single named dispatch, else code.json's single kernel label, else None."""
+    dispatches = occupancy.get("dispatches", {}) if isinstance(occupancy, dict) else {}
+    if not isinstance(dispatches, dict):
+        raise AttFormatError(file, "dispatches", f"expected an object {{id: kernel name}}, got {dispatches!r}")
     named = sorted({n for k, n in dispatches.items() if k != "0" and isinstance(n, str)})
     if len(named) == 1:
         return named[0]

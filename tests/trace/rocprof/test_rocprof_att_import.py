@@ -142,6 +142,14 @@ def test_pc_without_kernel_label_stays_vaddr(tiny_copy):
     assert import_att_dir(TINY).meta.extra["pc"].startswith("byte offset from the kernel entry")
 
 
+def test_kernel_name_falls_back_to_code_label(tiny_copy):
+    _edit(tiny_copy / "occupancy.json", lambda d: d.pop("dispatches"))
+    assert import_att_dir(tiny_copy).meta.kernel == "zyfa_tiny"  # code.json's "; zyfa_tiny" row
+    _edit(tiny_copy / "occupancy.json", lambda d: d.update(dispatches=[1]))
+    with pytest.raises(AttFormatError, match="occupancy.json: field 'dispatches'"):
+        import_att_dir(tiny_copy)
+
+
 def test_arch_falls_back_to_gfxip_family(tiny_copy):
     (tiny_copy.parent / "att_2_gfx950_code_object_id_1.out").unlink()
     assert import_att_dir(tiny_copy).meta.arch == "gfx9"
