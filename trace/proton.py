@@ -320,11 +320,14 @@ def run_kernel_trace(kernel: str, shape: AttnShape, out_dir: str | Path,
         raise ValueError(f"kernel {kernel!r} has no Proton scopes; the Proton tracer supports 'triton-fp8'")
     _require_gpu()
     import torch
-    info = capture(shape, out_dir, config or ProtonConfig())
+    cfg = config or ProtonConfig()
+    info = capture(shape, out_dir, cfg)
     if not Path(info["chrome_trace"]).is_file():
         raise TracerUnavailable(f"Proton wrote no Chrome trace at {info['chrome_trace']}")
     fields = dict(kernel=kernel, arch=f"sm_{''.join(map(str, torch.cuda.get_device_capability()))}",
                   shape={f: getattr(shape, f) for f in shape.__dataclass_fields__},
+                  grid=(shape.batch * shape.heads, -(-shape.seqlen_q // cfg.block_m), 1),
+                  workgroup_size=cfg.num_warps * 32,
                   provenance={"tool": "triton.profiler (proton) instrumentation", "date": info["date"],
                               "mode": info["mode"]},
                   extra={k: info[k] for k in ("ms_no_session", "ms_plain", "ms_scoped", "overhead", "timing_shape")})

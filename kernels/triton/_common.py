@@ -30,7 +30,8 @@ class TileConfig:
     (one multiply less per element, but on Hopper the fp8 product then accumulates the whole key
     loop in the tensor core's reduced-precision adder instead of fp32 FMAs every 64 keys);
     ``scaled_pv`` computes PV as ``tl.dot_scaled`` with P's power of two as an E8M0 scale
-    (gfx950's scaled MFMA; other targets emulate it).
+    (gfx950's scaled MFMA; other targets emulate it); ``precise_acc`` makes Hopper's fp8 tensor-core
+    products accumulate in IEEE fp32 (``max_num_imprecise_acc=0``; slower, for conformance tests).
     """
 
     block_m: int
@@ -41,6 +42,7 @@ class TileConfig:
     acc_in_dot: bool = False
     block_n: int = BLOCK_KEYS
     scaled_pv: bool = False
+    precise_acc: bool = False
 
     def __post_init__(self):
         if self.block_m not in (16, 32, 64, 128, 256):
@@ -59,7 +61,8 @@ class TileConfig:
             if self.block_n != BLOCK_KEYS:
                 raise ValueError(f"the FP8 kernel scales P per {BLOCK_KEYS}-key block: block_n must be "
                                  f"{BLOCK_KEYS}, got {self.block_n}")
-            meta.update(ROWSUM_MMA=self.rowsum_mma, ACC_IN_DOT=self.acc_in_dot, SCALED_PV=self.scaled_pv)
+            meta.update(ROWSUM_MMA=self.rowsum_mma, ACC_IN_DOT=self.acc_in_dot, SCALED_PV=self.scaled_pv,
+                        IMPRECISE_ACC=0 if self.precise_acc else None)
         return meta
 
     def to_triton(self, fp8: bool) -> triton.Config:

@@ -9,8 +9,10 @@ E8M0 scale, which the AMD backend lowers to ``v_mfma_scale_f32_32x32x64_f8f6f4``
 Registers ``triton-fp8`` and ``triton-bf16`` in :mod:`zyfa.kernels.registry`. Kernel arguments
 follow Triton's AMD calling convention as the code object's metadata lays it out: the kernel's
 non-constexpr parameters in order (pointers 8 bytes, i32 4 bytes), then Triton's two scratch
-pointers (global and profile scratch, null here). Tensor addresses come from
-:func:`default_addresses` (a documented virtual map: no real buffers exist on the CPU).
+pointers (global and profile scratch, null here), then the HIP hidden arguments the code uses
+(``tl.num_programs`` reads ``hidden_block_count_*``), filled as the HIP runtime would for the
+launch grid. Tensor addresses come from :func:`default_addresses` (a documented virtual map: no
+real buffers exist on the CPU).
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ class AotKernel:
     arg_names: tuple[str, ...]  # the non-constexpr parameters, in kernarg order
     arg_types: tuple[str, ...]  # Triton signature types ("*fp8e4nv", "i32")
     kernarg_offsets: tuple[int, ...]  # from the code object metadata, one per argument + scratch
+    hidden_args: tuple[tuple[str, int, int], ...]  # (value_kind, offset, size) of HIP hidden arguments
     kernarg_size: int
     lds_bytes: int
     vgprs: int
@@ -93,7 +96,7 @@ def _constexprs(v: AotVariant) -> dict:
                  HEAD_DIM_V_PAD=padded_headdim(v.headdim_v), IS_CAUSAL=v.causal, BLOCK_M=v.block_m,
                  BLOCK_N=BLOCK_KEYS, WARP_SPEC=False, INTERPRET=False)
     if v.kernel == "fp8":
-        const.update(ROWSUM_MMA=False, ACC_IN_DOT=False, SCALED_PV=True, PROTON=False)
+        const.update(ROWSUM_MMA=False, ACC_IN_DOT=False, SCALED_PV=True, PROTON=False, IMPRECISE_ACC=None)
     return const
 
 
@@ -104,17 +107,24 @@ _POINTER_TYPES = {
 _FLOAT_ARGS = {"t": "fp32"}  # bf16 kernel: t = softmax_scale * log2(e), by value
 
 
-def _kernarg_layout(hsaco: bytes) -> tuple[list[int], int]:
-    """(offsets of the arguments, kernarg segment size) from the code object's AMDHSA metadata."""
+def _kernarg_layout(hsaco: bytes) -> tuple[list[tuple[str, int, int]], int]:
+    """([(value_kind, offset, size)] of every argument, kernarg segment size) from the code object's
+    AMDHSA metadata (``llvm-readelf-22 --notes``)."""
     _CACHE.mkdir(parents=True, exist_ok=True)
     path = _CACHE / f"{hashlib.sha256(hsaco).hexdigest()[:16]}.hsaco"
     path.write_bytes(hsaco)
     notes = subprocess.run(["llvm-readelf-22", "--notes", str(path)], capture_output=True, text=True,
                            check=True).stdout
-    args = notes.split(".args:", 1)[1]
-    offsets = [int(x) for x in re.findall(r"\.offset:\s+(\d+)", args.split(".group_segment_fixed_size", 1)[0])]
+    args_text = notes.split(".args:", 1)[1].split(".group_segment_fixed_size", 1)[0]
+    entries = []
+    for entry in args_text.split("\n      - ")[0:]:
+        offset = re.search(r"\.offset:\s+(\d+)", entry)
+        size = re.search(r"\.size:\s+(\d+)", entry)
+        kind = re.search(r"\.value_kind:\s+(\w+)", entry)
+        if offset and size and kind:
+            entries.append((kind.group(1), int(offset.group(1)), int(size.group(1))))
     size = int(re.search(r"\.kernarg_segment_size:\s+(\d+)", notes).group(1))
-    return offsets, size
+    return entries, size
 
 
 def _metadata_int(notes_key: str, notes: str) -> int:
@@ -138,15 +148,17 @@ def compile_gfx950(variant: AotVariant) -> AotKernel:
     compiled = triton.compile(src, target=GPUTarget("hip", ARCH, WAVE_SIZE),
                               options={"num_warps": variant.num_warps, "num_stages": variant.num_stages})
     hsaco = compiled.asm["hsaco"]
-    offsets, size = _kernarg_layout(hsaco)
+    entries, size = _kernarg_layout(hsaco)
+    explicit = [off for kind, off, _ in entries if not kind.startswith("hidden_")]
+    hidden = tuple(e for e in entries if e[0].startswith("hidden_"))
     names = tuple(n for n in fn.arg_names if signature[n] != "constexpr")
-    if len(offsets) != len(names) + SCRATCH_POINTERS:
-        raise RuntimeError(f"code object lists {len(offsets)} kernel arguments, expected {len(names)} + "
+    if len(explicit) != len(names) + SCRATCH_POINTERS:
+        raise RuntimeError(f"code object lists {len(explicit)} explicit kernel arguments, expected {len(names)} + "
                            f"{SCRATCH_POINTERS} scratch pointers (Triton's AMD calling convention changed?)")
     asm = compiled.asm["amdgcn"]
     return AotKernel(variant=variant, asm=asm, hsaco=hsaco, symbol=compiled.metadata.name, arg_names=names,
-                     arg_types=tuple(signature[n] for n in names), kernarg_offsets=tuple(offsets),
-                     kernarg_size=size, lds_bytes=int(compiled.metadata.shared),
+                     arg_types=tuple(signature[n] for n in names), kernarg_offsets=tuple(explicit),
+                     hidden_args=hidden, kernarg_size=size, lds_bytes=int(compiled.metadata.shared),
                      vgprs=_metadata_int("vgpr_count", asm), sgprs=_metadata_int("sgpr_count", asm))
 
 
@@ -197,12 +209,29 @@ def pack_kernargs(kernel: AotKernel, shape: AttnShape) -> bytes:
         struct.pack_into(fmt, buf, offset, values[name])
     for offset in kernel.kernarg_offsets[len(kernel.arg_names):]:
         struct.pack_into("<Q", buf, offset, 0)  # scratch pointers: the kernels use no scratch
+    for kind, offset, size in kernel.hidden_args:
+        value = _hidden_value(kind, kernel, shape)
+        struct.pack_into({2: "<H", 4: "<I", 8: "<Q"}[size], buf, offset, value)
     return bytes(buf)
 
 
+def _hidden_value(kind: str, kernel: AotKernel, shape: AttnShape) -> int:
+    """What the HIP runtime writes into a hidden kernel argument for this launch (0 if unused)."""
+    blocks = grid(shape, kernel.variant)
+    if kind.startswith("hidden_block_count_"):
+        return blocks["xyz".index(kind[-1])]
+    if kind.startswith("hidden_group_size_"):
+        return (kernel.variant.workgroup_size, 1, 1)["xyz".index(kind[-1])]
+    if kind == "hidden_grid_dims":
+        return 3 if blocks[2] > 1 else 2 if blocks[1] > 1 else 1
+    if kind == "hidden_dynamic_lds_size":
+        return kernel.lds_bytes
+    return 0  # remainders (grid is a whole number of workgroups), global offsets, queue pointers
+
+
 def grid(shape: AttnShape, variant: AotVariant) -> tuple[int, int, int]:
-    """Workgroups: (query tiles, batch * heads, 1), as the CUDA/HIP launcher uses."""
-    return (-(-shape.seqlen_q // variant.block_m), shape.batch * shape.heads, 1)
+    """Workgroups: (batch * heads, query tiles, 1), as the CUDA/HIP launcher uses."""
+    return (shape.batch * shape.heads, -(-shape.seqlen_q // variant.block_m), 1)
 
 
 def build(kernel: str, shape: AttnShape) -> KernelBuild:
@@ -215,6 +244,7 @@ def build(kernel: str, shape: AttnShape) -> KernelBuild:
         path.write_bytes(k.hsaco)
     meta = dict(variant=asdict(variant), lds_bytes=k.lds_bytes, vgprs=k.vgprs, sgprs=k.sgprs,
                 kernarg_size=k.kernarg_size, args=list(zip(k.arg_names, k.arg_types, k.kernarg_offsets)),
+                hidden_args=[list(h) for h in k.hidden_args],
                 source="triton AOT (zyfa.kernels.triton.aot)")
     return KernelBuild(name=f"triton-{kernel}", asm=k.asm, code_object=path, symbol=k.symbol, meta=meta)
 

@@ -35,7 +35,8 @@ def _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
                         HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
                         BLOCK_N: tl.constexpr, MASKED: tl.constexpr, IS_CAUSAL: tl.constexpr,
                         WARP_SPEC: tl.constexpr, ROWSUM_MMA: tl.constexpr, ACC_IN_DOT: tl.constexpr,
-                        SCALED_PV: tl.constexpr, INTERPRET: tl.constexpr, PROTON: tl.constexpr):
+                        SCALED_PV: tl.constexpr, INTERPRET: tl.constexpr, PROTON: tl.constexpr,
+                        IMPRECISE_ACC: tl.constexpr):
     offs_n0 = tl.arange(0, BLOCK_N)
     magic: tl.constexpr = 12582912.0  # 1.5 * 2**23
     if ROWSUM_MMA:  # P @ ones gives the rounded-P row sum on the tensor cores (gfx950: one extra MFMA)
@@ -57,7 +58,7 @@ def _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
         if INTERPRET:
             s = tl.dot(q.to(tl.float32), kt.to(tl.float32), input_precision="ieee")
         else:
-            s = tl.dot(q, kt)
+            s = tl.dot(q, kt, max_num_imprecise_acc=IMPRECISE_ACC)
         if MASKED:
             allowed = offs_n[None, :] < SEQ_K
             if IS_CAUSAL:
@@ -102,9 +103,10 @@ def _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
             p_scale = tl.broadcast_to((tl.maximum(e, -127.0) + 127.0).to(tl.uint8)[:, None], [s.shape[0], BLOCK_N // 32])
             acc = tl.dot_scaled(p, p_scale, "e4m3", v, None, "e4m3", acc=acc * alpha[:, None])
         elif ACC_IN_DOT:
-            acc = tl.dot(p_op, v_op, acc * pre[:, None], input_precision="ieee" if INTERPRET else None) * post[:, None]
+            acc = tl.dot(p_op, v_op, acc * pre[:, None], input_precision="ieee" if INTERPRET else None,
+                         max_num_imprecise_acc=IMPRECISE_ACC) * post[:, None]
         else:
-            pv = tl.dot(p_op, v_op, input_precision="ieee" if INTERPRET else None)
+            pv = tl.dot(p_op, v_op, input_precision="ieee" if INTERPRET else None, max_num_imprecise_acc=IMPRECISE_ACC)
             acc = acc * alpha[:, None] + pv * blk_scale[:, None]
         if ROWSUM_MMA:
             if INTERPRET:
@@ -140,10 +142,16 @@ def _attn_fwd_fp8(Q, K, V, Out, Lse, T, DV,
                   HEAD_DIM_PAD: tl.constexpr, HEAD_DIM_V_PAD: tl.constexpr,
                   IS_CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                   WARP_SPEC: tl.constexpr, ROWSUM_MMA: tl.constexpr, ACC_IN_DOT: tl.constexpr,
-                  INTERPRET: tl.constexpr, SCALED_PV: tl.constexpr = False, PROTON: tl.constexpr = False):
+                  INTERPRET: tl.constexpr, SCALED_PV: tl.constexpr = False, PROTON: tl.constexpr = False,
+                  IMPRECISE_ACC: tl.constexpr = None):
     tl.static_assert(BLOCK_N == 64, "ZYFA scales P per 64-key block")
-    start_m = tl.program_id(0) * BLOCK_M
-    off_bh = tl.program_id(1)
+    # grid (batch * heads, query tiles): the x index varies fastest, so every head's tile j is
+    # launched before any head's tile j - 1; causal runs the heaviest tiles (most keys) first
+    pid_m = tl.program_id(1)
+    if IS_CAUSAL:
+        pid_m = tl.num_programs(1) - 1 - pid_m
+    start_m = pid_m * BLOCK_M
+    off_bh = tl.program_id(0)
     off_b = off_bh // H
     off_h = off_bh % H
     off_hk = off_h // GROUP  # GQA: query head h reads KV head h // GROUP
@@ -177,12 +185,12 @@ def _attn_fwd_fp8(Q, K, V, Out, Lse, T, DV,
                                         stride_ks, stride_vs, stride_vd, offs_m, offs_d, offs_dv,
                                         0, full_hi, offset, SEQ_K, HEAD_DIM, HEAD_DIM_V, BLOCK_N,
                                         False, IS_CAUSAL, WARP_SPEC, ROWSUM_MMA, ACC_IN_DOT,
-                                        SCALED_PV, INTERPRET, PROTON)
+                                        SCALED_PV, INTERPRET, PROTON, IMPRECISE_ACC)
     acc, l_i, m_i = _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
                                         stride_ks, stride_vs, stride_vd, offs_m, offs_d, offs_dv,
                                         full_hi, hi, offset, SEQ_K, HEAD_DIM, HEAD_DIM_V, BLOCK_N,
                                         True, IS_CAUSAL, WARP_SPEC, ROWSUM_MMA, ACC_IN_DOT,
-                                        SCALED_PV, INTERPRET, PROTON)
+                                        SCALED_PV, INTERPRET, PROTON, IMPRECISE_ACC)
     # -- epilogue: out = fp32(acc / l) * dv -> bf16; lse = (m + log2 l) ln2; empty rows -> 0, +inf ----
     if ROWSUM_MMA:
         l_i = tl.max(l_i, 1)
@@ -241,7 +249,7 @@ def attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_sca
         v_arg = v
     out = torch.empty(b, s_q, h, d_v, dtype=out_dtype, device=q.device)
     lse = torch.empty(b, h, s_q, dtype=torch.float32, device=q.device)
-    grid = lambda meta: (triton.cdiv(s_q, meta["BLOCK_M"]), b * h)  # noqa: E731
+    grid = lambda meta: (b * h, triton.cdiv(s_q, meta["BLOCK_M"]))  # noqa: E731
     launch = dict(IS_CAUSAL=causal, INTERPRET=_INTERPRET)
     if config is None:
         kernel = _attn_fwd_fp8

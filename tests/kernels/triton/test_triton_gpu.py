@@ -1,8 +1,11 @@
 """The Triton kernels on a real GPU: spec conformance, accuracy, determinism, backend dispatch.
 
-Bounds: FP8 vs the spec transcription (magic rounding, fp64 accumulation): relative L2 <= 2e-3
-of the bf16 output (the bf16 cast alone is ~1.5e-3; QK^T accumulation order may flip a P code at a
-rounding boundary). BF16 vs fp64: <= 2x the error of torch SDPA in bf16 on the same inputs + 1e-4.
+Bounds. FP8 vs the spec transcription (magic rounding, fp64 accumulation), compared before the
+bf16 cast (``out_dtype=float32``): with ``precise_acc`` (IEEE fp32 accumulation of the fp8 tensor-
+core products) relative L2 <= 1e-5; with Hopper's default fp8 accumulation (not IEEE fp32: fewer
+mantissa bits, which perturbs QK^T and so flips some P codes at rounding boundaries) <= 5e-3.
+Every test prints its measured value (``pytest -s``). BF16 vs fp64: <= 2x the error of torch
+SDPA in bf16 on the same inputs + 1e-4.
 """
 
 import importlib.util
@@ -18,6 +21,7 @@ if not torch.cuda.is_available():
 pytest.importorskip("triton")
 
 from zyfa import flash_attn_func  # noqa: E402
+from zyfa.kernels.triton._common import TileConfig  # noqa: E402
 from zyfa.kernels.triton.attn_bf16 import attention_bf16  # noqa: E402
 from zyfa.kernels.triton.attn_fp8 import attention_fp8  # noqa: E402
 
@@ -27,7 +31,8 @@ _spec.loader.exec_module(cases)
 
 
 def rel_l2(a, ref):
-    return float((a.double() - ref.double()).norm() / ref.double().norm())
+    a, ref = a.double().cpu(), ref.double().cpu()
+    return float((a - ref).norm() / ref.norm())
 
 
 def fp8_inputs(b, sq, sk, h, hk, d, dv, seed=0):
@@ -36,28 +41,40 @@ def fp8_inputs(b, sq, sk, h, hk, d, dv, seed=0):
     return [*cases.quantise(q, hk), *cases.quantise(k, hk), *cases.quantise(v, hk)]
 
 
-@pytest.mark.parametrize("b,sq,sk,h,hk,d,dv,causal", [
-    (1, 333, 333, 4, 2, 128, 128, True), (2, 200, 517, 2, 1, 128, 128, True),
-    (1, 256, 129, 2, 2, 64, 64, True), (1, 300, 300, 2, 1, 128, 128, False), (1, 190, 190, 2, 2, 192, 128, True),
-])
-def test_fp8_matches_spec(b, sq, sk, h, hk, d, dv, causal):
+SPEC_SHAPES = [(1, 333, 333, 4, 2, 128, 128, True), (2, 200, 517, 2, 1, 128, 128, True),
+               (1, 256, 129, 2, 2, 64, 64, True), (1, 300, 300, 2, 1, 128, 128, False),
+               (1, 190, 190, 2, 2, 192, 128, True)]
+
+
+@pytest.mark.parametrize("precise", [True, False], ids=["precise_acc", "hopper_acc"])
+@pytest.mark.parametrize("b,sq,sk,h,hk,d,dv,causal", SPEC_SHAPES)
+def test_fp8_matches_spec(b, sq, sk, h, hk, d, dv, causal, precise):
     q8, dq, k8, dk, v8, dv_ = fp8_inputs(b, sq, sk, h, hk, d, dv)
-    out, lse = attention_fp8(q8, k8, v8, d ** -0.5, causal, dq, dk, dv_)
+    config = TileConfig(128, 8, 3, precise_acc=True) if precise else None
+    out, lse = attention_fp8(q8, k8, v8, d ** -0.5, causal, dq, dk, dv_, out_dtype=torch.float32, config=config)
     ref, ref_lse = cases.spec_fp8_magic(q8.cpu(), k8.cpu(), v8.cpu(), dq.cpu(), dk.cpu(), dv_.cpu(), d ** -0.5, causal)
-    assert rel_l2(out.cpu(), ref) <= 2e-3
+    err = rel_l2(out.cpu(), ref)
     fin = torch.isfinite(ref_lse)
+    lse_err = float((lse.cpu()[fin] - ref_lse[fin]).abs().max())
+    print(f"\nSPEC {'precise' if precise else 'hopper'} {(b, sq, sk, h, hk, d, dv, causal)} rel_l2={err:.3e} lse_max_abs={lse_err:.3e}")
+    assert err <= (1e-5 if precise else 5e-3)
     assert torch.equal(torch.isinf(lse.cpu()), torch.isinf(ref_lse))
-    assert float((lse.cpu()[fin] - ref_lse[fin]).abs().max()) <= 1e-3
+    assert lse_err <= (1e-5 if precise else 1e-3)
 
 
 def test_fp8_matches_numerics_emulator():
     numerics = pytest.importorskip("zyfa.numerics")
     q8, dq, k8, dk, v8, dv_ = fp8_inputs(1, 500, 500, 4, 2, 128, 128, seed=3)
-    out, lse = attention_fp8(q8, k8, v8, 128 ** -0.5, True, dq, dk, dv_)
     res = numerics.zyfa_fp8_attention(q8, k8, v8, q_descale=dq, k_descale=dk, v_descale=dv_, causal=True,
                                       rounding="magic")
     ref = res[0] if isinstance(res, tuple) else res
-    assert rel_l2(out, ref) <= 2e-3
+    precise, _ = attention_fp8(q8, k8, v8, 128 ** -0.5, True, dq, dk, dv_, config=TileConfig(128, 8, 3, precise_acc=True))
+    default, _ = attention_fp8(q8, k8, v8, 128 ** -0.5, True, dq, dk, dv_)
+    err_precise, err_default = rel_l2(precise, ref), rel_l2(default, ref)
+    print(f"\nEMULATOR bf16 outputs: precise_acc rel_l2={err_precise:.3e} (equal: {torch.equal(precise, ref.to(precise.dtype))}), "
+          f"default rel_l2={err_default:.3e}")
+    assert err_precise <= 1e-3  # bf16 outputs: only ties/1-ulp cases may differ
+    assert err_default <= 5e-3
 
 
 def test_bf16_vs_fp64_within_2x_sdpa():
