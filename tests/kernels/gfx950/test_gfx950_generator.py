@@ -209,3 +209,12 @@ def test_mla_target_builds():
     shape = AttnShape(seqlen_q=512, seqlen_k=512, headdim=192, headdim_v=128)
     kb = build_for("zyfa-fp8", shape)
     assert kb.meta["config"]["headdim"] == 192 and kb.meta["lds_bytes"] == 2 * 128 * 208 + 2 * 128 * 144
+
+
+def test_every_valid_fp8_combination_generates_within_budget():
+    from zyfa.kernels.gfx950.schedule import all_configs
+    configs = all_configs()
+    assert len(configs) == 3 * 2 * 2  # (lean|exact)+block, exact+none; pingpong|serial; hd 128|192
+    for config in configs:
+        gen = generate(config)  # the generator asserts every cluster's declared unit counts
+        assert gen.vgprs + gen.agprs <= 256 and gen.lds_bytes <= 160 * 1024, config.name
