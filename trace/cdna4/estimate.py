@@ -30,11 +30,13 @@ from zyfa.trace.cdna4.sim import CUSim, SimConfig
 @dataclass(frozen=True)
 class EstimateConfig:
     """``samples``: grid-x values simulated in detail (first, last and evenly spaced between);
-    ``clock_mhz``: converts cycles to time; ``fast_forward``: steady-state loop extrapolation."""
+    ``clock_mhz``: converts cycles to time; ``fast_forward``: steady-state loop extrapolation;
+    ``unknown_branch``: policy for data-dependent branches (:class:`sim.SimConfig`)."""
 
     samples: int = 3
     clock_mhz: float = timing.param("clock_mhz")
     fast_forward: bool = True
+    unknown_branch: Optional[str] = "not-taken"
 
     def __post_init__(self):
         if not isinstance(self.samples, int) or self.samples < 1:
@@ -146,12 +148,13 @@ def estimate(launch: Launch, config: EstimateConfig = EstimateConfig(),
     for x in iterator:
         resident = min(occ, gy * gz)
         wgs = [(x, j % gy, (j // gy) % gz) for j in range(resident)]
-        sim_cfg = SimConfig(fast_forward=config.fast_forward, record=(x == rep_x))
+        sim_cfg = SimConfig(fast_forward=config.fast_forward, record=(x == rep_x), unknown_branch=config.unknown_branch)
         result = CUSim(launch.program, launch.kernargs, wgs, launch.workgroup_size, sim_cfg).run()
         samples.append({"x": x, "resident": resident, "cycles": result.cycles,
                         "simulated_instructions": result.simulated_instructions,
                         "extrapolated_instructions": result.extrapolated_instructions,
-                        "loops_extrapolated": result.extrapolated})
+                        "loops_extrapolated": result.extrapolated,
+                        "policy_branches": sum(result.unknown_branches.values())})
         if x == rep_x:
             rep_result = result
     durations = _interpolate(xs, [s["cycles"] for s in samples], gx)
@@ -168,6 +171,9 @@ def estimate(launch: Launch, config: EstimateConfig = EstimateConfig(),
         f"({100.0 * extrapolated / max(1, extrapolated + simulated):.1f}% of the sampled work)",
         f"interpolated: {gx - len(xs)} grid-x values (linear in x); replicated: {gy * gz} (y, z) copies "
         f"assumed to take the same time as y = z = 0",
+        f"data-dependent branches: {sum(s['policy_branches'] for s in samples)} executions (in detail) decided by "
+        f"the '{config.unknown_branch}' policy" if any(s["policy_branches"] for s in samples) else
+        "data-dependent branches: none (every branch followed computed scalar values)",
         f"dispatched: {total_wg} workgroups over {int(timing.param('cus'))} CUs x {occ} slot(s) "
         f"(occupancy limited by {limit}); launch overhead and cross-CU memory contention not modelled",
     ]

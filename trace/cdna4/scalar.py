@@ -262,6 +262,15 @@ def _exec_salu(op: str, ops: tuple[str, ...], st: State) -> bool:
         a, b = st.read(ops[0]), st.read(ops[1])
         regs[SCC] = None if a is None or b is None else int(((a >> (b & 31)) & 1) == (op == "s_bitcmp1_b32"))
         return True
+    m = re.match(r"^s_(and|or|xor|andn2|orn2|nand|nor|xnor)_saveexec_b64$", op)
+    if m:
+        src, old = st.read64(ops[1]), st.read64("exec")
+        st.write64(ops[0], old)
+        fn = _S2_64.get(f"s_{m.group(1)}_b64")
+        value = None if src is None or old is None or fn is None else fn(src, old) & 0xFFFFFFFFFFFFFFFF
+        st.write64("exec", value)
+        regs[SCC] = None if value is None else int(value != 0)
+        return True
     if op == "s_getpc_b64":
         st.write64(ops[0], None)
         return True
@@ -406,21 +415,37 @@ def executor(inst: Instruction) -> Optional[Callable[[State], None]]:
     return None
 
 
-def branch_taken(inst: Instruction, st: State) -> bool:
-    """Whether a branch instruction jumps (unconditional ones always)."""
+UNKNOWN_BRANCH_POLICIES = ("taken", "not-taken")
+
+
+def condition(inst: Instruction, st: State) -> Optional[bool]:
+    """Whether a branch jumps; ``None`` when its condition depends on an unknown value."""
     op = inst.opcode
     if op == "s_branch":
         return True
     cond = op.removeprefix("s_cbranch_")
     if cond in ("scc0", "scc1"):
         scc = st.regs.get(SCC)
-        if scc is None:
-            raise ScalarUnknown(f"pc 0x{inst.pc:x} {inst.text!r}: SCC is unknown (it depends on memory or "
-                                "vector values the cycle model does not compute)")
-        return bool(scc) == (cond == "scc1")
+        return None if scc is None else bool(scc) == (cond == "scc1")
     if cond in ("vccz", "vccnz", "execz", "execnz"):
         value = st.read64("vcc" if cond.startswith("vcc") else "exec")
         if value is None:
-            raise ScalarUnknown(f"pc 0x{inst.pc:x} {inst.text!r}: {cond[:-1] if cond.endswith('z') else cond} is unknown")
+            return None
         return value != 0 if cond.endswith("nz") else value == 0
     raise ScalarUnknown(f"pc 0x{inst.pc:x}: branch {op!r} is not modelled")
+
+
+def branch_taken(inst: Instruction, st: State, unknown: Optional[str] = None) -> bool:
+    """Whether a branch instruction jumps. A condition on values the model does not compute
+    (vector data, memory) is decided by the ``unknown`` policy (``"taken"``/``"not-taken"``);
+    without one it raises :class:`ScalarUnknown`."""
+    decided = condition(inst, st)
+    if decided is not None:
+        return decided
+    if unknown is None:
+        raise ScalarUnknown(f"pc 0x{inst.pc:x} {inst.text!r}: the branch condition is unknown (it depends on "
+                            "memory or vector values the cycle model does not compute); choose a policy "
+                            f"from {UNKNOWN_BRANCH_POLICIES}")
+    if unknown not in UNKNOWN_BRANCH_POLICIES:
+        raise ValueError(f"unknown-branch policy must be one of {UNKNOWN_BRANCH_POLICIES}, got {unknown!r}")
+    return unknown == "taken"

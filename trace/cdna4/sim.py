@@ -49,16 +49,23 @@ HZ_KINDS = ("MFMA_AB", "MFMA_C", "VALU", "MEM")  # consumer kinds of hazards.con
 class SimConfig:
     """Knobs of one simulation (timings live in :mod:`timing`, not here).
 
-    ``fast_forward``: extrapolate steady-state loops; ``stable_periods``: equal consecutive
+    ``fast_forward``: extrapolate steady-state loops; ``unknown_branch``: how a branch on values
+    the model does not compute (vector data: e.g. ``s_cbranch_execz`` after a data-dependent
+    ``s_and_saveexec``) goes: ``"not-taken"`` (default: the guarded code runs, the conservative
+    choice), ``"taken"``, or ``None`` to raise; ``stable_periods``: equal consecutive
     periods required first; ``max_cycles``: guard against a kernel that never ends;
     ``record``: keep per-instruction records (the trace)."""
 
     fast_forward: bool = True
-    stable_periods: int = 3
+    unknown_branch: Optional[str] = "not-taken"
+    stable_periods: int = 4
     max_cycles: int = 2_000_000_000
     record: bool = True
 
     def __post_init__(self):
+        if self.unknown_branch not in scalar.UNKNOWN_BRANCH_POLICIES + (None,):
+            raise ValueError(f"SimConfig.unknown_branch must be one of {scalar.UNKNOWN_BRANCH_POLICIES} or None, "
+                             f"got {self.unknown_branch!r}")
         if not isinstance(self.stable_periods, int) or self.stable_periods < 2:
             raise ValueError(f"SimConfig.stable_periods must be an int >= 2, got {self.stable_periods!r}")
         if not isinstance(self.max_cycles, int) or self.max_cycles <= 0:
@@ -81,6 +88,7 @@ class CUResult:
     mfma_busy: dict = field(default_factory=dict)  # simd -> busy cycles (incl. extrapolated)
     iterations: dict = field(default_factory=dict)  # wave -> loop iterations (back-edges taken)
     counts: list = field(default_factory=list)  # instruction index -> times executed (all waves)
+    unknown_branches: dict = field(default_factory=dict)  # pc -> detailed executions decided by policy
 
     def mfma_flops(self, program: Program) -> int:
         """Matrix FLOPs executed (timing-table flops per MFMA x executions)."""
@@ -239,6 +247,7 @@ class CUSim:
         self.vmem_free = 0
         self._rows: list = []
         self.counts = [0] * len(program)  # executions per instruction, extrapolated periods included
+        self.unknown_branches: dict = {}  # pc -> times decided by the unknown-branch policy (detailed only)
         self.simulated = 0
         self.extrapolated_insts = 0
         self.extrapolated: list = []
@@ -360,7 +369,8 @@ class CUSim:
         return CUResult(cycles=end, wg_end=wg_end, records=records if cfg.record else {},
                         simulated_instructions=self.simulated, extrapolated_instructions=self.extrapolated_insts,
                         extrapolated=self.extrapolated, mfma_busy=dict(enumerate(self.mfma_busy)),
-                        iterations={w.wid: w.iters for w in waves}, counts=list(self.counts))
+                        iterations={w.wid: w.iters for w in waves}, counts=list(self.counts),
+                        unknown_branches=dict(self.unknown_branches))
 
     # -- issuing one instruction --------------------------------------------------------------------
     def _issue(self, w: _Wave, s: _Static, t: int, reason: str) -> None:
@@ -431,7 +441,9 @@ class CUSim:
         w.ready, w.ready_reason = t + self.issue_period, "issue"
         op = inst.opcode
         if s.is_branch:
-            if scalar.branch_taken(inst, w.state):
+            if scalar.condition(inst, w.state) is None:
+                self.unknown_branches[inst.pc] = self.unknown_branches.get(inst.pc, 0) + 1
+            if scalar.branch_taken(inst, w.state, self.config.unknown_branch):
                 nxt = s.target
                 w.ready, w.ready_reason = w.ready + self.branch_penalty, "branch"
                 if nxt <= w.pc:
@@ -476,7 +488,8 @@ class CUSim:
         branch) once the last ``stable_periods`` periods agree in cycles and in every wave's
         instruction sequence."""
         hist = self.backedges.setdefault(branch_index, [])
-        hist.append((t, [len(w.log) for w in self.waves]))
+        hist.append((t, [len(w.log) for w in self.waves], [dict(w.state.regs) for w in self.waves]))
+        del hist[:-(self.config.stable_periods + 1)]
         k = self.config.stable_periods
         if len(hist) < k + 1:
             return None
@@ -492,8 +505,9 @@ class CUSim:
             if per[0] and per[0][0] != w.pc:
                 return None
             seqs.append(per[0])
+        snapshots = [h[2] for h in recent]
         hist.clear()
-        return periods.pop(), seqs, branch_index
+        return periods.pop(), seqs, branch_index, snapshots
 
     def _replay_plan(self, seq: tuple) -> list:
         """(static, expected next index) for the instructions of ``seq`` that can change scalar
@@ -532,7 +546,7 @@ class CUSim:
                     s.fn(st)
                 if s.is_branch:
                     try:
-                        taken = scalar.branch_taken(s.inst, st)
+                        taken = scalar.branch_taken(s.inst, st, self.config.unknown_branch)
                     except scalar.ScalarUnknown:
                         return None
                     if (s.target if taken else s.index + 1) != expected:
@@ -540,26 +554,88 @@ class CUSim:
             out.append(st.regs)
         return out
 
-    def _fast_forward(self, period: int, seqs: list, branch_index: int) -> int:
-        """Skip whole periods: replay each wave's scalar side along its recorded sequence while
-        every branch goes the recorded way; stop one period before the first deviation (that one
-        is simulated in detail); shift every time by (periods skipped) * period. Returns the shift."""
-        if any(w.at_barrier or w.done for w in self.waves):
-            return 0
-        previous = current = [w.state.regs for w in self.waves]
-        plans = [self._replay_plan(seq) for seq in seqs]
+    @staticmethod
+    def _deltas(snapshots: list, lag: int) -> Optional[list]:
+        """Per-wave register increments per ``lag`` periods when the last three snapshots ``lag``
+        apart change every register linearly (mod 2**32); ``None`` otherwise."""
+        if len(snapshots) < 2 * lag + 1:
+            return None
+        a, b, c = snapshots[-1 - 2 * lag], snapshots[-1 - lag], snapshots[-1]
+        out = []
+        for wa, wb, wc in zip(a, b, c):
+            d = {}
+            for k in set(wa) | set(wb) | set(wc):
+                x, y, z = wa.get(k), wb.get(k), wc.get(k)
+                if x is None or y is None or z is None:
+                    if x is not None or y is not None or z is not None:
+                        return None
+                    continue
+                d1, d2 = (y - x) & scalar.M32, (z - y) & scalar.M32
+                if d1 != d2:
+                    return None
+                if d1:
+                    d[k] = d1
+            out.append(d)
+        return out
+
+    @staticmethod
+    def _advance(states: list, deltas: list, m: int) -> list:
+        return [{**st, **{k: (st[k] + m * d) & scalar.M32 for k, d in dl.items()}} for st, dl in zip(states, deltas)]
+
+    def _consistent_periods(self, current: list, plans: list, snapshots: list, period: int) -> tuple[int, list]:
+        """(periods to skip, scalar state after them): all periods that replay exactly as
+        recorded from ``current`` except the last one (or last ``lag``). Linear register evolution (lag 1 or 2 periods) is found by
+        binary search over single-block replays from extrapolated states; otherwise every
+        period is replayed in turn."""
+        limit = self.config.max_cycles // max(period, 1)
+        for lag in (1, 2):
+            deltas = self._deltas(snapshots, lag)
+            if deltas is None:
+                continue
+
+            def regular(m: int) -> bool:
+                state = self._advance(current, deltas, m)
+                for _ in range(lag):
+                    state = self._replay(state, plans)
+                    if state is None:
+                        return False
+                expect = self._advance(current, deltas, m + 1)
+                return all(x == y for x, y in zip(state, expect))
+
+            if not regular(0):
+                continue
+            good, bad = 0, 1
+            while regular(bad):
+                good, bad = bad, bad * 2
+                if bad * lag > limit:
+                    raise RuntimeError(f"loop at pc index {self.ref_branch} extrapolates past max_cycles")
+            while bad - good > 1:
+                mid = (good + bad) // 2
+                good, bad = (mid, bad) if regular(mid) else (good, mid)
+            return good * lag, self._advance(current, deltas, good)
+        previous = state = current
         completed = 0
-        while (completed + 1) * period < self.config.max_cycles:
-            nxt = self._replay(current, plans)
+        while (completed + 1) < limit:
+            nxt = self._replay(state, plans)
             if nxt is None:
                 break
-            previous, current = current, nxt
+            previous, state = state, nxt
             completed += 1
-        skipped = completed - 1  # the last consistent period is simulated in detail
+        return max(completed - 1, 0), previous
+
+    def _fast_forward(self, period: int, seqs: list, branch_index: int, snapshots: list) -> int:
+        """Skip whole periods: the scalar side must replay each wave's recorded sequence with
+        every branch going the recorded way; stop one period (or lag) before the first deviation
+        (simulated in detail); shift every time by (periods skipped) * period. Returns the shift."""
+        if any(w.at_barrier or w.done for w in self.waves):
+            return 0
+        current = [w.state.regs for w in self.waves]
+        plans = [self._replay_plan(seq) for seq in seqs]
+        skipped, state = self._consistent_periods(current, plans, snapshots, period)
         if skipped <= 0:
             return 0
         for wi, w in enumerate(self.waves):
-            w.state.regs = previous[wi]
+            w.state.regs = state[wi]
         shift = skipped * period
         self._shift(shift)
         self.time_offset += shift

@@ -31,6 +31,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", choices=("fp8", "bf16"), default=None, help="default: the kernel's own dtype")
     p.add_argument("--clock", type=float, default=None, help="clock in MHz (default 2400, MI355X peak)")
     p.add_argument("--samples", type=int, default=3, help="grid-x values simulated in detail (default 3)")
+    p.add_argument("--unknown-branch", choices=("not-taken", "taken"), default="not-taken",
+                   help="how branches on data the model does not compute go (default not-taken: guarded code runs)")
     p.add_argument("-o", "--out", default=None, help="directory for the trace (<kernel>.parquet + .json)")
     p.add_argument("--list", action="store_true", help="list the kernels --kernel accepts and exit")
     p.add_argument("--backend", choices=BACKENDS, default="model",
@@ -107,7 +109,8 @@ def run(args: argparse.Namespace) -> int:
     from zyfa.trace.cdna4.estimate import EstimateConfig
     from zyfa.trace.cdna4.tracer import run_kernel_trace
 
-    config = EstimateConfig(samples=args.samples, **({"clock_mhz": args.clock} if args.clock else {}))
+    config = EstimateConfig(samples=args.samples, unknown_branch=args.unknown_branch,
+                            **({"clock_mhz": args.clock} if args.clock else {}))
     progress = lambda xs: tqdm(xs, desc="cycle model: workgroups", unit="wg", leave=False, disable=None)
     try:
         trace, est = run_kernel_trace(kernel, shape, args.out, config, progress=progress)

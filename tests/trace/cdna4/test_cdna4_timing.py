@@ -174,11 +174,26 @@ def test_trip_count_from_kernel_argument_and_loop_extrapolation():
     assert max(fast.records["end"]) == fast.cycles - fast.extrapolated[0]["cycles_skipped"]
 
 
-def test_unknown_branch_condition_raises():
+def test_data_dependent_branch_policy():
     from zyfa.trace.cdna4.scalar import ScalarUnknown
 
-    with pytest.raises(ScalarUnknown, match="SCC is unknown"):
-        simulate("s_load_dword s4, s[2:3], 0x0\n s_waitcnt lgkmcnt(0)\n s_cmp_eq_u32 s4, 0\n s_cbranch_scc1 .Lx\n.Lx:")
+    # exec after s_and_saveexec with a vector compare is data: the policy decides, and it is counted
+    body = """
+ v_cmp_gt_f32 vcc, v1, v2
+ s_and_saveexec_b64 s[6:7], vcc
+ s_cbranch_execz .Lskip
+ v_exp_f32 v3, v4
+.Lskip:
+ s_or_b64 exec, exec, s[6:7]
+"""
+    _, res = simulate(body)
+    assert len(rows(res, opcode="v_exp_f32")) == 1 and res.unknown_branches == {8: 1}
+    _, res = simulate(body, unknown_branch="taken")
+    assert rows(res, opcode="v_exp_f32") == []
+    with pytest.raises(ScalarUnknown, match="branch condition is unknown"):
+        simulate(body, unknown_branch=None)
+    with pytest.raises(ValueError, match="unknown_branch"):
+        SimConfig(unknown_branch="maybe")
 
 
 def test_table_rows_have_sources_and_bad_inputs():
