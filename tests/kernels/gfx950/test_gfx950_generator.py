@@ -1,6 +1,7 @@
 """Generator, DSL, schedule data, static counts, assembly round trip and hazards of the gfx950 kernels."""
 
 import re
+import shutil
 import subprocess
 
 import pytest
@@ -13,6 +14,10 @@ from zyfa.kernels.gfx950.generator import STAMP, generate, lds_layout
 from zyfa.kernels.gfx950.schedule import VARIANTS, KernelConfig, placement, schedule
 from zyfa.kernels.registry import get_kernel, kernels
 from zyfa.shapes import AttnShape
+
+
+needs_llvm = pytest.mark.skipif(not (shutil.which("llvm-mc-22") and shutil.which("ld.lld-22")),
+                                reason="llvm-mc-22/ld.lld-22 not installed (Debian llvm-22, lld-22)")
 
 
 @pytest.fixture(scope="module")
@@ -143,6 +148,7 @@ def _mnemonic(op: str) -> str:
     return re.sub(r"_(e32|e64|sdwa)$", "", op)
 
 
+@needs_llvm
 def test_assembles_and_round_trips_through_objdump():
     built = build(VARIANTS["zyfa-fp8"])
     assert built.code_object.read_bytes()[:4] == b"\x7fELF"
@@ -188,6 +194,7 @@ def test_pingpong_barriers_match_between_wave_groups(generated):
 
 
 # -- registry -----------------------------------------------------------------------------------------------
+@needs_llvm
 def test_registry_entries():
     registered = kernels()
     for name in ("zyfa-fp8", "zyfa-fp8-exact", "aiter-like-fp8", "zyfa-bf16"):
@@ -205,6 +212,7 @@ def test_registry_entries():
         config_for("nope", shape)
 
 
+@needs_llvm
 def test_mla_target_builds():
     shape = AttnShape(seqlen_q=512, seqlen_k=512, headdim=192, headdim_v=128)
     kb = build_for("zyfa-fp8", shape)

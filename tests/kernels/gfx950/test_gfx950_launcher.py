@@ -69,6 +69,8 @@ def shim(tmp_path_factory):
     gcc = shutil.which("gcc")
     if gcc is None:
         pytest.skip("gcc not installed: the HIP shim cannot be built")
+    if not (shutil.which("llvm-mc-22") and shutil.which("ld.lld-22")):
+        pytest.skip("llvm-mc-22/ld.lld-22 not installed: no code object to load")
     d = tmp_path_factory.mktemp("hipshim")
     (d / "shim.c").write_text(SHIM)
     lib = d / "libhipshim.so"
