@@ -1,7 +1,7 @@
 """Import a rocprofv3 --att output directory into the zyfa trace schema.
 
     zyfa-trace import-att DIR -o TRACE [--dispatch N] [--kernel NAME] [--arch gfx950] [--clock-mhz F]
-                          [--program KERNEL.s|KERNEL.co]
+                          [--program KERNEL.s|KERNEL.co|NAME [--headdim D] [--dtype fp8|bf16]]
 
 DIR is a ``ui_output_agent_<agent>_dispatch_<id>`` directory or the rocprofv3 output directory
 holding it (capture with ``rocprofv3 --att -d DIR -- <app>`` on an MI3xx). Writes TRACE.parquet
@@ -21,20 +21,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kernel", default=None, help="kernel name to record (default: from occupancy.json)")
     p.add_argument("--arch", default=None, help="gfx target (default: from the *_code_object_id_*.out names)")
     p.add_argument("--clock-mhz", type=float, default=None, help="shader clock of the capture, if known")
-    p.add_argument("--program", default=None, metavar="PATH",
-                   help="the kernel's .s or code object: fills region/iteration from its labels, as the cycle model")
+    p.add_argument("--program", default=None, metavar="PATH|KERNEL",
+                   help="the kernel's .s or code object, or a registered kernel name (zyfa-fp8 ...): fills "
+                        "region/iteration from its labels, as the cycle model does")
+    p.add_argument("--headdim", type=int, default=128, help="head dim of a registered --program kernel (default 128)")
+    p.add_argument("--dtype", choices=("fp8", "bf16"), default=None,
+                   help="dtype of a registered --program kernel (default: the kernel's own)")
 
 
 def run(args: argparse.Namespace) -> int:
     from zyfa.trace.rocprof import AttFormatError, import_att_dir
 
     try:
-        labels = None
-        if args.program:
-            from zyfa.trace.cdna4.isa import load_program
-            from zyfa.trace.rocprof.records import program_labels
-
-            labels = program_labels(load_program(args.program))
+        labels = None if args.program is None else _labels(args)
         trace = import_att_dir(args.directory, dispatch=args.dispatch, kernel=args.kernel, arch=args.arch,
                                clock_mhz=args.clock_mhz, mfma_cycles=_mfma_cycles(), labels=labels,
                                provenance={"command": " ".join(sys.argv)})
@@ -47,6 +46,25 @@ def run(args: argparse.Namespace) -> int:
           f"{extra['waves']} waves, {extra['unmapped_records']} without a code address -> {path}")
     print(f"MFMA end: {extra['mfma_end']}")
     return 0
+
+
+def _labels(args) -> dict[int, str]:
+    """``{pc: label}`` of ``--program``: a .s/.co file, else a registered kernel built for its head dim."""
+    from pathlib import Path
+
+    from zyfa.trace.cdna4.isa import load_program, parse_asm
+    from zyfa.trace.rocprof.records import program_labels
+
+    if Path(args.program).suffix in (".s", ".co", ".hsaco", ".o", ".elf"):
+        return program_labels(load_program(args.program))
+    from zyfa.kernels.registry import get_kernel
+    from zyfa.shapes import AttnShape
+
+    spec = get_kernel(args.program)
+    build = spec.build(AttnShape(headdim=args.headdim, headdim_v=args.headdim, dtype=args.dtype or spec.dtype))
+    if build.asm is None:
+        raise ValueError(f"kernel {args.program!r} has no assembly text to take labels from; pass its .s file")
+    return program_labels(parse_asm(build.asm, kernel=build.symbol))
 
 
 def _mfma_cycles():

@@ -49,3 +49,17 @@ def test_import_att_program_labels(tmp_path, capsys):
     assert main(["import-att", str(TINY), "-o", str(tmp_path / "hw"), "--program", str(tmp_path / "tiny.s")]) == 0
     recs = [r for r in Trace.load(tmp_path / "hw.parquet").table.to_pylist() if (r["cu"], r["simd"]) == (1, 0)]
     assert [r["region"] for r in recs] == [None] * 5 + ["lds_phase"] * 5  # ds_read_b128 sits at byte 28
+
+
+def test_program_labels_of_a_registered_kernel(tmp_path, capsys):
+    """--program NAME builds the registered kernel and takes the labels of its assembly, pcs counted
+    from the kernel entry (the kernel symbol itself labels pc 0)."""
+    import argparse
+
+    from zyfa.cli.import_att_cmd import _labels
+
+    labels = _labels(argparse.Namespace(program="zyfa-bf16", headdim=128, dtype=None))
+    assert labels[0] == "zyfa_bf16" and len(labels) > 1
+    assert all(pc % 4 == 0 for pc in labels) and max(labels) > 0
+    assert main(["import-att", str(TINY), "-o", str(tmp_path / "x"), "--program", "no-such-kernel"]) == 1
+    assert "unknown kernel 'no-such-kernel'" in capsys.readouterr().err
