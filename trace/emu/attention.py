@@ -43,6 +43,15 @@ class EmulationResult:
     stats: Stats
     seconds: float
     inputs: dict = field(default_factory=dict)
+    reference: str = ""
+
+    def __str__(self) -> str:
+        executed = sum(self.stats.executed.values())
+        return (f"{self.kernel} on {self.shape}: output bit-identical to {self.reference} for "
+                f"{100 * self.bitwise_fraction:.3f}% of elements, max |out - ref| "
+                f"{self.max_abs_err:.3g}, max |lse - ref| {self.max_lse_err:.3g}; {executed} "
+                f"wave instructions, {self.lds_conflict_cycles} LDS bank-conflict cycles; "
+                f"emulated in {self.seconds:.1f} s")
 
     @property
     def bitwise_fraction(self) -> float:
@@ -176,4 +185,7 @@ def emulate_kernel(kernel, shape: AttnShape, inputs: Optional[dict] = None, seed
         ref_out, ref_lse = numerics.bf16_attention(inputs["q"], inputs["k"], inputs["v"],
                                                    causal=shape.causal, softmax_scale=scale,
                                                    block=block)
-    return EmulationResult(spec.name, shape, out, lse, ref_out, ref_lse, stats, seconds, inputs)
+    reference = (f"zyfa.numerics.zyfa_fp8_attention(variant={variant!r}, block={block})"
+                 if shape.dtype == "fp8" else f"zyfa.numerics.bf16_attention(block={block})")
+    return EmulationResult(spec.name, shape, out, lse, ref_out, ref_lse, stats, seconds, inputs,
+                           reference)
