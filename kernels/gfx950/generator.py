@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from zyfa.kernels.gfx950.dsl import Allocator, Asm, Instr, Label, Neg, Reg, f32_bits
+from zyfa.kernels.gfx950.dsl import Allocator, Asm, Instr, Label, Neg, Reg
 from zyfa.kernels.gfx950.kernargs import KERNARG_SIZE, field_offset
 from zyfa.kernels.gfx950.schedule import (BLOCK_M, BLOCK_N, ROWS_PER_WG, SCALE_BLOCK, WAVES, Cluster,
                                           KernelConfig, loads_per_thread, placement, schedule)
