@@ -17,14 +17,10 @@ shape = AttnShape(batch=1, heads=32, heads_k=32, seqlen_q=seqlen, seqlen_k=seqle
 x = Inputs(shape)
 ref, nh = reference_fp64(x, 1)
 T = TileConfig
-fp8 = [T(128, 8, 2), T(128, 8, 3), T(128, 4, 3), T(64, 4, 3),
-       T(128, 8, 2, rowsum_mma=True), T(128, 8, 3, rowsum_mma=True), T(128, 4, 3, rowsum_mma=True),
-       T(128, 8, 2, acc_in_dot=True), T(128, 8, 3, acc_in_dot=True),
-       T(128, 8, 2, rowsum_mma=True, acc_in_dot=True), T(128, 8, 3, rowsum_mma=True, acc_in_dot=True),
-       T(128, 4, 3, rowsum_mma=True, acc_in_dot=True),
-       T(128, 8, 2, True), T(128, 8, 3, True), T(128, 8, 2, True, True, True), T(128, 8, 3, True, True, True)]
-bf16 = [T(128, 8, 2), T(128, 8, 3), T(128, 4, 3), T(128, 8, 2, block_n=128), T(128, 8, 3, block_n=128),
-        T(128, 4, 3, block_n=128), T(128, 8, 3, True), T(128, 8, 3, True, block_n=128)]
+fp8 = [T(64, 4, 3), T(64, 4, 4), T(64, 4, 2), T(128, 8, 3), T(128, 8, 4), T(64, 4, 3, acc_in_dot=True),
+       T(128, 8, 3, acc_in_dot=True), T(128, 8, 4, acc_in_dot=True), T(64, 4, 3, True), T(128, 8, 3, precise_acc=True)]
+bf16 = [T(128, 8, 3, block_n=128), T(128, 8, 4, block_n=128), T(64, 4, 3, block_n=128), T(64, 4, 3),
+        T(128, 8, 3, True, block_n=128)]
 runs = [("fp8", c, lambda c: attention_fp8(x.q8, x.k8, x.v8, x.scale, True, x.dq, x.dk, x.dv, config=c)) for c in fp8]
 runs += [("bf16", c, lambda c: attention_bf16(x.q, x.k, x.v, x.scale, True, config=c)) for c in bf16]
 for name, c, fn in runs:
