@@ -149,7 +149,8 @@ def estimate(launch: Launch, config: EstimateConfig = EstimateConfig(),
         resident = min(occ, gy * gz)
         wgs = [(x, j % gy, (j // gy) % gz) for j in range(resident)]
         sim_cfg = SimConfig(fast_forward=config.fast_forward, record=(x == rep_x), unknown_branch=config.unknown_branch)
-        result = CUSim(launch.program, launch.kernargs, wgs, launch.workgroup_size, sim_cfg).run()
+        result = CUSim(launch.program, launch.kernargs, wgs, launch.workgroup_size, sim_cfg,
+                       regions=launch.regions, branch_policy=launch.branch_policy).run()
         samples.append({"x": x, "resident": resident, "cycles": result.cycles,
                         "simulated_instructions": result.simulated_instructions,
                         "extrapolated_instructions": result.extrapolated_instructions,
@@ -172,7 +173,9 @@ def estimate(launch: Launch, config: EstimateConfig = EstimateConfig(),
         f"interpolated: {gx - len(xs)} grid-x values (linear in x); replicated: {gy * gz} (y, z) copies "
         f"assumed to take the same time as y = z = 0",
         f"data-dependent branches: {sum(s['policy_branches'] for s in samples)} executions (in detail) decided by "
-        f"the '{config.unknown_branch}' policy" if any(s["policy_branches"] for s in samples) else
+        + (f"the kernel's stated steady-state directions ({len(launch.branch_policy)} branches) and otherwise "
+           if launch.branch_policy else "")
+        + f"the '{config.unknown_branch}' policy" if any(s["policy_branches"] for s in samples) else
         "data-dependent branches: none (every branch followed computed scalar values)",
         f"dispatched: {total_wg} workgroups over {int(timing.param('cus'))} CUs x {occ} slot(s) "
         f"(occupancy limited by {limit}); launch overhead and cross-CU memory contention not modelled",

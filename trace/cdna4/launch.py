@@ -32,6 +32,19 @@ class Launch:
     origin: str = ""  # "registry", "aiter", "file"
     meta: dict = field(default_factory=dict)
 
+    @property
+    def regions(self) -> Optional[list]:
+        """Schedule-cluster name per instruction (generator meta ``instruction_clusters``)."""
+        clusters = self.meta.get("instruction_clusters")
+        return list(clusters) if clusters is not None and len(clusters) == len(self.program) else None
+
+    @property
+    def branch_policy(self) -> dict:
+        """pc -> steady-state direction of data-dependent branches (generator meta
+        ``branch_assumptions``)."""
+        return {int(b["pc"]): b["steady_state"] for b in self.meta.get("branch_assumptions", ())
+                if b.get("steady_state") in ("taken", "not-taken")}
+
     def __post_init__(self):
         if not isinstance(self.program, Program):
             raise TypeError(f"Launch.program must be a Program, got {type(self.program).__name__}")

@@ -216,7 +216,13 @@ class CUSim:
     """One CU running the given workgroups (all resident from cycle 0)."""
 
     def __init__(self, program: Program, kernarg: bytes, workgroups: list, workgroup_size: int,
-                 config: SimConfig = SimConfig(), wg_dims: Optional[tuple] = None):
+                 config: SimConfig = SimConfig(), wg_dims: Optional[tuple] = None,
+                 regions: Optional[list] = None, branch_policy: Optional[dict] = None):
+        """``regions``: schedule-cluster name per instruction index (e.g. the generator's
+        ``instruction_clusters``) for the trace's ``region`` column; default: the label of the
+        enclosing basic block. ``branch_policy``: pc -> "taken"/"not-taken" for data-dependent
+        branches whose steady-state direction the kernel's author states; others follow
+        ``config.unknown_branch``."""
         if not isinstance(program, Program):
             raise TypeError(f"program must be a Program, got {type(program).__name__}")
         if not isinstance(kernarg, (bytes, bytearray)):
@@ -225,8 +231,15 @@ class CUSim:
             raise ValueError(f"workgroup_size must be an int in 1..1024, got {workgroup_size!r}")
         if not workgroups:
             raise ValueError("workgroups must name at least one workgroup id (x, y, z)")
+        if regions is not None and len(regions) != len(program):
+            raise ValueError(f"regions must name one cluster per instruction ({len(program)}), got {len(regions)}")
+        for pc, policy in (branch_policy or {}).items():
+            if policy not in scalar.UNKNOWN_BRANCH_POLICIES:
+                raise ValueError(f"branch_policy[{pc}] must be one of {scalar.UNKNOWN_BRANCH_POLICIES}, got {policy!r}")
         self.program = program
         self.config = config
+        self.regions = regions
+        self.policy = [dict(branch_policy or {}).get(inst.pc, config.unknown_branch) for inst in program.instructions]
         self.static = [_Static(program, i) for i in range(len(program))]
         wave_size = int(timing.param("wave_size"))
         simds = int(timing.param("simds_per_cu"))
@@ -427,8 +440,9 @@ class CUSim:
             elif reason == "issue":
                 reason = "arbitration"
             o = self.time_offset
+            region = self.regions[w.pc] if self.regions is not None else w.region
             self._rows.append((simd, w.wid, w.slot, inst.pc, inst.opcode, s.operand_text, inst.unit, t - o, start - o,
-                               end - o, stall, reason, w.iters, w.region))
+                               end - o, stall, reason, w.iters, region))
         self.simulated += 1
         self.counts[w.pc] += 1
         w.last_issue = t
@@ -443,7 +457,7 @@ class CUSim:
         if s.is_branch:
             if scalar.condition(inst, w.state) is None:
                 self.unknown_branches[inst.pc] = self.unknown_branches.get(inst.pc, 0) + 1
-            if scalar.branch_taken(inst, w.state, self.config.unknown_branch):
+            if scalar.branch_taken(inst, w.state, self.policy[w.pc]):
                 nxt = s.target
                 w.ready, w.ready_reason = w.ready + self.branch_penalty, "branch"
                 if nxt <= w.pc:
@@ -546,7 +560,7 @@ class CUSim:
                     s.fn(st)
                 if s.is_branch:
                     try:
-                        taken = scalar.branch_taken(s.inst, st, self.config.unknown_branch)
+                        taken = scalar.branch_taken(s.inst, st, self.policy[s.index])
                     except scalar.ScalarUnknown:
                         return None
                     if (s.target if taken else s.index + 1) != expected:

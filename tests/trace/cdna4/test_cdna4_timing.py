@@ -192,6 +192,14 @@ def test_data_dependent_branch_policy():
     assert rows(res, opcode="v_exp_f32") == []
     with pytest.raises(ScalarUnknown, match="branch condition is unknown"):
         simulate(body, unknown_branch=None)
+    # a per-branch direction stated by the kernel's author overrides the default policy
+    program = parse_asm(f"k:\n{body}\n s_endpgm\n", encode=False)
+    regions = ["cmp", "cmp", "guard", "rescale", "restore", "end"]
+    res = CUSim(program, b"", [(0, 0, 0)], 64, branch_policy={8: "taken"}, regions=regions).run()
+    assert "v_exp_f32" not in res.records["opcode"]
+    assert res.records["region"] == ["cmp", "cmp", "guard", "restore", "end"]
+    with pytest.raises(ValueError, match="regions must name one cluster per instruction"):
+        CUSim(program, b"", [(0, 0, 0)], 64, regions=["x"])
     with pytest.raises(ValueError, match="unknown_branch"):
         SimConfig(unknown_branch="maybe")
 
