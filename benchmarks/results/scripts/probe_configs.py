@@ -32,3 +32,5 @@ for name, c, fn in runs:
     except Exception as exc:
         msg = str(exc).strip().splitlines()
         print(f"PROBE {name} s{seqlen} {c} FAILED {type(exc).__name__}: {msg[-1][:200] if msg else ''}", flush=True)
+ms_t = triton.testing.do_bench(lambda: x.v8.permute(0, 2, 3, 1).contiguous(), warmup=50, rep=200, return_mode="median")
+print(f"PROBE fp8 s{seqlen} V transpose copy (part of every FP8 call above) {ms_t:.4f} ms", flush=True)
