@@ -23,13 +23,6 @@ _CACHE_KEY = "zyfa.analyzer.arrays"
 MEMO_ENTRIES = 64
 
 
-def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list]:
-    """Dictionary-encode a string column: (int64 codes with -1 for null, list of values)."""
-    encoded = pc.dictionary_encode(column.combine_chunks() if column.num_chunks != 1 else column.chunk(0))
-    codes = pc.fill_null(encoded.indices, -1).to_numpy().astype(np.int64)
-    return codes, encoded.dictionary.to_pylist()
-
-
 @dataclass(frozen=True)
 class Blocks:
     """Per-block arrays: owning wave id, iteration, first issue and last end of its records."""
@@ -152,14 +145,14 @@ def arrays_of(trace: Trace) -> Arrays:
         return cached
     col = {name: trace.column(name).astype(np.int64)
            for name in ("cu", "simd", "wave", "issue", "start", "end", "stall")}
-    unit_codes, unit_values = _codes(trace.table.column("unit"))
+    unit_codes, unit_values = trace.codes("unit")
     remap = np.array([UNIT_CODES[u] for u in unit_values] or [0], np.int8)
     unit = remap[unit_codes] if unit_codes.size else np.zeros(0, np.int8)
     simd_id, simd_keys = _pairs(col["cu"], col["simd"])
     wave_id, wave_keys = _pairs(col["cu"], col["wave"])
-    opcode, opcodes = _codes(trace.table.column("opcode"))
-    reason, reasons = _codes(trace.table.column("stall_reason"))
-    region, regions = _codes(trace.table.column("region"))
+    opcode, opcodes = trace.codes("opcode")
+    reason, reasons = trace.codes("stall_reason")
+    region, regions = trace.codes("region")
     block, blocks = _blocks(wave_id, trace.table.column("iteration"), col["issue"], col["end"])
     if col["start"].size:
         t0 = int(col["issue"].min())

@@ -265,6 +265,23 @@ def _conform(table: pa.Table, file: Any, strict: bool) -> pa.Table:
     return pa.Table.from_arrays(arrays, names=names)
 
 
+def dictionary_codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list]:
+    """A string column as (int64 codes, -1 for null; list of distinct values).
+
+    Dictionary-typed columns (as ``Trace.load`` reads them) are not re-encoded.
+    """
+    if not pa.types.is_dictionary(column.type):
+        column = pc.dictionary_encode(column)
+    if column.num_chunks != 1:
+        column = column.unify_dictionaries()
+    chunks = column.chunks
+    if not chunks:
+        return np.zeros(0, np.int64), []
+    values = chunks[0].dictionary
+    codes = np.concatenate([pc.fill_null(c.indices, -1).to_numpy().astype(np.int64) for c in chunks])
+    return codes, values.to_pylist()
+
+
 def _first(mask: np.ndarray) -> int:
     return int(np.flatnonzero(mask)[0])
 
@@ -278,7 +295,7 @@ def _overlap_order(cu: np.ndarray, simd: np.ndarray, start: np.ndarray) -> np.nd
     return np.lexsort((start, simd, cu))
 
 
-def _check_values(table: pa.Table, file: Any) -> dict[str, np.ndarray]:
+def _check_values(table: pa.Table, file: Any, units: tuple[np.ndarray, list]) -> dict[str, np.ndarray]:
     """Row-level rules: units, issue <= start <= end, stall >= 0, no overlap on MFMA/VALU.
 
     Returns the int64 numpy arrays it read (issue, start, end, stall, cu, simd) for reuse.
@@ -287,9 +304,7 @@ def _check_values(table: pa.Table, file: Any) -> dict[str, np.ndarray]:
               for c in ("issue", "start", "end", "stall", "cu", "simd")}
     if table.num_rows == 0:
         return arrays
-    encoded = pc.dictionary_encode(table.column("unit").combine_chunks())
-    values = encoded.dictionary.to_pylist()
-    codes = encoded.indices.to_numpy()
+    codes, values = units
     unknown = [i for i, v in enumerate(values) if v not in UNITS]
     if unknown:
         row = _first(np.isin(codes, unknown))
@@ -356,9 +371,16 @@ class Trace:
         else:
             raise TypeError(f"Trace: df must be a pandas DataFrame or pyarrow Table, got {type(df).__name__}")
         self._numpy: dict[str, np.ndarray] = {}
+        # string columns read dictionary-encoded (Trace.load) keep their codes: no re-encoding later
+        self._codes: dict[str, tuple[np.ndarray, list]] = {
+            c.name: dictionary_codes(table.column(c.name)) for c in COLUMNS.values()
+            if c.name in table.column_names and pa.types.is_dictionary(table.schema.field(c.name).type)}
         if not _validated:
             table = _conform(table, _file, _strict)
-            self._numpy.update({f"{name}|None": arr for name, arr in _check_values(table, _file).items()})
+            if "unit" not in self._codes:
+                self._codes["unit"] = dictionary_codes(table.column("unit"))
+            arrays = _check_values(table, _file, self._codes["unit"])
+            self._numpy.update({f"{name}|None": arr for name, arr in arrays.items()})
         self.table: pa.Table = table.replace_schema_metadata(None)
         self.meta = meta
         self._df: Optional[pd.DataFrame] = None
@@ -461,6 +483,14 @@ class Trace:
             values = arr.to_numpy()
             self._numpy[key] = values.astype(np.int64, copy=False) if pa.types.is_integer(arr.type) else values
         return self._numpy[key]
+
+    def codes(self, name: str) -> tuple[np.ndarray, list]:
+        """A string column as (int64 codes with -1 for null, list of distinct values), cached."""
+        if name not in COLUMNS or not pa.types.is_string(COLUMNS[name].type):
+            raise KeyError(f"Trace.codes: {name!r} is not a string column of the schema")
+        if name not in self._codes:
+            self._codes[name] = dictionary_codes(self.table.column(name))
+        return self._codes[name]
 
     def query(self, expr: str) -> "Trace":
         """Rows matching a pandas ``DataFrame.query`` expression, as a new Trace with the same meta."""

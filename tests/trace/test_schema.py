@@ -209,3 +209,15 @@ def test_save_converts_numpy_metadata_and_rejects_objects(tmp_path):
     bad = TraceMeta(kernel="k", arch="gfx950", source="model", extra={"obj": object()})
     with pytest.raises(TraceError, match="n2.json: field 'extra': metadata is not JSON-serialisable"):
         Trace.from_records(records(), bad).save(tmp_path / "n2")
+
+
+def test_codes_same_from_memory_and_from_file(tmp_path):
+    t = Trace.from_records(records(), META)
+    back = Trace.load(t.save(tmp_path / "c"))
+    for trace in (t, back):
+        codes, values = trace.codes("stall_reason")
+        assert [None if c < 0 else values[c] for c in codes] == [None, "arbitration", None]
+        codes, values = trace.codes("unit")
+        assert [values[c] for c in codes] == ["MFMA", "VALU", "TRANS"]
+    with pytest.raises(KeyError, match="string column"):
+        t.codes("start")
