@@ -83,24 +83,31 @@ def _ldexp_f32(x: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
 def fma_f32(a, b, c) -> torch.Tensor:
     """fp32 fused multiply-add ``a * b + c`` with a single round-to-nearest-even, elementwise.
 
-    torch has no fma, so it is emulated exactly: ``a * b`` of two fp32 values is exact in float64
-    (24 + 24 significand bits); TwoSum splits ``a*b + c`` into ``hi + lo`` exactly; ``hi`` is then
-    rounded to odd (moved one float64 ulp towards ``lo`` when the sum was inexact and ``hi``'s
-    last bit is even). Rounding a round-to-odd value with 53 >= 24 + 2 bits to fp32 equals
-    rounding the exact value once (Boldo & Melquiond, "Emulation of FMA and correctly rounded
-    sums: proved algorithms using rounding to odd", IEEE TC 2008). Plain float64 ``a*b + c``
-    followed by a cast would round twice and differ at fp32 ties (see the tests).
+    torch has no fma, so it is emulated exactly. ``a * b`` of two fp32 values is exact in float64
+    (24 + 24 significand bits); ``hi = float64(a*b + c)`` then has one rounding. Rounding ``hi``
+    to fp32 equals rounding the exact sum unless ``hi`` sits exactly on an fp32 midpoint (float64
+    rounding is monotonic and every fp32 midpoint is a float64 number) or is fp32-subnormal. Only
+    there the sum is redone: TwoSum gives ``hi + lo`` exactly, ``hi`` is rounded to odd (moved one
+    float64 ulp towards ``lo`` when inexact and its last bit is even), and rounding a round-to-odd
+    value with 53 >= 24 + 2 bits to fp32 equals rounding the exact value once (Boldo & Melquiond,
+    "Emulation of FMA and correctly rounded sums: proved algorithms using rounding to odd", IEEE
+    TC 2008). Plain float64 ``a*b + c`` then a cast rounds twice and differs there (see the tests).
     """
     a, b, c = (torch.as_tensor(x, dtype=torch.float32) for x in (a, b, c))
     p = a.to(torch.float64) * b.to(torch.float64)
-    c64 = c.to(torch.float64)
-    hi = p + c64
+    hi = p + c.to(torch.float64)
+    y = hi.to(torch.float32)
+    hazard = ((hi.view(torch.int64) & 0x1FFFFFFF) == 0x10000000) | (hi.abs() < 2.0**-125)
+    if not bool(hazard.any()):
+        return y
+    p, hi = p.expand_as(hi)[hazard], hi[hazard]
+    c64 = c.to(torch.float64).expand(y.shape)[hazard]
     bv = hi - p
     lo = (p - (hi - bv)) + (c64 - bv)
     even = (hi.view(torch.int64) & 1) == 0
     towards = torch.where(lo > 0, math.inf, -math.inf).to(torch.float64)
-    hi = torch.where((lo != 0) & even, torch.nextafter(hi, towards), hi)
-    return hi.to(torch.float32)
+    y[hazard] = torch.where((lo != 0) & even, torch.nextafter(hi, towards), hi).to(torch.float32)
+    return y
 
 
 def _decode_e4m3_formula(codes: torch.Tensor) -> torch.Tensor:

@@ -67,6 +67,9 @@ def test_fma_single_rounding_hand_cases():
     c = torch.tensor(1 + 2.0**-23)
     assert N.fma_f32(a, b, c).item() == 1 + 2.0**-23
     assert (a.double() * b.double() + c.double()).float().item() == 1 + 2.0**-22
+    # an exact tie stays a tie: 1 + 2^-23 + 2^-24 -> even 1 + 2^-22; just above it rounds up
+    assert N.fma_f32(2.0**-24, 1.0, 1 + 2.0**-23).item() == 1 + 2.0**-22
+    assert N.fma_f32(2.0**-24 * (1 - 2.0**-23), 1 + 2.0**-22, 1.0).item() == 1 + 2.0**-23
     # (1 + 2^-23)(1 - 2^-23) - 1 = -2^-46: cancelled to 0 without fusion
     assert N.fma_f32(1 + 2.0**-23, 1 - 2.0**-23, -1.0).item() == -(2.0**-46)
 
