@@ -87,8 +87,9 @@ def occupancy(launch: Launch) -> tuple[int, str]:
         granule = 8
         regs = -(-regs // granule) * granule
         limits["VGPR+AGPR"] = (int(timing.param("vgprs_per_simd_lane")) // regs) // per_simd
-    if desc.lds_bytes:
-        limits["LDS"] = int(timing.param("lds_bytes_per_cu")) // desc.lds_bytes
+    lds = max(desc.lds_bytes, int(launch.meta.get("lds_bytes", 0) or 0), int(launch.meta.get("shared", 0) or 0))
+    if lds:  # static LDS of the descriptor, or dynamic LDS the kernel's build meta states (Triton "shared")
+        limits["LDS"] = int(timing.param("lds_bytes_per_cu")) // lds
     name = min(limits, key=limits.get)
     if limits[name] < 1:
         raise ValueError(f"kernel {launch.name!r} does not fit on a CU ({name}: {limits})")
