@@ -551,7 +551,11 @@ class _Kernel:
             e("v_max_f32", bm[beta], NEG_BIG, bm[beta])
         # lazy rescale: only lanes whose block max exceeds the reference rescale O and L
         e("v_max_f32", self.v_tmp, bm[0], bm[1])
-        e("v_cmp_gt_f32", "vcc", self.v_tmp, self.v_ref)
+        limit = self.v_ref
+        if c.rescale_threshold:
+            limit = self.v_tmp2
+            e("v_add_f32", limit, float(c.rescale_threshold), self.v_ref)
+        e("v_cmp_gt_f32", "vcc", self.v_tmp, limit)
         e("s_and_saveexec_b64", self.s_save, "vcc")
         rescale, back = Label(f".L_rescale_{label_id}"), Label(f".L_rescaled_{label_id}")
         e("s_cbranch_execnz", rescale)  # rare: the common path falls through

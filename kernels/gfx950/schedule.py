@@ -42,6 +42,9 @@ class KernelConfig:
     pow2 scale into ``v_mfma_scale_f32_32x32x64_f8f6f4``, row sum of the rounded P by one extra
     MFMA per 64-key block, lazy rescale of O) or ``none`` (AITER v3 numerics: running fp32
     max, O rescaled every tile, row sum of the unrounded p by VALU adds).
+    ``rescale_threshold``: with block scaling, O is rescaled only in lanes whose block max exceeds
+    the reference by more than this many doublings (0 = whenever the running max grows, as the
+    spec; larger values rescale less often and let P's E8M0 scale exceed 2^-8, up to 2^(T - 8)).
     ``fma``: ``scalar`` (``v_fma_f32``, co-issues with MFMA) or ``packed`` (``v_pk_fma_f32``: half
     the instructions, but a packed FP32 op cannot issue while an MFMA executes on its SIMD).
     """
@@ -53,6 +56,7 @@ class KernelConfig:
     schedule: str = "pingpong"
     headdim: int = 128
     headdim_v: int = 128
+    rescale_threshold: int = 0
     fma: str = "scalar"
 
     def __post_init__(self):
@@ -68,6 +72,9 @@ class KernelConfig:
         step = 64 if self.dtype == "fp8" else 16
         if not isinstance(self.headdim, int) or self.headdim % step or not step <= self.headdim <= 256:
             raise ValueError(f"KernelConfig.headdim must be a multiple of {step} in [{step}, 256], got {self.headdim!r}")
+        if isinstance(self.rescale_threshold, bool) or not isinstance(self.rescale_threshold, int) \
+                or not 0 <= self.rescale_threshold <= 64:
+            raise ValueError(f"KernelConfig.rescale_threshold must be an int in [0, 64], got {self.rescale_threshold!r}")
         if self.headdim_v != 128:
             raise ValueError(f"KernelConfig.headdim_v must be 128 (four 32-row MFMA tiles), got {self.headdim_v!r}")
 
@@ -163,7 +170,8 @@ def valu_groups(config: KernelConfig) -> tuple[Group, ...]:
     lean/exact with block scaling, per block: bm = ceil(t*mx) clamped (3), scale byte (4),
       lean: FMA constant (1) + 32 FMAs (16 v_pk_fma if packed) + 32 v_cvt_u32_f32 (SDWA byte insert),
       exact: constant (1) + the FMAs + 32 v_exp (TRANS) + 16 v_cvt_pk_fp8;
-      per tile: max of the two block maxima + compare for the lazy rescale (2).
+      per tile: max of the two block maxima + compare for the lazy rescale (2, + 1 add of the
+      threshold when rescale_threshold > 0).
     none (AITER v3): max over 64 (31 v_max3 + 1 v_max + 3), m_new (2), -inf guard (2), alpha (1 +
       1 TRANS), -m (1), 64 FMAs (32 v_pk_fma if packed), 64 v_exp (TRANS), l*alpha (1) + 64 v_add,
       64 v_mul (O rescale), convert (32 v_cvt_pk_fp8 or v_cvt_pk_bf16), m update (1).
@@ -173,7 +181,7 @@ def valu_groups(config: KernelConfig) -> tuple[Group, ...]:
     fmas = SCORES_PER_LANE // (2 if config.fma == "packed" else 1)
     if config.scaling == "block":
         per_block = 16 + 3 + 3 + 4 + 1 + fmas // 2 + (32 if config.softmax == "lean" else 16)
-        valu = 2 * per_block + 2
+        valu = 2 * per_block + 2 + (1 if config.rescale_threshold else 0)
         trans = 0 if config.softmax == "lean" else 64
     else:
         valu = 32 + 3 + 2 + 2 + 1 + 1 + fmas + 1 + 64 + 64 + 32 + 1

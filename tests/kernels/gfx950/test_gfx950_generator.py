@@ -126,6 +126,14 @@ def test_static_counts_per_tile(generated):
     assert (bf16.mfma, bf16.mfma_cycles) == (64, 64 * 32) and bf16.valu_cycles == 4 * (235 + 32)
 
 
+def test_rescale_threshold_adds_one_compare_operand():
+    lazy = generate(KernelConfig("lazy8", rescale_threshold=8))
+    assert tile_counts(lazy).valu_cycles == 736 + 4
+    assert "v_add_f32 v{0}, 0x41000000".format(lazy.registers["tmp2"][1:]) in lazy.asm  # ref + 8.0
+    with pytest.raises(ValueError, match="rescale_threshold must be an int in \\[0, 64\\]"):
+        KernelConfig("x", rescale_threshold=65)
+
+
 def test_mla_shape_counts():
     mla = tile_counts(generate(KernelConfig("mla", headdim=192)))
     assert mla.mfma == 4 * 3 + 8 + 2
