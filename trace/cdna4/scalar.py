@@ -387,6 +387,27 @@ def _exec_valu_lane0(base: str, ops: tuple[str, ...], st: State) -> bool:
 
 
 # -- dispatch --------------------------------------------------------------------------------------
+def _fast_valu(base: str, ops: tuple[str, ...]) -> Callable[[State], None]:
+    """Lane-0 evaluator of a plain ``_V`` op with operands parsed once (the hot path)."""
+    fn = _V[base][1]
+    is_reg, dst = _parse_operand(ops[0])
+    srcs = tuple(_parse_operand(o) for o in ops[1:])
+    if not is_reg:
+        raise ValueError(f"{base}: destination {ops[0]!r} is not a register")
+
+    def run_v(st: State) -> None:
+        regs = st.regs
+        values = []
+        for reg, key in srcs:
+            value = regs.get(key) if reg else key
+            if value is None:
+                regs[dst] = None
+                return
+            values.append(value)
+        regs[dst] = fn(*values) & M32
+    return run_v
+
+
 def executor(inst: Instruction) -> Optional[Callable[[State], None]]:
     """A function applying ``inst``'s functional effect to a wave's State (``None`` if it has
     none: MFMA, LDS, VMEM, waits, ...). Branches are decided by :func:`branch_taken`."""
@@ -404,6 +425,9 @@ def executor(inst: Instruction) -> Optional[Callable[[State], None]]:
         if not (base in _V or base in ("v_readfirstlane_b32", "v_cndmask_b32") or _VCMP.match(base)):
             keys = inst.defs
             return (lambda st: st.forget_vector(keys)) if keys else None
+
+        if base in _V and len(ops) == _V[base][0] + 1 and not any(o.startswith(("-", "|")) for o in ops[1:]):
+            return _fast_valu(base, ops)
 
         def run_v(st: State) -> None:
             if not _exec_valu_lane0(base, ops, st):

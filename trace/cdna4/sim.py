@@ -164,7 +164,8 @@ class _Static:
 # -- waves ---------------------------------------------------------------------------------------
 class _Wave:
     __slots__ = ("wid", "wg", "simd", "slot", "pc", "prio", "ready", "last_issue", "done", "at_barrier",
-                 "vm", "lgkm", "reg_ready", "last_writer", "state", "iters", "log", "region", "end", "ready_reason")
+                 "vm", "lgkm", "reg_ready", "last_writer", "state", "iters", "log", "region", "end", "ready_reason",
+                 "rr_until", "hz_until")
 
     def __init__(self, wid, wg, simd, slot, state):
         self.wid, self.wg, self.simd, self.slot = wid, wg, simd, slot
@@ -179,6 +180,8 @@ class _Wave:
         self.lgkm: list = []
         self.reg_ready: dict = {}
         self.last_writer: dict = {}
+        self.rr_until = 0  # latest reg_ready / hazard time recorded: below it the per-register checks are skipped
+        self.hz_until = 0
         self.state = state
         self.iters = 0
         self.log: list = []
@@ -281,12 +284,13 @@ class CUSim:
     # -- earliest issue time of a wave's next instruction and the binding reason ------------------
     def _earliest(self, w: _Wave, s: _Static):
         best, reason = w.ready, w.ready_reason
-        rr = w.reg_ready
-        for k in s.reads:
-            r = rr.get(k)
-            if r is not None and r > best:
-                best, reason = r, "dependency"
-        if s.hz_reads:
+        if w.rr_until > best:
+            rr = w.reg_ready
+            for k in s.reads:
+                r = rr.get(k)
+                if r is not None and r > best:
+                    best, reason = r, "dependency"
+        if s.hz_reads and w.hz_until > best:
             lw = w.last_writer
             for kind, keys in s.hz_reads:
                 for k in keys:
@@ -424,11 +428,15 @@ class CUSim:
                     rr[k] = ready
                 for k in s.sdefs:
                     rr[k] = ready
+                if ready > w.rr_until:
+                    w.rr_until = ready
             lw = w.last_writer
             if s.hz_waits is not None:
                 rec = (tuple(t + x for x in s.hz_waits), s.vdefs_sorted, s.is_mfma)
                 for k in s.vdefs:
                     lw[k] = rec
+                if max(rec[0]) > w.hz_until:
+                    w.hz_until = max(rec[0])
             else:
                 for k in s.vdefs:
                     lw.pop(k, None)
@@ -681,6 +689,8 @@ class CUSim:
             w.vm = [x + d for x in w.vm]
             w.lgkm = [x + d for x in w.lgkm]
             w.reg_ready = {k: v + d for k, v in w.reg_ready.items()}
+            w.rr_until += d
+            w.hz_until += d
             w.last_writer = {k: (tuple(x + d for x in needs), defs, m) for k, (needs, defs, m) in w.last_writer.items()}
         for pf in self.pipe_free:
             for key in pf:
