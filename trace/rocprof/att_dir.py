@@ -26,7 +26,7 @@ import re
 from pathlib import Path
 from typing import Any, Optional
 
-from zyfa.trace.rocprof.records import AttInstruction, AttWave, MfmaCycles, annotate, wave_records
+from zyfa.trace.rocprof.records import AttInstruction, AttWave, MfmaCycles, RegionMap, annotate, wave_records
 from zyfa.trace.schema import Trace, TraceMeta
 
 DISPATCH_DIR = re.compile(r"^ui_output_agent_(\d+)_dispatch_(\d+)$")
@@ -239,7 +239,7 @@ def _arch(dispatch_dir: Path, gfxip: int) -> str:
 
 def import_att_dir(path: str | Path, *, dispatch: Optional[int] = None, kernel: Optional[str] = None,
                    arch: Optional[str] = None, clock_mhz: Optional[float] = None, shape: Optional[dict] = None,
-                   mfma_cycles: Optional[MfmaCycles] = None, labels: Optional[dict[int, str]] = None,
+                   mfma_cycles: Optional[MfmaCycles] = None, regions: Optional[RegionMap] = None,
                    provenance: Optional[dict] = None) -> Trace:
     """Read one traced dispatch of a ``rocprofv3 --att`` output and return it as a :class:`Trace`.
 
@@ -252,7 +252,7 @@ def import_att_dir(path: str | Path, *, dispatch: Optional[int] = None, kernel: 
         clock_mhz: shader clock of the capture, if known; thread trace counts shader cycles only.
         shape: AttnShape fields of the traced problem, if known.
         mfma_cycles: matrix-pipe cycles per MFMA opcode (see records.py); None keeps issue completion.
-        labels: ``{pc: label}`` of the kernel's program (:func:`records.program_labels`); fills
+        regions: the kernel's labels / schedule clusters (:class:`records.RegionMap`); fills
             ``region`` and ``iteration`` as the cycle model does. None leaves them null.
 
     Returns:
@@ -279,8 +279,8 @@ def import_att_dir(path: str | Path, *, dispatch: Optional[int] = None, kernel: 
     for se, name in _wave_files(filenames_file, names):
         waves.append(read_wave(dispatch_dir / name, se, lines, entries))
     records, stats = wave_records(waves, mfma_cycles)
-    if labels is not None:
-        annotate(records, labels)
+    if regions is not None:
+        annotate(records, regions)
     agent, disp = (int(g) for g in DISPATCH_DIR.match(dispatch_dir.name).groups())
     meta = TraceMeta(
         kernel=kernel or _kernel_name(occupancy, occ_file, code_labels) or dispatch_dir.name,

@@ -55,6 +55,13 @@ def split_isa(text: str) -> tuple[str, str | None]:
     return parts[0].lower(), operands or None
 
 
+def canonical_opcode(mnemonic: str) -> str:
+    """The mnemonic as assembly spells it: without the ``_e32``/``_e64`` encoding-size suffix that
+    llvm-objdump (and rocprofv3's disassembly) adds to VOP1/VOP2/VOPC ops; ``_sdwa``/``_dpp`` stay,
+    they are written in assembly. The cycle model reports our kernels' opcodes in this spelling."""
+    return re.sub(r"_e(32|64)$", "", mnemonic.lower())
+
+
 def unit_of(opcode: str | None, category: int | None = None) -> str:
     """Schema unit of an instruction: from its mnemonic, else from its decoder category.
 

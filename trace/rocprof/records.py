@@ -14,9 +14,9 @@ issue completed. The schema record is therefore
 except for MFMA, whose ``end`` is ``start + cycles(opcode)`` when an MFMA timing table is given
 (the schema's MFMA convention; the decoder does not see the matrix pipe finish). Without a table
 MFMA ``end`` is the issue completion too, and the metadata says so (``extra["mfma_end"]``).
-``opcode`` is the base mnemonic (encoding suffix ``_e32/_e64/_sdwa/_dpp`` dropped: the disassembler
-prints ``v_add_f32_e32`` for what the generator writes as ``v_add_f32``), as the cycle model spells
-it; ``pc`` counts bytes from the entry of the kernel holding the instruction, as the cycle model does
+``opcode`` is the mnemonic without the ``_e32/_e64`` suffix the disassembler adds (it prints
+``v_add_f32_e32`` for what the generator writes as ``v_add_f32``; ``_sdwa``/``_dpp`` stay), as the
+cycle model spells it; ``pc`` counts bytes from the entry of the kernel holding the instruction, as the cycle model does
 for kernels it reads from assembly (first instruction = 0); the ELF vaddr is kept only when the
 entry is unknown (``extra["pc"]`` says which).
 
@@ -29,8 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Optional
 
-from zyfa.trace.cdna4.isa import base_opcode
-from zyfa.trace.rocprof.isa import CATEGORIES, split_isa, stall_reason, unit_of
+from zyfa.trace.rocprof.isa import CATEGORIES, canonical_opcode, split_isa, stall_reason, unit_of
 
 CU_STRIDE = 16  # att-target-cu is 0-15 (rocprofv3 thread-trace guide, parameter table)
 
@@ -120,7 +119,7 @@ def wave_records(waves: Iterable[AttWave], mfma_cycles: Optional[MfmaCycles] = N
         for inst in wave.instructions:
             if inst.isa is not None:
                 opcode, operands = split_isa(inst.isa)
-                opcode = base_opcode(opcode)
+                opcode = canonical_opcode(opcode)
                 relative += inst.entry is not None
                 absolute += inst.entry is None
             else:
@@ -165,31 +164,66 @@ def cycles_from_table(table: Mapping[str, int]) -> MfmaCycles:
     return lambda opcode: table.get(opcode)
 
 
-def program_labels(program) -> dict[int, str]:
-    """``{pc: label}`` of a :class:`zyfa.trace.cdna4.isa.Program`, pcs counted from the kernel entry."""
-    base = program.instructions[0].pc
-    return {program.instructions[i].pc - base: name for name, i in program.labels.items()
-            if i < len(program.instructions)}
+@dataclass(frozen=True)
+class RegionMap:
+    """Where ``region`` and ``iteration`` come from, exactly as the cycle model takes them.
+
+    ``labels``: ``{pc: label}`` of the program (pcs from the kernel entry). ``clusters``: ``{pc:
+    schedule-cluster name}`` when the generator names the cluster of every instruction (its
+    ``meta["instruction_clusters"]``); then ``region`` is that static name, else the label of the
+    last labelled instruction the wave arrived at (the model's two rules, cdna4.sim).
+    """
+
+    labels: Mapping[int, str]
+    clusters: Optional[Mapping[int, str]] = None
+
+    @classmethod
+    def from_program(cls, program, instruction_clusters=None) -> "RegionMap":
+        """From a :class:`zyfa.trace.cdna4.isa.Program` (and one cluster name per instruction, if known)."""
+        base = program.instructions[0].pc
+        labels = {program.instructions[i].pc - base: name for name, i in program.labels.items()
+                  if i < len(program.instructions)}
+        clusters = None
+        if instruction_clusters is not None and len(instruction_clusters) == len(program.instructions):
+            clusters = {inst.pc - base: name for inst, name in zip(program.instructions, instruction_clusters)}
+        return cls(labels, clusters)
+
+    @classmethod
+    def from_build(cls, build) -> "RegionMap":
+        """From a :class:`zyfa.kernels.registry.KernelBuild` (assembly text preferred, as the model)."""
+        from zyfa.trace.cdna4.isa import disassemble, parse_asm
+
+        if build.asm is not None:
+            program = parse_asm(build.asm, kernel=build.symbol)
+        elif build.code_object is not None:
+            program = disassemble(build.code_object, build.symbol)
+        else:
+            raise ValueError(f"kernel build {build.name!r} has neither assembly nor a code object")
+        return cls.from_program(program, build.meta.get("instruction_clusters"))
 
 
-def annotate(records: list[dict], labels: Mapping[int, str]) -> None:
+def annotate(records: list[dict], regions: RegionMap) -> None:
     """Fill ``region`` and ``iteration`` in place, the way the cycle model defines them.
 
     Per wave, in issue order: ``iteration`` counts the backward jumps taken so far (an instruction
-    whose pc is not after the previous one's), ``region`` is the label of the last labelled
-    instruction the wave arrived at (``labels``: pc -> label, e.g. the generator's cluster labels).
-    Records without a pc keep the state of the wave at that point.
+    whose pc is not after the previous one's); ``region`` is ``regions.clusters[pc]`` when clusters
+    are known, else the label of the last labelled instruction the wave arrived at. Records without
+    a pc keep the state of the wave at that point.
     """
     waves: dict[tuple, list[dict]] = {}
     for rec in records:
         waves.setdefault((rec["cu"], rec["simd"], rec["wave"]), []).append(rec)
     for recs in waves.values():
         recs.sort(key=lambda r: r["issue"])
-        iteration, region, prev = 0, None, None
+        iteration, label, prev = 0, None, None
         for rec in recs:
             pc = rec["pc"]
             if pc is not None and prev is not None:
                 iteration += pc <= prev
-                region = labels.get(pc, region)
-            rec["iteration"], rec["region"] = iteration, region
+                label = regions.labels.get(pc, label)
+            if regions.clusters is not None:
+                rec["region"] = regions.clusters.get(pc) if pc is not None else rec.get("region")
+            else:
+                rec["region"] = label
+            rec["iteration"] = iteration
             prev = pc if pc is not None else prev

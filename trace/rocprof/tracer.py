@@ -12,8 +12,8 @@ looked for, before doing any work. On a GPU machine it:
    ``global_buffer`` kernel argument (sized for the largest Q/K/V/O tensor of the shape, in fp32),
    patches their addresses into ``KernelSpec.kernargs(shape)`` at the offsets the code object's
    metadata gives, and launches once with ``hipModuleLaunchKernel`` while thread trace is armed;
-4. decodes each shader engine's data (region and iteration filled from the kernel's labels, as the
-   cycle model does), writes ``<kernel>_se<N>.att`` (raw SQTT, re-decodable) and
+4. decodes each shader engine's data (region and iteration filled from the kernel's schedule
+   clusters or labels, as the cycle model does), writes ``<kernel>_se<N>.att`` (raw SQTT, re-decodable) and
    the code object beside the trace, and returns the trace (also saved as ``<out_dir>/<kernel>``).
 
 Inputs are zeros: fine for instruction identity and the static schedule, but data-dependent clock
@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Optional
 
 from zyfa.shapes import AttnShape
-from zyfa.trace.cdna4.isa import disassemble, parse_asm
+from zyfa.trace.cdna4.isa import disassemble
 from zyfa.trace.errors import TracerUnavailable
-from zyfa.trace.rocprof.records import annotate, program_labels, wave_records
+from zyfa.trace.rocprof.records import RegionMap, annotate, wave_records
 from zyfa.trace.rocprof.sdk import (DECODER_LIBRARY, FALLBACK_HINT, SDK_LIBRARY, ThreadTraceParams,
                                     ThreadTraceSession, TraceDecoder, load_sdk, locate)
 from zyfa.trace.rocprof.timing import model_mfma_cycles
@@ -204,7 +204,7 @@ def run_kernel_trace(kernel, shape: AttnShape, out_dir, *, params: Optional[Thre
                            f"(shader-engine mask {params.shader_engine_mask:#x}); launch more workgroups or pick "
                            "another target_cu / a wider mask")
     records, stats = wave_records(waves, model_mfma_cycles())
-    annotate(records, program_labels(parse_asm(build.asm, kernel=build.symbol) if build.asm else program))
+    annotate(records, RegionMap.from_build(build))
     meta = TraceMeta(
         kernel=spec.name, arch=spec.arch, source="rocprof-att", clock_mhz=decoder.clock_mhz(),
         shape=dataclasses.asdict(shape), grid=grid,

@@ -23,7 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--clock-mhz", type=float, default=None, help="shader clock of the capture, if known")
     p.add_argument("--program", default=None, metavar="PATH|KERNEL",
                    help="the kernel's .s or code object, or a registered kernel name (zyfa-fp8 ...): fills "
-                        "region/iteration from its labels, as the cycle model does")
+                        "region/iteration from its schedule clusters or labels, as the cycle model does")
     p.add_argument("--headdim", type=int, default=128, help="head dim of a registered --program kernel (default 128)")
     p.add_argument("--dtype", choices=("fp8", "bf16"), default=None,
                    help="dtype of a registered --program kernel (default: the kernel's own)")
@@ -33,9 +33,9 @@ def run(args: argparse.Namespace) -> int:
     from zyfa.trace.rocprof import AttFormatError, import_att_dir
 
     try:
-        labels = None if args.program is None else _labels(args)
+        regions = None if args.program is None else _regions(args)
         trace = import_att_dir(args.directory, dispatch=args.dispatch, kernel=args.kernel, arch=args.arch,
-                               clock_mhz=args.clock_mhz, mfma_cycles=_mfma_cycles(), labels=labels,
+                               clock_mhz=args.clock_mhz, mfma_cycles=_mfma_cycles(), regions=regions,
                                provenance={"command": " ".join(sys.argv)})
     except (AttFormatError, FileNotFoundError, ValueError) as exc:
         print(f"zyfa-trace import-att: {exc}", file=sys.stderr)
@@ -48,23 +48,22 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _labels(args) -> dict[int, str]:
-    """``{pc: label}`` of ``--program``: a .s/.co file, else a registered kernel built for its head dim."""
+def _regions(args):
+    """RegionMap of ``--program``: a .s/.co file (labels), else a registered kernel built for its head
+    dim (its schedule clusters, as the cycle model uses them)."""
     from pathlib import Path
 
-    from zyfa.trace.cdna4.isa import load_program, parse_asm
-    from zyfa.trace.rocprof.records import program_labels
+    from zyfa.trace.cdna4.isa import load_program
+    from zyfa.trace.rocprof.records import RegionMap
 
     if Path(args.program).suffix in (".s", ".co", ".hsaco", ".o", ".elf"):
-        return program_labels(load_program(args.program))
+        return RegionMap.from_program(load_program(args.program))
     from zyfa.kernels.registry import get_kernel
     from zyfa.shapes import AttnShape
 
     spec = get_kernel(args.program)
-    build = spec.build(AttnShape(headdim=args.headdim, headdim_v=args.headdim, dtype=args.dtype or spec.dtype))
-    if build.asm is None:
-        raise ValueError(f"kernel {args.program!r} has no assembly text to take labels from; pass its .s file")
-    return program_labels(parse_asm(build.asm, kernel=build.symbol))
+    return RegionMap.from_build(spec.build(AttnShape(headdim=args.headdim, headdim_v=args.headdim,
+                                                     dtype=args.dtype or spec.dtype)))
 
 
 def _mfma_cycles():

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from zyfa.trace.rocprof import AttFormatError, dispatch_dirs, import_att_dir
-from zyfa.trace.rocprof.isa import split_isa, stall_reason, unit_of
-from zyfa.trace.rocprof.records import AttInstruction, AttWave, annotate, cycles_from_table
+from zyfa.trace.rocprof.isa import canonical_opcode, split_isa, stall_reason, unit_of
+from zyfa.trace.rocprof.records import AttInstruction, AttWave, RegionMap, annotate, cycles_from_table
 from zyfa.trace.schema import Trace
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "att"
@@ -272,6 +272,12 @@ def test_split_and_unit(text, opcode, operands, unit):
     assert unit_of(opcode, 6) == unit
 
 
+def test_canonical_opcode():
+    assert [canonical_opcode(o) for o in ("v_add_f32_e32", "V_CNDMASK_B32_E64", "v_cvt_u32_f32_sdwa",
+                                          "v_mov_b32_dpp", "s_waitcnt")] == \
+        ["v_add_f32", "v_cndmask_b32", "v_cvt_u32_f32_sdwa", "v_mov_b32_dpp", "s_waitcnt"]
+
+
 def test_unit_from_category_only():
     assert [unit_of(None, c) for c in (1, 2, 3, 5, 6, 7, 8)] == ["SMEM", "SALU", "VMEM", "LDS", "VALU", "BRANCH", "BRANCH"]
     with pytest.raises(ValueError, match="unknown decoder category 99"):
@@ -305,7 +311,7 @@ def test_annotate_regions_and_iterations():
     """Two waves; wave 0 runs pcs 0 4 8 4 8 12 (one backward jump 8 -> 4), label "loop" at pc 4."""
     recs = [{"cu": 0, "simd": 0, "wave": 0, "pc": pc, "issue": 10 * i} for i, pc in enumerate((0, 4, 8, 4, 8, 12))]
     recs += [{"cu": 0, "simd": 1, "wave": 1, "pc": pc, "issue": 5 + i} for i, pc in enumerate((0, None, 4, 0))]
-    annotate(recs, {4: "loop"})
+    annotate(recs, RegionMap({4: "loop"}))
     assert [(r["iteration"], r["region"]) for r in recs[:6]] == [
         (0, None), (0, "loop"), (0, "loop"), (1, "loop"), (1, "loop"), (1, "loop")]
     # no pc: state kept; 4 -> 0 is a backward jump
@@ -313,8 +319,16 @@ def test_annotate_regions_and_iterations():
 
 
 def test_import_with_labels_fills_region(tiny_copy):
-    t = import_att_dir(tiny_copy, labels={28: "lds_phase"})
+    t = import_att_dir(tiny_copy, regions=RegionMap({28: "lds_phase"}))
     a = [r for r in t.table.to_pylist() if (r["cu"], r["simd"]) == (1, 0)]
     assert [r["region"] for r in a] == [None] * 5 + ["lds_phase"] * 5
     assert {r["iteration"] for r in a} == {0}
     assert {r["region"] for r in import_att_dir(tiny_copy).table.to_pylist()} == {None}
+
+
+def test_annotate_with_static_clusters():
+    """Clusters known: region = the cluster of the record's own pc (labels only drive iteration)."""
+    recs = [{"cu": 0, "simd": 0, "wave": 0, "pc": pc, "issue": i} for i, pc in enumerate((0, 4, 8, 4, None, 12))]
+    annotate(recs, RegionMap({4: "loop"}, clusters={0: "prologue", 4: "QK_j", 8: "QK_j", 12: "epilogue"}))
+    assert [(r["region"], r["iteration"]) for r in recs] == [
+        ("prologue", 0), ("QK_j", 0), ("QK_j", 0), ("QK_j", 1), (None, 1), ("epilogue", 1)]

@@ -7,7 +7,8 @@ code.json rows [ISA, _, LineNumber, Source, Codeobj, Vaddr, ...], wave files
 sources: code.json is llvm-objdump's disassembly of the kernel's code object (what rocprofv3 puts
 there, with the kernel's label row at its entry symbol's vaddr), and the per-wave instruction streams are the cycle model's records, each placed through its
 pc -> code.json line. Importing must give back, record for record, the model's pc, opcode, unit,
-issue cycle and stall, and (given the program's labels) its region and loop iteration. Not a hardware capture: no MI3xx is available. The fixture is generated at test time
+issue cycle and stall, and (given the program's schedule clusters / labels) its region and loop
+iteration. Not a hardware capture: no MI3xx is available. The fixture is generated at test time
 from the current generator so it cannot go stale.
 """
 
@@ -23,7 +24,7 @@ from zyfa.shapes import AttnShape
 from zyfa.trace.rocprof import import_att_dir
 from zyfa.trace.cdna4.launch import resolve
 from zyfa.trace.rocprof.isa import CATEGORIES
-from zyfa.trace.rocprof.records import program_labels
+from zyfa.trace.rocprof.records import RegionMap
 from zyfa.trace.rocprof.sdk import disassembly, kernel_entries
 from zyfa.trace.rocprof.timing import model_mfma_cycles
 
@@ -70,7 +71,7 @@ def write_att_dir(root: Path, kernel: str, entry: int, code: dict[int, str], rec
     return d
 
 
-@pytest.mark.parametrize("kernel,dtype", [("aiter-like-fp8", "fp8"), ("zyfa-bf16", "bf16")])
+@pytest.mark.parametrize("kernel,dtype", [("zyfa-fp8", "fp8"), ("aiter-like-fp8", "fp8"), ("zyfa-bf16", "bf16")])
 def test_importer_and_model_agree_on_every_instruction(tmp_path, kernel, dtype):
     if not all(shutil.which(t) for t in ("llvm-mc-22", "ld.lld-22", "llvm-objdump-22", "llvm-readelf-22")):
         pytest.skip("LLVM 22 tools not available")
@@ -87,9 +88,10 @@ def test_importer_and_model_agree_on_every_instruction(tmp_path, kernel, dtype):
     assert len(recs) > 1000 and {r["cu"] for r in recs} == {0}
     assert all(r["pc"] + entry in code for r in recs), "a model pc is not an instruction of the code object"
 
-    labels = program_labels(resolve(kernel, shape).program)  # the generator's cluster labels
+    launch = resolve(kernel, shape)  # what the model ran: its program and the generator's clusters
+    regions = RegionMap.from_program(launch.program, launch.regions)
     hw = import_att_dir(write_att_dir(tmp_path, kernel, entry, code, recs), arch="gfx950",
-                        mfma_cycles=model_mfma_cycles(), labels=labels)
+                        mfma_cycles=model_mfma_cycles(), regions=regions)
     assert len(hw) == len(recs) and hw.meta.extra["unmapped_records"] == 0
 
     key = ("simd", "slot", "issue")

@@ -51,15 +51,18 @@ def test_import_att_program_labels(tmp_path, capsys):
     assert [r["region"] for r in recs] == [None] * 5 + ["lds_phase"] * 5  # ds_read_b128 sits at byte 28
 
 
-def test_program_labels_of_a_registered_kernel(tmp_path, capsys):
-    """--program NAME builds the registered kernel and takes the labels of its assembly, pcs counted
-    from the kernel entry (the kernel symbol itself labels pc 0)."""
+def test_program_regions_of_a_registered_kernel(tmp_path, capsys):
+    """--program NAME builds the registered kernel: one schedule cluster per instruction (the
+    generator's instruction_clusters), pcs counted from the kernel entry."""
     import argparse
 
-    from zyfa.cli.import_att_cmd import _labels
+    from zyfa.cli.import_att_cmd import _regions
+    from zyfa.kernels.registry import get_kernel
+    from zyfa.shapes import AttnShape
 
-    labels = _labels(argparse.Namespace(program="zyfa-bf16", headdim=128, dtype=None))
-    assert labels[0] == "zyfa_bf16" and len(labels) > 1
-    assert all(pc % 4 == 0 for pc in labels) and max(labels) > 0
+    regions = _regions(argparse.Namespace(program="zyfa-bf16", headdim=128, dtype=None))
+    build = get_kernel("zyfa-bf16").build(AttnShape(dtype="bf16"))
+    assert list(regions.clusters.values()) == list(build.meta["instruction_clusters"])
+    assert min(regions.clusters) == 0 and all(pc % 4 == 0 for pc in regions.clusters)
     assert main(["import-att", str(TINY), "-o", str(tmp_path / "x"), "--program", "no-such-kernel"]) == 1
     assert "unknown kernel 'no-such-kernel'" in capsys.readouterr().err
