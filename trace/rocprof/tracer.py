@@ -166,6 +166,10 @@ def run_kernel_trace(kernel, shape: AttnShape, out_dir, *, params: Optional[Thre
         raise TypeError(f"run_kernel_trace: shape must be a zyfa.shapes.AttnShape, got {type(shape).__name__}")
     if not isinstance(out_dir, (str, Path)):
         raise TypeError(f"run_kernel_trace: out_dir must be a str or Path, got {type(out_dir).__name__}")
+    if isinstance(kernel, str) and (kernel.startswith("aiter:") or Path(kernel).suffix in (".co", ".hsaco", ".s")):
+        raise ValueError(f"run_kernel_trace: kernel {kernel!r}: the rocprof tracer launches registered kernels only "
+                         "(it allocates the buffers their kernel-argument metadata names); trace AITER or other code "
+                         "objects with rocprofv3 --att around their own launcher, then zyfa-trace import-att")
     params = ThreadTraceParams() if params is None else params
     if not isinstance(params, ThreadTraceParams):
         raise TypeError(f"run_kernel_trace: params must be ThreadTraceParams, got {type(params).__name__}")

@@ -43,6 +43,8 @@ def test_explicit_locations_are_reported(tmp_path):
     ({"shape": (1, 2)}, TypeError, "shape must be a zyfa.shapes.AttnShape"),
     ({"out_dir": 3}, TypeError, "out_dir must be a str or Path"),
     ({"params": {"target_cu": 1}}, TypeError, "params must be ThreadTraceParams"),
+    ({"kernel": "aiter:fwd_hd128_bf16_causal"}, ValueError, "launches registered kernels only.*import-att"),
+    ({"kernel": "kernel.co"}, ValueError, "launches registered kernels only"),
 ])
 def test_bad_arguments_first(tmp_path, kwargs, error, match):
     args = {"kernel": "zyfa-fp8", "shape": AttnShape(), "out_dir": tmp_path, **kwargs}
