@@ -49,23 +49,22 @@ def panel_title(slot: str, trace: Trace) -> str:
 
 def _hover(trace: Trace, seg: pd.DataFrame) -> list[str]:
     """Hover text per bar: the instruction, its cycles and stall, or a merged segment's totals."""
-    opcode = trace.table.column("opcode").to_numpy(zero_copy_only=False)
-    operands = trace.table.column("operands").to_numpy(zero_copy_only=False)
-    issue, stall = trace.column("issue"), trace.column("stall")
-    reason = trace.table.column("stall_reason").to_numpy(zero_copy_only=False)
-    region = trace.table.column("region").to_numpy(zero_copy_only=False)
-    end = trace.column("end")
+    single = seg["row"].to_numpy() >= 0
+    rows = seg["row"].to_numpy()[single]
+    picked = trace.table.select(["opcode", "operands", "issue", "end", "stall", "stall_reason", "region"]).take(rows)
+    records = iter(picked.to_pylist())
     out = []
-    for row, s, e, count, busy in zip(seg["row"], seg["start"], seg["end"], seg["count"], seg["busy"]):
-        if row < 0:
+    for one, s, e, count, busy in zip(single, seg["start"], seg["end"], seg["count"], seg["busy"]):
+        if not one:
             out.append(f"{count} instructions merged at this zoom<br>cycles {s}-{e}: busy {busy} of {e - s}"
                        "<br>zoom in for single instructions")
             continue
-        text = f"<b>{opcode[row]}</b> {operands[row] or ''}".rstrip()
-        text += f"<br>issue {issue[row]} · start {s} · end {end[row]} ({end[row] - s} cycles)"
-        text += f"<br>stall {stall[row]}" + (f" ({reason[row]})" if reason[row] else "")
-        if region[row]:
-            text += f"<br>region {region[row]}"
+        r = next(records)
+        text = f"<b>{r['opcode']}</b> {r['operands'] or ''}".rstrip()
+        text += f"<br>issue {r['issue']} · start {s} · end {r['end']} ({r['end'] - s} cycles)"
+        text += f"<br>stall {r['stall']}" + (f" ({r['stall_reason']})" if r["stall_reason"] else "")
+        if r["region"]:
+            text += f"<br>region {r['region']}"
         out.append(text)
     return out
 
@@ -87,9 +86,10 @@ def schedule_figure(panels: Sequence[Panel], view: View, selected: Optional[tupl
     fig = make_subplots(rows=len(layout_rows), cols=1, shared_xaxes=True, row_heights=heights,
                         vertical_spacing=40 / sum(heights) / len(panels), subplot_titles=titles)
     decimated_any = False
+    in_legend: set[str] = set()
     for i, p in enumerate(panels):
         row_t, row_s = 2 * i + 1, 2 * i + 2
-        decimated_any |= _add_timeline(fig, p, i, row_t, view, first=i == 0)
+        decimated_any |= _add_timeline(fig, p, i, row_t, view, in_legend)
         _add_strip(fig, p, row_s, view)
     if selected is not None:
         _outline(fig, panels, selected)
@@ -105,7 +105,8 @@ def schedule_figure(panels: Sequence[Panel], view: View, selected: Optional[tupl
     return fig
 
 
-def _add_timeline(fig: go.Figure, panel: Panel, index: int, row: int, view: View, first: bool) -> bool:
+def _add_timeline(fig: go.Figure, panel: Panel, index: int, row: int, view: View, in_legend: set[str]) -> bool:
+    """Bars of one panel; each unit enters the legend once (``in_legend`` collects them)."""
     trk = tracks(panel.trace)
     seg, decimated = segments(panel.trace, view)
     hover = np.array(_hover(panel.trace, seg), dtype=object)
@@ -116,12 +117,13 @@ def _add_timeline(fig: go.Figure, panel: Panel, index: int, row: int, view: View
         part = seg[mask]
         fig.add_trace(go.Bar(
             orientation="h", base=part["start"], x=part["end"] - part["start"], y=part["track"],
-            width=height, name=unit, legendgroup=unit, legendrank=len(UNIT_STYLE) - rank, showlegend=first,
-            marker=dict(color=colour, line_width=0),
+            width=height, name=unit, legendgroup=unit, legendrank=len(UNIT_STYLE) - rank,
+            showlegend=unit not in in_legend, marker=dict(color=colour, line_width=0),
             customdata=np.stack([np.full(len(part), index), part["row"]], axis=1).tolist(),  # lists: plotly
             # would ship a 2-D array as a typed array whose points arrive as {"0": .., "1": ..}
             hovertext=hover[mask], hovertemplate="%{hovertext}<extra>" + unit + "</extra>",
         ), row=row, col=1)
+        in_legend.add(unit)
     fig.update_yaxes(tickmode="array", tickvals=list(range(len(trk))), ticktext=[t.label for t in trk],
                      range=[len(trk) - 0.5, -0.5], showgrid=False, row=row, col=1)
     return decimated

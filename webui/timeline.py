@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from zyfa.trace.schema import Trace
 
@@ -88,12 +89,42 @@ class View:
         return (self.x1 - self.x0) / self.bins
 
 
+@dataclass(frozen=True)
+class _Arrays:
+    """The columns the timeline needs, as numpy arrays, computed once per trace."""
+
+    tracks: list  # [Track], sorted
+    track: np.ndarray  # row -> index into tracks
+    unit: np.ndarray  # row -> index into units
+    units: tuple  # unit names
+    start: np.ndarray
+    end: np.ndarray  # as recorded
+    drawn_end: np.ndarray  # max(end, start + 1): zero-length records are drawn one cycle wide
+
+
+def _arrays(trace: Trace) -> _Arrays:
+    key = "webui.timeline.arrays"
+    if key not in trace.cache:
+        if len(trace) == 0:
+            empty = np.empty(0, dtype=np.int64)
+            trace.cache[key] = _Arrays([], empty, empty, (), empty, empty, empty)
+            return trace.cache[key]
+        cu, simd, wave = (trace.column(c).astype(np.int64) for c in ("cu", "simd", "wave"))
+        packed = (cu << 42) | (simd << 21) | wave  # one sortable key per (cu, simd, wave)
+        keys, track = np.unique(packed, return_inverse=True)
+        unit_codes = pa.chunked_array(trace.table.column("unit")).combine_chunks().dictionary_encode()
+        start = trace.column("start")
+        trace.cache[key] = _Arrays(
+            tracks=[Track(int(k >> 42), int((k >> 21) & 0x1FFFFF), int(k & 0x1FFFFF)) for k in keys],
+            track=track.reshape(-1), unit=unit_codes.indices.to_numpy(zero_copy_only=False),
+            units=tuple(unit_codes.dictionary.to_pylist()), start=start, end=trace.column("end"),
+            drawn_end=np.maximum(trace.column("end"), start + 1))
+    return trace.cache[key]
+
+
 def tracks(trace: Trace) -> list[Track]:
     """The trace's ``(cu, simd, wave)`` rows, sorted by CU, SIMD, then wave."""
-    if len(trace) == 0:
-        return []
-    keys = np.stack([trace.column("cu"), trace.column("simd"), trace.column("wave")], axis=1)
-    return [Track(int(c), int(s), int(w)) for c, s, w in np.unique(keys, axis=0)]
+    return list(_arrays(trace).tracks)
 
 
 def extent(trace: Trace) -> tuple[int, int]:
@@ -127,23 +158,10 @@ def rows_in_view(trace: Trace, x0: float, x1: float, limit: int) -> tuple[list[i
     the first ``limit`` of them, and how many there are."""
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
         raise ValueError(f"limit must be a non-negative int, got {limit!r}")
-    if len(trace) == 0:
-        return [], 0
-    start = trace.column("start")
-    end = np.maximum(trace.column("end"), start + 1)
-    hit = np.flatnonzero((end > x0) & (start < x1))
-    hit = hit[np.argsort(start[hit], kind="stable")]
+    a = _arrays(trace)
+    hit = np.flatnonzero((a.drawn_end > x0) & (a.start < x1))
+    hit = hit[np.argsort(a.start[hit], kind="stable")]
     return [int(r) for r in hit[:limit]], int(hit.size)
-
-
-def _track_index(trace: Trace) -> np.ndarray:
-    """Row -> index into :func:`tracks` (cached on the trace)."""
-    key = "webui.track_index"
-    if key not in trace.cache:
-        keys = np.stack([trace.column("cu"), trace.column("simd"), trace.column("wave")], axis=1)
-        _, inverse = np.unique(keys, axis=0, return_inverse=True)
-        trace.cache[key] = inverse.reshape(-1)
-    return trace.cache[key]
 
 
 def segments(trace: Trace, view: View) -> tuple[pd.DataFrame, bool]:
@@ -154,26 +172,20 @@ def segments(trace: Trace, view: View) -> tuple[pd.DataFrame, bool]:
     in the trace for a single instruction, -1 for a merged segment). Zero-length records (issue-
     only units such as WAIT or BRANCH) are drawn from ``issue`` to ``issue + 1``.
     """
-    cols = ["track", "unit", "start", "end", "count", "busy", "row"]
-    if len(trace) == 0:
-        return pd.DataFrame({c: [] for c in cols}), False
-    start = trace.column("start")
-    end = np.maximum(trace.column("end"), start + 1)
-    rows = np.flatnonzero((end > view.x0) & (start < view.x1))
-    unit = np.asarray(trace.table.column("unit").to_numpy(zero_copy_only=False), dtype=object)
-    track = _track_index(trace)
+    a = _arrays(trace)
+    rows = np.flatnonzero((a.drawn_end > view.x0) & (a.start < view.x1))
+    units = np.asarray(a.units, dtype=object)
     if rows.size <= view.budget:
-        out = pd.DataFrame({"track": track[rows], "unit": unit[rows], "start": start[rows], "end": end[rows],
-                            "count": np.ones(rows.size, dtype=np.int64),
-                            "busy": (trace.column("end") - start)[rows], "row": rows})
+        out = pd.DataFrame({"track": a.track[rows], "unit": units[a.unit[rows]], "start": a.start[rows],
+                            "end": a.drawn_end[rows], "count": np.ones(rows.size, dtype=np.int64),
+                            "busy": (a.end - a.start)[rows], "row": rows})
         return out, False
     # merge per (track, unit): a new segment starts where the gap to everything before it in the
     # group is at least one bin
-    u_codes, u_names = pd.factorize(unit[rows])
-    s, e, t = start[rows], end[rows], track[rows]
-    order = np.lexsort((s, u_codes, t))
-    s, e, t, u = s[order], e[order], t[order], u_codes[order]
-    busy = (trace.column("end") - start)[rows][order]
+    s, e, t, u = a.start[rows], a.drawn_end[rows], a.track[rows], a.unit[rows]
+    order = np.lexsort((s, u, t))
+    s, e, t, u = s[order], e[order], t[order], u[order]
+    busy = (a.end - a.start)[rows][order]
     group = np.r_[True, (t[1:] != t[:-1]) | (u[1:] != u[:-1])]
     reach = _grouped_cummax(e, group)
     new = group.copy()
@@ -181,7 +193,7 @@ def segments(trace: Trace, view: View) -> tuple[pd.DataFrame, bool]:
     seg = np.cumsum(new) - 1
     n = int(seg[-1]) + 1
     out = pd.DataFrame({
-        "track": t[new], "unit": np.asarray(u_names, dtype=object)[u[new]], "start": s[new],
+        "track": t[new], "unit": units[u[new]], "start": s[new],
         "end": np.maximum.reduceat(e, np.flatnonzero(new)), "count": np.bincount(seg, minlength=n),
         "busy": np.bincount(seg, weights=busy, minlength=n).astype(np.int64), "row": -1,
     })
@@ -247,28 +259,29 @@ def strip(trace: Trace, view: View) -> Strip:
     """MFMA-busy and ping-pong-overlap fractions per SIMD and bin of ``view``."""
     edges = np.linspace(view.x0, view.x1, view.bins + 1)
     width = np.diff(edges)
-    if len(trace) == 0:
-        return Strip((), edges, np.zeros((0, view.bins)), np.zeros((0, view.bins)))
-    cu, simd, wave = trace.column("cu"), trace.column("simd"), trace.column("wave")
-    start, end = trace.column("start"), trace.column("end")
-    unit = np.asarray(trace.table.column("unit").to_numpy(zero_copy_only=False), dtype=object)
-    is_mfma = unit == "MFMA"
-    is_soft = np.isin(unit, SOFTMAX_UNITS)
-    simds = sorted({(int(c), int(s)) for c, s in zip(cu, simd)})
+    a = _arrays(trace)
+    rows = np.flatnonzero((a.end > view.x0) & (a.start < view.x1))  # only work inside the view counts
+    track, unit, start, end = a.track[rows], a.unit[rows], a.start[rows], a.end[rows]
+    code = {name: i for i, name in enumerate(a.units)}
+    is_mfma = unit == code.get("MFMA", -1)
+    is_soft = np.isin(unit, [code[u] for u in SOFTMAX_UNITS if u in code])
+    simds = sorted({(t.cu, t.simd) for t in a.tracks})
     mfma_rows, overlap_rows = [], []
     for c, s in simds:
-        here = (cu == c) & (simd == s)
+        waves = [i for i, t in enumerate(a.tracks) if (t.cu, t.simd) == (c, s)]
+        here = np.isin(track, waves)
         m = here & is_mfma
         mfma_rows.append(coverage(start[m], end[m], edges) / width)
         total = np.zeros(view.bins)
-        for w in np.unique(wave[here]):
-            mine = m & (wave == w)
+        for w in waves:
+            mine = m & (track == w)
             if not mine.any():
                 continue
-            other = here & is_soft & (wave != w)
+            other = here & is_soft & (track != w)
             # |M_w ∩ V_other| = |M_w| + |V_other| - |M_w ∪ V_other|
             both = mine | other
             total += (coverage(start[mine], end[mine], edges) + coverage(start[other], end[other], edges)
                       - coverage(start[both], end[both], edges))
         overlap_rows.append(total / width)
-    return Strip(tuple(simds), edges, np.array(mfma_rows), np.array(overlap_rows))
+    shape = (len(simds), view.bins)
+    return Strip(tuple(simds), edges, np.array(mfma_rows).reshape(shape), np.array(overlap_rows).reshape(shape))

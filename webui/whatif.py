@@ -63,6 +63,16 @@ class WhatIf:
         return " ".join(parts) + f" · b{self.batch} h{self.heads} s{self.seqlen} d{self.headdim}"
 
 
+def kernel_dtype(kernel: str) -> str:
+    """Input dtype of a kernel: the registry's entry, else ``bf16`` if the name says so, else ``fp8``."""
+    from zyfa.kernels.registry import kernels
+
+    spec = kernels().get(kernel)
+    if spec is not None:
+        return spec.dtype
+    return "bf16" if "bf16" in kernel else "fp8"
+
+
 def simulate(request: WhatIf) -> Trace:
     """Re-simulate ``request`` on the CDNA4 cycle model.
 
@@ -79,14 +89,7 @@ def simulate(request: WhatIf) -> Trace:
 
     command = f"zyfa-ui what-if: {request.label}"
     if not request.params:
-        shape = request.shape
-        try:
-            from zyfa.kernels.gfx950 import VARIANTS
-            if request.kernel in VARIANTS:
-                shape = shape.with_(dtype=VARIANTS[request.kernel].dtype)
-        except ImportError:
-            pass
-        return run_kernel_trace(request.kernel, shape)[0]
+        return run_kernel_trace(request.kernel, request.shape.with_(dtype=kernel_dtype(request.kernel)))[0]
     from zyfa.kernels.gfx950 import VARIANTS, config_for, grid, kernargs
     from zyfa.kernels.gfx950.build import build
     from zyfa.kernels.gfx950.schedule import WAVES
@@ -115,13 +118,21 @@ def simulate(request: WhatIf) -> Trace:
 
 
 def default_simulator() -> tuple[Optional[Simulator], list[str], str]:
-    """``(simulate, kernels the page offers, "")``, or ``(None, [], why not)`` without the cycle model."""
+    """``(simulate, kernels the page offers, "")``, or ``(None, [], why not)`` without the cycle model.
+
+    Kernels: every registered one, plus AITER's code objects when already on disk (the page
+    never triggers the amd-aiter wheel download; ``zyfa-trace kernel --list`` does).
+    """
     try:
-        from zyfa.trace.cdna4 import tracer  # noqa: F401
-        from zyfa.trace.cdna4.launch import list_kernels
+        from zyfa.kernels.registry import kernels
+        from zyfa.trace.cdna4 import aiter, tracer  # noqa: F401
     except ImportError as exc:
         return None, [], f"the CDNA4 cycle model (zyfa.trace.cdna4) is not available: {exc}"
-    names = [n for n, _ in list_kernels() if not n.startswith("PATH") and n != "aiter:NAME"]
+    names = sorted(kernels())
+    try:
+        names += sorted(f"aiter:{p.stem}" for p in aiter.code_object_dir(download=False).glob("*.co"))
+    except aiter.AiterUnavailable:
+        pass
     return simulate, names, ""
 
 

@@ -51,16 +51,3 @@ def pingpong_trace(kernel: str = "zyfa-fp8", simds: int = 2, iterations: int = 3
 def make_trace():
     return pingpong_trace
 
-
-def fake_simulator(request):
-    """Test double for the cycle model: a ping-pong trace whose softmax phase grows with
-    ``softmax=exact`` (24 VALU ops instead of 8) and loses the overlap with ``schedule=serial``."""
-    params = dict(request.params)
-    valu_ops = 24 if params.get("softmax") == "exact" else 8
-    gap = 64 if params.get("schedule") == "serial" else 0
-    return pingpong_trace(request.kernel, simds=2, iterations=3, valu_ops=valu_ops, gap=gap)
-
-
-@pytest.fixture
-def simulator():
-    return fake_simulator

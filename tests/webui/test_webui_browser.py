@@ -17,6 +17,7 @@ from zyfa import analyzer
 from zyfa.webui.app import ServerThread, create_app
 from zyfa.webui.store import TraceStore
 from zyfa.webui.timeline import iteration_span, tracks
+from zyfa.webui.whatif import default_simulator
 
 pytestmark = pytest.mark.browser
 
@@ -41,15 +42,15 @@ def browser():
 
 
 @pytest.fixture
-def served(tmp_path, make_trace, simulator):
+def served(tmp_path, make_trace):
     """A live server on a free loopback port over tmp/traces/{zyfa,aiter}.parquet."""
     traces = tmp_path / "traces"
     make_trace("zyfa-fp8").save(traces / "zyfa")
     make_trace("aiter-like-fp8", valu_ops=24, gap=8).save(traces / "aiter")
     make_trace("secret").save(tmp_path / "outside" / "secret")
     store = TraceStore([traces])
-    app = create_app(store, simulator, kernels=["zyfa-fp8", "aiter-like-fp8"],
-                     params={"softmax": ("lean", "exact"), "schedule": ("pingpong", "serial")})
+    simulator, kernels, _ = default_simulator()
+    app = create_app(store, simulator, kernels)
     server = ServerThread(app, "127.0.0.1", 0)
     server.start()
     yield server, store, tmp_path
@@ -121,14 +122,14 @@ def test_explorer_side_by_side_click_zoom_whatif(browser, served):
     row = int(details["row"])
     record = a.table.slice(row, 1).to_pylist()[0]
     assert details["trace"].startswith("A: zyfa-fp8")
-    assert details["opcode"] == record["opcode"] and record["unit"] == "MFMA"
+    assert (details["opcode"], details["unit"]) == (record["opcode"], record["unit"])
     assert (int(details["start"]), int(details["end"])) == (record["start"], record["end"])
     _wait_plot(page, "(gd.layout.shapes || []).length == 1")
     page.wait_for_selector(f'#grid .ag-row-selected[row-id="{row}"]', timeout=TIMEOUT_MS)
     page.screenshot(path=str(ARTIFACTS / "02-instruction-clicked.png"), full_page=True)
 
     # -- click a row of the instruction table: details follow ----------------------------------
-    cell = page.locator('#grid .ag-center-cols-container .ag-row[row-index="3"] .ag-cell[col-id="opcode"]')
+    cell = page.locator('#grid .ag-center-cols-container .ag-row:not(.ag-row-selected) .ag-cell[col-id="opcode"]').first
     grid_row = int(cell.locator("xpath=..").get_attribute("row-id"))
     cell.click()
     page.wait_for_function("(r) => { const t = document.querySelector('#details-table');"
@@ -143,14 +144,35 @@ def test_explorer_side_by_side_click_zoom_whatif(browser, served):
                      f"Math.abs(gd._fullLayout.xaxis.range[1] - {hi}) < 1e-6")
     page.screenshot(path=str(ARTIFACTS / "03-iteration-1.png"), full_page=True)
 
-    # -- what-if: re-simulate with the serial schedule, shown as B next to A ---------------------
+    assert errors == []
+    page.close()
+
+
+def test_whatif_resimulates_on_the_cycle_model(browser, served):
+    simulator, _, why = default_simulator()
+    if simulator is None:
+        pytest.skip(f"what-if needs the CDNA4 cycle model: {why}")
+    server, store, _ = served
+    a = store.get(next(e.id for e in store.entries() if store.get(e.id).meta.kernel == "zyfa-fp8"))
+    page = browser.new_page(viewport={"width": 1500, "height": 1900})
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(server.url, timeout=TIMEOUT_MS)
+    page.wait_for_selector("#metric-table tr[data-metric]", timeout=TIMEOUT_MS)
+    page.fill("#whatif-seqlen", "256")
     page.locator('[id*="whatif-param"][id*="schedule"]').get_by_text("serial", exact=True).click()
     page.click("#whatif-run")
+    # progress indicator while the cycle model runs: the button is disabled and says so
+    page.wait_for_function("() => document.querySelector('#whatif-status').textContent.includes('simulating')"
+                           " && document.querySelector('#whatif-run').disabled", timeout=TIMEOUT_MS)
     page.wait_for_function("() => document.querySelector('#whatif-message').textContent.includes('simulated')",
-                           timeout=TIMEOUT_MS)
-    new_id = next(e.id for e in store.entries() if e.label.startswith("what-if:"))
-    new = store.get(new_id)
-    _wait_plot(page, "Array.from(gd.querySelectorAll('.annotation-text')).some(e => e.textContent.startsWith('B: zyfa-fp8'))")
+                           timeout=4 * TIMEOUT_MS)
+    assert not page.locator("#whatif-run").is_disabled()
+    new = store.get(next(e.id for e in store.entries() if e.label.startswith("what-if:")))
+    assert new.meta.kernel == "zyfa-fp8[schedule=serial]" and new.meta.simulated
+    assert new.meta.shape["seqlen_q"] == 256
+    _wait_plot(page, "Array.from(gd.querySelectorAll('.annotation-text'))"
+                     ".some(e => e.textContent.startsWith('B: zyfa-fp8[schedule=serial]'))")
     page.wait_for_function("(v) => { const td = document.querySelector("
                            "'#metric-table tr[data-metric=\"cycles\"] td[data-col=\"b\"]'); return td && td.title == v; }",
                            arg=repr(float(analyzer.summary(new, "steady")["cycles"])), timeout=TIMEOUT_MS)
