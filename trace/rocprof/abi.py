@@ -73,8 +73,7 @@ QueryAgentsCallback = C.CFUNCTYPE(C.c_int, C.c_int, C.POINTER(C.c_void_p), C.c_s
 # -- code-object callback tracing (callback_tracing.h) --------------------------------------------
 CALLBACK_TRACING_CODE_OBJECT = 10  # rocprofiler_callback_tracing_kind_t (append-only enum)
 CODE_OBJECT_LOAD = 1  # rocprofiler_code_object_operation_t
-CALLBACK_PHASE_LOAD = 1  # rocprofiler_callback_phase_t: LOAD == ENTER, UNLOAD == EXIT
-CALLBACK_PHASE_UNLOAD = 2
+CALLBACK_PHASE_LOAD = 1  # rocprofiler_callback_phase_t: LOAD == ENTER (UNLOAD == EXIT == 2)
 STORAGE_TYPE_FILE, STORAGE_TYPE_MEMORY = 1, 2  # HSA_VEN_AMD_LOADER_CODE_OBJECT_STORAGE_TYPE_*
 
 
