@@ -94,14 +94,18 @@ class TraceStore:
     def resolve(self, name: str) -> Path:
         """The real path of trace ``name`` if the server may open it, else :class:`UnsafePathError`.
 
-        ``name`` is absolute, or relative to one of the trace directories (tried in order).
+        ``name`` is absolute, relative to one of the trace directories (tried in order), or the
+        plain file name of a named trace file.
         """
         if not isinstance(name, str) or not name.strip():
             raise UnsafePathError(f"trace path must be a non-empty string, got {name!r}")
         if "\x00" in name:
             raise UnsafePathError("trace path contains a NUL byte")
         given = Path(name.strip())
-        candidates = [given] if given.is_absolute() else [d / given for d in self.trace_dirs]
+        if given.is_absolute():
+            candidates = [given]
+        else:  # under a trace directory, or the plain file name of a named trace file
+            candidates = [d / given for d in self.trace_dirs] + [f for f in self.trace_files if str(given) == f.name]
         for candidate in candidates:
             real = candidate.resolve()
             if real.suffix != ".parquet":

@@ -64,6 +64,7 @@ def test_named_file_outside_dirs_is_allowed(tree):
     assert store.resolve(str(outside / "secret.parquet")) == (outside / "secret.parquet").resolve()
     assert store.get(store.open_path(str(outside / "secret.parquet"))).meta.kernel == "secret"
     assert store.open_path("sub/aiter.parquet").endswith("sub/aiter.parquet")
+    assert store.resolve("secret.parquet") == (outside / "secret.parquet").resolve()  # by its file name
 
 
 def test_unknown_id(tree):
