@@ -117,6 +117,7 @@ VALU_OPS = {
     "v_exp_f32": (1, "f", _trans(np.exp2)),
     "v_log_f32": (1, "f", _trans(np.log2)),
     "v_rcp_f32": (1, "f", _trans(lambda x: 1.0 / x)),
+    "v_rcp_iflag_f32": (1, "f", _trans(lambda x: 1.0 / x)),
     "v_rsq_f32": (1, "f", _trans(lambda x: 1.0 / np.sqrt(x))),
     "v_sqrt_f32": (1, "f", _trans(np.sqrt)),
     "v_floor_f32": (1, "f", np.floor),
@@ -140,6 +141,8 @@ VALU_OPS = {
     # integer
     "v_add_u32": (2, "u", lambda a, b: a + b),
     "v_sub_u32": (2, "u", lambda a, b: a - b),
+    "v_add_i32": (2, "u", lambda a, b: a + b),
+    "v_sub_i32": (2, "u", lambda a, b: a - b),
     "v_subrev_u32": (2, "u", lambda a, b: b - a),
     "v_mul_lo_u32": (2, "u", lambda a, b: a * b),
     "v_mul_hi_u32": (2, "u", lambda a, b: ((a.astype(np.uint64) * b.astype(np.uint64))
@@ -752,6 +755,7 @@ _SPECIAL = {
     "v_div_fmas_f32": _div_fmas,
     "v_div_fixup_f32": _div_fixup,
     "v_fmac_f32": _fmac, "v_mac_f32": _fmac,
+    "v_nop": lambda inst, ops: (lambda w, g: None),
     "v_fmamk_f32": lambda inst, ops: _fmamk(inst, ops, "mk"),
     "v_fmaak_f32": lambda inst, ops: _fmamk(inst, ops, "ak"),
 }

@@ -15,7 +15,7 @@ import numpy as np
 
 from zyfa.trace.emu.errors import EmulationError
 from zyfa.trace.emu.operands import parse_operand, read_u32, read_u64, scalar_u32
-from zyfa.trace.emu.state import LANE, LANES, Lds
+from zyfa.trace.emu.state import LANE, LANES, M0, Lds
 
 # suffix -> (bytes, how the loaded value lands in the destination)
 _WIDTH = {"dword": (4, "u32"), "dwordx2": (8, "u32"), "dwordx3": (12, "u32"),
@@ -118,26 +118,59 @@ def _global(inst, space, kind, nbytes, mode):
 
 def _buffer(inst, kind, nbytes, mode):
     ops = [parse_operand(o) for o in inst.operands]
+    if inst.mod("lds") is not None:
+        return _buffer_to_lds(inst, ops, nbytes)
     vdata, vaddr, srsrc, soffset = ops[:4]
     offset = int(inst.mod("offset", "0"), 0)
     offen = inst.mod("offen") is not None
     idxen = inst.mod("idxen") is not None
 
+    return _buffer_access(inst, kind, nbytes, mode, vdata, vaddr, srsrc, soffset, offset, offen,
+                          idxen)
+
+
+def _buffer_address(w, vaddr, srsrc, soffset, offset, offen, idxen, nbytes):
+    """Per-lane byte address and raw-buffer range check of a MUBUF access."""
+    s = w.s[srsrc.index: srsrc.index + 4]
+    base = s[0] | ((s[1] & 0xFFFF) << 32)
+    stride = (s[1] >> 16) & 0x3FFF
+    num_records = s[2]
+    index = read_u32(w, vaddr, 0).astype(np.uint64) if idxen else np.zeros(LANES, np.uint64)
+    voff = read_u32(w, vaddr, 1 if idxen else 0).astype(np.uint64) if offen else \
+        np.zeros(LANES, np.uint64)
+    off = voff + np.uint64(offset)
+    if stride == 0:
+        inside = off + np.uint64(nbytes) <= np.uint64(num_records)
+    else:
+        inside = index < np.uint64(num_records)
+    addr = np.uint64(base) + np.uint64(scalar_u32(w, soffset)) + off + index * np.uint64(stride)
+    return addr, inside
+
+
+def _buffer_to_lds(inst, ops, nbytes):
+    """MUBUF load with ``lds``: lane i's bytes go to LDS at M0 + inst_offset + i * nbytes
+    (CDNA3/4 ISA guide, LDS DMA), not to VGPRs; out-of-range lanes write zeros."""
+    vaddr, srsrc, soffset = ops[:3]
+    offset = int(inst.mod("offset", "0"), 0)
+    offen = inst.mod("offen") is not None
+    idxen = inst.mod("idxen") is not None
+
+    def run(w, g):
+        mask = w.exec_mask
+        addr, inside = _buffer_address(w, vaddr, srsrc, soffset, offset, offen, idxen, nbytes)
+        live = mask & inside
+        raw = np.zeros((LANES, nbytes), np.uint8)
+        if live.any():
+            raw[live] = g.memory.gather(addr[live], nbytes)
+        lds_addr = (w.s[M0] & 0x3FFFF) + offset + np.arange(LANES) * nbytes
+        g.lds.scatter(lds_addr[mask], raw[mask])
+        return None
+    return run
+
+
+def _buffer_access(inst, kind, nbytes, mode, vdata, vaddr, srsrc, soffset, offset, offen, idxen):
     def address(w):
-        s = w.s[srsrc.index: srsrc.index + 4]
-        base = s[0] | ((s[1] & 0xFFFF) << 32)
-        stride = (s[1] >> 16) & 0x3FFF
-        num_records = s[2]
-        index = read_u32(w, vaddr, 0).astype(np.uint64) if idxen else np.zeros(LANES, np.uint64)
-        voff = read_u32(w, vaddr, 1 if idxen else 0).astype(np.uint64) if offen else \
-            np.zeros(LANES, np.uint64)
-        off = voff + np.uint64(offset)
-        if stride == 0:
-            inside = off + np.uint64(nbytes) <= np.uint64(num_records)
-        else:
-            inside = index < np.uint64(num_records)
-        addr = np.uint64(base) + np.uint64(scalar_u32(w, soffset)) + off + index * np.uint64(stride)
-        return addr, inside
+        return _buffer_address(w, vaddr, srsrc, soffset, offset, offen, idxen, nbytes)
 
     if kind == "load":
         def run(w, g):
