@@ -107,6 +107,12 @@ def resolve(name: str) -> Path:
     return path
 
 
+def is_fmha_v3(program: Program) -> bool:
+    """Whether a program's metadata has the fmha_fwd_v3_args layout (named fields below)."""
+    names = {a.name for a in program.descriptor.args}
+    return {"Q", "K", "V", "seq_len", "kv_seq_len", "Ts", "gqa", "msk_opt"} <= names
+
+
 def is_causal(path: Path) -> bool:
     return "causal" in Path(path).stem
 

@@ -99,6 +99,12 @@ def resolve(name: str, shape: AttnShape) -> Launch:
                       origin="aiter", meta={"code_object": str(path)})
     if Path(name).suffix in (".co", ".hsaco", ".s") and Path(name).exists():
         program = load_program(name)
+        if aiter.is_fmha_v3(program):  # an AITER fmha v3 forward code object given by path
+            path = Path(name)
+            aiter.check_shape(path, shape)
+            return Launch(name=path.stem, program=program, kernargs=aiter.kernargs(program, path, shape),
+                          grid=aiter.grid(path, shape), workgroup_size=aiter.workgroup_size(path), shape=shape,
+                          origin="aiter", meta={"code_object": str(path.resolve())})
         wg = program.descriptor.workgroup_size or 64
         return Launch(name=Path(name).name, program=program, kernargs=bytes(program.descriptor.kernarg_size),
                       grid=(1, 1, 1), workgroup_size=wg, shape=shape, origin="file",

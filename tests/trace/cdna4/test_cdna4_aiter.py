@@ -39,6 +39,12 @@ def test_causal_trip_counts_are_real(aiter_causal):
     assert result.extrapolated and result.extrapolated_instructions > 0
 
 
+def test_code_object_path_is_recognised_as_aiter(aiter_causal):
+    launch = resolve(str(aiter_causal), SHAPE)
+    assert launch.origin == "aiter" and launch.grid == (4, 8, 1) and launch.workgroup_size == 512
+    assert launch.kernargs == resolve("aiter:fwd_hd128_bf16_causal", SHAPE).kernargs
+
+
 def test_estimate_reports_simulated_and_extrapolated(aiter_causal):
     launch = resolve("aiter:fwd_hd128_bf16_causal", SHAPE)
     assert occupancy(launch) == (1, "VGPR+AGPR")  # 8 waves x 256 registers: 2 waves per SIMD fill 512
