@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One-shot set-up of zyfa on a fresh Debian machine (also what .ci/run uses).
-#  - Debian packages: llvm-22/lld-22 (gfx950 assembler/disassembler), chromium (UI tests).
+#  - Debian packages: llvm-22/lld-22 (gfx950 assembler/disassembler), chromium (UI tests), gcc (C shims).
 #  - torch: the CPU wheel torch==2.13.0, but only where no torch is installed, so that an existing
 #    GPU build (ROCm or CUDA, >= 2.4) is never replaced.
 #  - zyfa itself, editable, with the [test] extras.
@@ -11,6 +11,7 @@ need_apt=()
 command -v llvm-mc-22 >/dev/null 2>&1 || need_apt+=(llvm-22)
 command -v ld.lld-22 >/dev/null 2>&1 || need_apt+=(lld-22)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)  # C shims of the HIP / rocprofiler interface tests
 if [ ${#need_apt[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "install.sh: apt-get install ${need_apt[*]}"
