@@ -189,7 +189,8 @@ def from_cdna4_program(program) -> AsmKernel:
             key, _, value = mod.partition(":")
             mods.append((key, value if value else "1"))
         if ins.opcode == "s_waitcnt":
-            operands, mods = (), []
+            operands, mods = (), [(m.group(1), m.group(2))
+                                  for m in re.finditer(r"(\w+)\((\d+)\)", ins.text)]
         insts.append(Inst(i, ins.opcode, operands, tuple(mods), ins.text, i))
     d = program.descriptor
     args = tuple(KernelArg(a.offset, a.size, a.value_kind, a.name) for a in d.args)

@@ -235,7 +235,7 @@ def _smem_load(inst, buffered: bool, dwords: int):
     return run
 
 
-_NOPS = {"s_nop", "s_waitcnt", "s_setprio", "s_sleep", "s_dcache_wb", "s_dcache_inv",
+_NOPS = {"s_nop", "s_setprio", "s_sleep", "s_dcache_wb", "s_dcache_inv",
          "s_icache_inv", "s_sched_barrier", "s_sched_group_barrier", "s_set_vgpr_msb",
          "s_waitcnt_vscnt", "s_ttracedata", "s_setreg_imm32_b32", "s_setreg_b32"}
 _BRANCH = {"s_branch": lambda w: True, "s_cbranch_scc0": lambda w: w.scc == 0,
@@ -254,7 +254,15 @@ def _compile_flow(inst, labels):
     if op in _NOPS:
         return lambda w, g: None
     if op == "s_endpgm":
-        return lambda w, g: ENDPGM
+        def run(w, g):
+            w.wait_vm(0)
+            return ENDPGM
+        return run
+    if op == "s_waitcnt":
+        vmcnt = int(inst.mod("vmcnt", "-1"))
+        if vmcnt < 0:
+            return lambda w, g: None
+        return lambda w, g: w.wait_vm(vmcnt)
     if op == "s_barrier":
         return lambda w, g: BARRIER
     if op in _BRANCH:

@@ -162,6 +162,17 @@ class Wave:
         self.done = False
         self.at_barrier = False
         self.executed = 0
+        # outstanding vector-memory operations in issue order; an entry is a function that
+        # finishes the operation (LDS DMA writes) or None (already complete)
+        self.vm_queue: list = []
+
+    def wait_vm(self, remaining: int) -> None:
+        """``s_waitcnt vmcnt(remaining)``: complete the oldest operations until at most
+        ``remaining`` are outstanding."""
+        while len(self.vm_queue) > remaining:
+            finish = self.vm_queue.pop(0)
+            if finish is not None:
+                finish()
 
     @property
     def exec(self) -> int:

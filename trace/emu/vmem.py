@@ -73,9 +73,15 @@ def compile_vmem(inst):
         if width not in _WIDTH:
             raise EmulationError(f"unsupported memory width {width!r} in {inst.text}")
         nbytes, mode = _WIDTH[width]
-        if space == "buffer":
+        if space == "buffer" and inst.mod("lds") is not None:
             return _buffer(inst, kind, nbytes, mode)
-        return _global(inst, space, kind, nbytes, mode)
+        fn = _buffer(inst, kind, nbytes, mode) if space == "buffer" else \
+            _global(inst, space, kind, nbytes, mode)
+
+        def counted(w, g):  # completes at issue; still one outstanding op for vmcnt order
+            fn(w, g)
+            w.vm_queue.append(None)
+        return counted
     if op.startswith("ds_"):
         return _compile_ds(inst)
     return None
@@ -149,7 +155,9 @@ def _buffer_address(w, vaddr, srsrc, soffset, offset, offen, idxen, nbytes):
 
 def _buffer_to_lds(inst, ops, nbytes):
     """MUBUF load with ``lds``: lane i's bytes go to LDS at M0 + inst_offset + i * nbytes
-    (CDNA3/4 ISA guide, LDS DMA), not to VGPRs; out-of-range lanes write zeros."""
+    (CDNA3/4 ISA guide, LDS DMA), not to VGPRs; out-of-range lanes write zeros. Global memory
+    is read at issue; the LDS write lands when ``s_waitcnt vmcnt`` retires the operation (LDS
+    reads issued before that see the old contents, as on hardware)."""
     vaddr, srsrc, soffset = ops[:3]
     offset = int(inst.mod("offset", "0"), 0)
     offen = inst.mod("offen") is not None
@@ -163,7 +171,8 @@ def _buffer_to_lds(inst, ops, nbytes):
         if live.any():
             raw[live] = g.memory.gather(addr[live], nbytes)
         lds_addr = (w.s[M0] & 0x3FFFF) + offset + np.arange(LANES) * nbytes
-        g.lds.scatter(lds_addr[mask], raw[mask])
+        addrs, data = lds_addr[mask], raw[mask]
+        w.vm_queue.append(lambda: g.lds.scatter(addrs, data))
         return None
     return run
 

@@ -274,3 +274,17 @@ def test_unknown_opcode_names_instruction():
 def test_unknown_operand():
     with pytest.raises(EmulationError, match="unknown operand"):
         run_snippet("v_mov_b32_e32 v0, q7")
+
+
+def test_buffer_load_to_lds_lands_at_waitcnt():
+    mem = Memory()
+    base = mem.put(np.arange(64, dtype=np.uint32) + 1000)
+    w, _ = run_snippet("\n".join([
+        "buffer_load_dword v0, s[4:7], 0 offen lds",
+        "ds_read_b32 v1, v2",  # before the wait: old LDS contents (zeros)
+        "s_waitcnt vmcnt(0)",
+        "ds_read_b32 v3, v2"]),
+        vgprs={0: LANE * 4, 2: LANE * 4}, sgprs={4: base & 0xFFFFFFFF, 5: base >> 32, 6: 256,
+                                                 7: 0x00020000, 124: 0}, memory=mem)
+    assert (w.v[1] == 0).all()
+    assert w.v[3].tolist() == list(range(1000, 1064))
