@@ -28,6 +28,7 @@ from zyfa.webui import figures, metrics, timeline
 from zyfa.webui.store import TraceStore, UnsafePathError, UploadError
 from zyfa.webui.whatif import Simulator, WhatIf, default_simulator, generator_parameters
 
+DEFAULT_PAIR = ("zyfa-fp8", "aiter-like-fp8")  # simulated at start-up when no trace is given
 GRID_MAX_ROWS = 5000  # instruction-table rows sent to the browser (those in the current view first)
 SLOTS = ("a", "b")
 
@@ -138,7 +139,7 @@ def build_layout(store: TraceStore, kernels: Sequence[str], params: dict[str, tu
             dcc.Input(id=ID.open_path, type="text", placeholder="path under a trace directory (.parquet)",
                       style={"width": "340px"}, debounce=True),
             html.Button("Open", id=ID.open_button, n_clicks=0, style={"marginLeft": "4px"}),
-            dcc.Upload(id=ID.upload, multiple=True, children=html.Span("or drop / choose a .parquet (+ .json) trace"),
+            dcc.Upload(id=ID.upload, multiple=True, max_size=store.max_upload_bytes, children=html.Span("or drop / choose a .parquet (+ .json) trace"),
                        style={"display": "inline-block", "border": "1px dashed #888", "padding": "3px 8px",
                               "marginLeft": "12px", "cursor": "pointer"}),
         ], style={"marginTop": "6px"}),
@@ -532,6 +533,14 @@ def serve(args: argparse.Namespace) -> int:
     simulator, kernels, why = default_simulator()
     if simulator is None:
         print(f"zyfa-ui: what-if disabled: {why}", file=sys.stderr)
+    if not store.entries() and simulator is not None and getattr(args, "simulate", True):
+        for kernel in [k for k in DEFAULT_PAIR if k in kernels]:
+            request = WhatIf(kernel=kernel, seqlen=args.seqlen)
+            print(f"zyfa-ui: no trace given: simulating {request.label} on the CDNA4 cycle model ...", flush=True)
+            try:
+                store.add(simulator(request), f"simulated: {request.label}")
+            except Exception as exc:  # the simulator is another package: report and serve without it
+                print(f"zyfa-ui: simulating {kernel} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
     if not is_loopback(args.host):
         print(f"zyfa-ui: warning: serving on {args.host}, reachable from other machines; the page has no "
               "authentication", file=sys.stderr)

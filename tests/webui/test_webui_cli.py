@@ -53,3 +53,32 @@ def test_serves_the_page_on_loopback(tmp_path, make_trace):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_without_traces_starts_from_simulated_zyfa_and_aiter():
+    from zyfa.webui.whatif import default_simulator
+
+    if default_simulator()[0] is None:
+        pytest.skip("the CDNA4 cycle model is not available")
+    proc = subprocess.Popen([sys.executable, "-m", "zyfa.cli.ui_main", "--port", "0", "--shape", "256"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = []
+        while not lines or "open http" not in lines[-1]:
+            line = proc.stdout.readline()
+            assert line, (lines, proc.stderr.read())
+            lines.append(line)
+        assert "simulating zyfa-fp8 · b1 h1 s256 d128" in lines[0]
+        assert "simulating aiter-like-fp8 · b1 h1 s256 d128" in lines[1]
+        url = re.search(r"open (http://127\.0\.0\.1:\d+)/", lines[-1]).group(1)
+        with urllib.request.urlopen(url + "/_dash-layout", timeout=30) as resp:
+            layout = resp.read().decode()
+        assert "simulated: zyfa-fp8" in layout and "simulated: aiter-like-fp8" in layout
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_bad_shape_exits_2(capsys):
+    assert ui_main.main(["--shape", "12q"]) == 2
+    assert "bad sequence length" in capsys.readouterr().err

@@ -1,19 +1,23 @@
 """``zyfa-ui``: the browser schedule explorer (also ``zyfa-trace ui``).
 
 Opens the trace files named and every ``*.parquet`` trace under each ``--trace-dir``; nothing
-else on disk is served. With the CDNA4 cycle model installed the page can also simulate kernels
-(what-if: softmax variant, ping-pong on/off, priority hand-over points). Binds 127.0.0.1 unless
-``--host`` says otherwise.
+else on disk is served. With the CDNA4 cycle model installed the page can also re-simulate
+kernels with other generator parameters (what-if: softmax variant, P scaling, ping-pong on/off),
+and with no trace given it starts from simulated zyfa-fp8 vs aiter-like-fp8 traces (--shape).
+Binds 127.0.0.1 unless --host says otherwise.
 
 examples:
   zyfa-ui out/zyfa-fp8.parquet out/aiter-like-fp8.parquet
   zyfa-ui --trace-dir out/ --port 8060
+  zyfa-ui --shape 4k            # no trace: simulate zyfa-fp8 and aiter-like-fp8 first
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+
+from zyfa.shapes import parse_seqlen
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -22,11 +26,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="directory whose .parquet traces may be opened (repeatable)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1, this machine only)")
     p.add_argument("--port", type=int, default=8050, help="port (default 8050; 0 picks a free one)")
+    p.add_argument("--shape", default="1k", metavar="SEQLEN",
+                   help="sequence length of the start-up simulation when no trace is given (default 1k; b1 h1 d128)")
+    p.add_argument("--no-simulate", dest="simulate", action="store_false",
+                   help="with no trace given, start empty instead of simulating zyfa-fp8 and aiter-like-fp8")
 
 
 def run(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         print(f"zyfa-ui: --port must be in 0..65535, got {args.port}", file=sys.stderr)
+        return 2
+    try:
+        args.seqlen = parse_seqlen(args.shape)
+    except ValueError as exc:
+        print(f"zyfa-ui: --shape: {exc}", file=sys.stderr)
         return 2
     from zyfa.webui.app import serve
 
