@@ -58,7 +58,7 @@ def build_for(name: str, shape: AttnShape) -> registry.KernelBuild:
         "instruction_pcs": list(built.pcs),
         "config": {k: getattr(gen.config, k) for k in gen.config.__dataclass_fields__},
         "registers": gen.registers,
-        "vgprs": gen.vgprs, "agprs": gen.agprs, "sgprs": gen.sgprs, "lds_bytes": gen.lds_bytes,
+        "vgprs": gen.vgprs, "agprs": gen.agprs, "sgprs": gen.sgprs, "lds_bytes": gen.lds_bytes, "read_ahead": gen.read_ahead,
         "rows_per_workgroup": ROWS_PER_WG, "keys_per_tile": 128,
         "branch_assumptions": _branch_assumptions(built),
     }

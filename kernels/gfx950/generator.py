@@ -32,6 +32,13 @@ ARCH_VGPRS = 256
 SIMD_REGS = 512  # VGPR + AGPR per lane per SIMD, shared by its waves
 LDS_BYTES = 160 * 1024
 LDS_PAD = 16  # bytes of padding per LDS row (spreads rows over banks)
+# Preferred MFMAs between an operand's ds_read and its use (fp8 MFMAs take 64 cycles, bf16
+# 32x32x16 32; LDS latency is 64-128 cycles plus queueing); lowered to 2 when registers run out
+READ_AHEAD = {"fp8": 3, "bf16": 4}
+
+
+class RegisterBudgetError(ValueError):
+    """A kernel's registers do not fit two waves per SIMD (VGPR <= 256, VGPR + AGPR <= 256)."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +91,7 @@ class Generated:
     agprs: int = 0
     sgprs: int = 0
     lds_bytes: int = 0
+    read_ahead: int = 0  # MFMAs between an operand's ds_read and its use
     instructions: list = field(default_factory=list)
 
 
@@ -96,14 +104,21 @@ class _Kernel:
         self.block = config.scaling == "block"
         self.lds = lds_layout(config)
         self.asm = Asm()
-        self.ra = Allocator()
         self.clusters: list[dict] = []
         self.deferred: list = []  # emitters of out-of-line blocks, flushed after the loop
         self.k_loads, self.v_loads = loads_per_thread(config)
-        self._allocate()
+        # read ahead as far as the register budget allows (READ_AHEAD is the preference)
+        for ahead in range(READ_AHEAD[config.dtype], 1, -1):
+            try:
+                self._allocate(ahead)
+                break
+            except RegisterBudgetError:
+                if ahead == 2:
+                    raise
 
     # -- registers -------------------------------------------------------------------------------
-    def _allocate(self):
+    def _allocate(self, ahead: int):
+        self.ra = Allocator()
         c, ra = self.c, self.ra
         sg = ra.at
         self.kernarg_ptr = sg("s", "kernarg_ptr", 0, 2)
@@ -120,7 +135,8 @@ class _Kernel:
         a_width = 8 if self.fp8 else 4
         self.S = ra.take("v", "S_scores_and_P", 64, align=4)
         self.Q = ra.take("v", "Q_operand", (c.headdim // c.k_per_mfma) * a_width, align=4)
-        self.ring = [ra.take("v", f"operand_ring{i}", a_width, align=4) for i in range(3)]
+        self.ahead = ahead
+        self.ring = [ra.take("v", f"operand_ring{i}", a_width, align=4) for i in range(self.ahead + 1)]
         self.stage = ra.take("v", "global_to_lds_stage", 4 * (self.k_loads + self.v_loads), align=4)
         if self.block:
             self.ones = ra.take("v", "fp8_ones_operand", 8, align=4)
@@ -139,9 +155,9 @@ class _Kernel:
         self.agprs = ra.used("a")
         waves_per_simd = WAVES // 4
         if self.vgprs > ARCH_VGPRS:
-            raise ValueError(f"{c.name}: needs {self.vgprs} VGPRs, the architectural file has {ARCH_VGPRS}")
+            raise RegisterBudgetError(f"{c.name}: needs {self.vgprs} VGPRs, the architectural file has {ARCH_VGPRS}")
         if (self.vgprs + self.agprs) * waves_per_simd > SIMD_REGS:
-            raise ValueError(f"{c.name}: {self.vgprs} VGPR + {self.agprs} AGPR x {waves_per_simd} waves/SIMD "
+            raise RegisterBudgetError(f"{c.name}: {self.vgprs} VGPR + {self.agprs} AGPR x {waves_per_simd} waves/SIMD "
                              f"exceeds the {SIMD_REGS} registers per lane of a SIMD")
 
     def cluster(self, name: str) -> Cluster:
@@ -418,14 +434,15 @@ class _Kernel:
 
     # -- MFMA clusters --------------------------------------------------------------------------------------
     def pipeline(self, steps):
-        """Emit (reads, mfma, cluster name) steps with operand reads two steps ahead through the
-        3-slot ring; every instruction is tagged with its step's cluster."""
-        ahead = 2
+        """Emit (reads, mfma, cluster name) steps with operand reads ``self.ahead`` steps ahead
+        through a ring of ``self.ahead + 1`` operand slots; every instruction is tagged with its
+        step's cluster."""
+        ahead, slots = self.ahead, len(self.ring)
         pending: list[int] = []  # ds_read count of issued, not yet consumed steps
 
         def issue(i):
             self.asm.cluster = steps[i][2]
-            reads = steps[i][0](self.ring[i % 3])
+            reads = steps[i][0](self.ring[i % slots])
             for opcode, operands, mods in reads:
                 self.e(opcode, *operands, mods=mods)
             pending.append(len(reads))
@@ -438,7 +455,7 @@ class _Kernel:
             if pending[0]:
                 self.e("s_waitcnt", f"lgkmcnt({min(behind, 15)})")
             pending.pop(0)
-            mfma(self.ring[i % 3])
+            mfma(self.ring[i % slots])
             if i + ahead < len(steps):
                 issue(i + ahead)
 
@@ -904,6 +921,7 @@ def generate(config: KernelConfig) -> Generated:
     return Generated(config=config, asm=text, metadata=metadata, symbol=symbol, clusters=clusters,
                      registers={name: str(reg) for name, reg in kernel.ra.named.items()},
                      vgprs=kernel.vgprs, agprs=kernel.agprs, sgprs=sgprs, lds_bytes=kernel.lds.total,
+                     read_ahead=kernel.ahead,
                      instructions=insts)
 
 

@@ -135,8 +135,10 @@ def test_rescale_threshold_adds_one_compare_operand():
 
 
 def test_mla_shape_counts():
-    mla = tile_counts(generate(KernelConfig("mla", headdim=192)))
-    assert mla.mfma == 4 * 3 + 8 + 2
+    gen = generate(KernelConfig("mla", headdim=192))
+    assert tile_counts(gen).mfma == 4 * 3 + 8 + 2
+    # Q needs 8 more VGPRs than hd 128: the operand ring drops to 3 slots to stay within 256
+    assert (gen.read_ahead, generate(VARIANTS["zyfa-fp8"]).read_ahead, generate(VARIANTS["zyfa-bf16"]).read_ahead) == (2, 3, 4)
 
 
 # -- resources, descriptor, assembly ---------------------------------------------------------------------------
