@@ -94,19 +94,22 @@ def fma_f32(a, b, c) -> torch.Tensor:
     TC 2008). Plain float64 ``a*b + c`` then a cast rounds twice and differs there (see the tests).
     """
     a, b, c = (torch.as_tensor(x, dtype=torch.float32) for x in (a, b, c))
+    if not torch.broadcast_shapes(a.shape, b.shape, c.shape):
+        return fma_f32(a.reshape(1), b.reshape(1), c.reshape(1)).reshape(())
     p = a.to(torch.float64) * b.to(torch.float64)
     hi = p + c.to(torch.float64)
     y = hi.to(torch.float32)
     hazard = ((hi.view(torch.int64) & 0x1FFFFFFF) == 0x10000000) | (hi.abs() < 2.0**-125)
     if not bool(hazard.any()):
         return y
-    p, hi = p.expand_as(hi)[hazard], hi[hazard]
-    c64 = c.to(torch.float64).expand(y.shape)[hazard]
+    at = hazard.nonzero(as_tuple=True)
+    p, hi = p.expand(y.shape)[at], hi[at]
+    c64 = c.to(torch.float64).expand(y.shape)[at]
     bv = hi - p
     lo = (p - (hi - bv)) + (c64 - bv)
     even = (hi.view(torch.int64) & 1) == 0
     towards = torch.where(lo > 0, math.inf, -math.inf).to(torch.float64)
-    y[hazard] = torch.where((lo != 0) & even, torch.nextafter(hi, towards), hi).to(torch.float32)
+    y[at] = torch.where((lo != 0) & even, torch.nextafter(hi, towards), hi).to(torch.float32)
     return y
 
 
@@ -365,8 +368,8 @@ def _blocks(ops: _Operands, variant: str, rounding: str, p_round) -> Iterator[tu
         bm = torch.ceil(ops.t * mx)
         if variant in ("leanp", "zyfa"):
             code = lean_p_code(s, 8.0 * ops.t, bm, rounding).masked_fill(~allowed, 0)
-            P = decode_e4m3(code)
-            yield r0, k0, P, _tree_sum(P), (bm - 8.0)[..., 0]
+            P = code.view(torch.float8_e4m3fn).to(torch.float64)  # exact: equals decode_e4m3 (tested)
+            yield r0, k0, P, _tree_sum(P).to(torch.float32), (bm - 8.0)[..., 0]
             continue
         x = (ops.t * s).masked_fill(~allowed, -math.inf)
         p = _exp2_f32(x - (bm - 8.0))
