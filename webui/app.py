@@ -17,6 +17,7 @@ from typing import Optional, Sequence
 
 import dash
 import dash_ag_grid as dag
+import pyarrow as pa
 from dash import ALL, Input, Output, State, ctx, dcc, html
 from dash.exceptions import PreventUpdate
 from flask import abort, send_file
@@ -31,6 +32,7 @@ from zyfa.webui.whatif import Simulator, WhatIf, default_simulator, generator_pa
 DEFAULT_PAIR = ("zyfa-fp8", "aiter-like-fp8")  # simulated at start-up when no trace is given
 GRID_MAX_ROWS = 5000  # instruction-table rows sent to the browser (those in the current view first)
 SLOTS = ("a", "b")
+_NUMERIC = {name for name, col in COLUMNS.items() if pa.types.is_integer(col.type)}  # grid number filters
 
 
 # -- element ids -------------------------------------------------------------------------------
@@ -139,7 +141,8 @@ def build_layout(store: TraceStore, kernels: Sequence[str], params: dict[str, tu
             dcc.Input(id=ID.open_path, type="text", placeholder="path under a trace directory (.parquet)",
                       style={"width": "340px"}, debounce=True),
             html.Button("Open", id=ID.open_button, n_clicks=0, style={"marginLeft": "4px"}),
-            dcc.Upload(id=ID.upload, multiple=True, max_size=store.max_upload_bytes, children=html.Span("or drop / choose a .parquet (+ .json) trace"),
+            dcc.Upload(id=ID.upload, multiple=True, max_size=store.max_upload_bytes,
+                       children=html.Span("or drop / choose a .parquet (+ .json) trace"),
                        style={"display": "inline-block", "border": "1px dashed #888", "padding": "3px 8px",
                               "marginLeft": "12px", "cursor": "pointer"}),
         ], style={"marginTop": "6px"}),
@@ -202,7 +205,8 @@ def build_layout(store: TraceStore, kernels: Sequence[str], params: dict[str, tu
         dag.AgGrid(id=ID.grid, columnDefs=columns, rowData=[], getRowId="params.data.id",
                    defaultColDef={"sortable": True, "filter": True, "floatingFilter": True, "resizable": True,
                                   "minWidth": 70},
-                   dashGridOptions={"rowSelection": {"mode": "singleRow", "checkboxes": False, "enableClickSelection": True},
+                   dashGridOptions={"rowSelection": {"mode": "singleRow", "checkboxes": False,
+                                                     "enableClickSelection": True},
                                     "animateRows": False},
                    columnSize="autoSize", style={"height": "360px"}),
     )
@@ -215,9 +219,6 @@ def build_layout(store: TraceStore, kernels: Sequence[str], params: dict[str, tu
         sources, whatif, view, tables, grid, valu,
         dcc.Store(id=ID.view), dcc.Store(id=ID.selected),
     ], style={"fontFamily": "sans-serif", "fontSize": "14px", "margin": "8px 16px"})
-
-
-_NUMERIC = {c for c, col in COLUMNS.items() if col.type.__str__().startswith("int")}
 
 
 # -- app ---------------------------------------------------------------------------------------

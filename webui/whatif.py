@@ -125,7 +125,7 @@ def default_simulator() -> tuple[Optional[Simulator], list[str], str]:
     """
     try:
         from zyfa.kernels.registry import kernels
-        from zyfa.trace.cdna4 import aiter, tracer  # noqa: F401
+        from zyfa.trace.cdna4 import aiter, tracer  # noqa: F401  (tracer: simulate's engine must import)
     except ImportError as exc:
         return None, [], f"the CDNA4 cycle model (zyfa.trace.cdna4) is not available: {exc}"
     names = sorted(kernels())

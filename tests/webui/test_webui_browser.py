@@ -6,7 +6,6 @@ Screenshots go to test-artifacts/webui/ (git-ignored).
 from __future__ import annotations
 
 import re
-import shutil
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -77,8 +76,9 @@ def _wait_plot(page, predicate: str) -> None:
 
 
 def _metric_titles(page, col: str) -> dict[str, str]:
-    return page.evaluate("""(col) => Object.fromEntries(Array.from(document.querySelectorAll('#metric-table tr[data-metric]'))
-        .map(tr => [tr.dataset.metric, tr.querySelector('td[data-col="' + col + '"]').title]))""", col)
+    return page.evaluate("""(col) => Object.fromEntries(
+        Array.from(document.querySelectorAll('#metric-table tr[data-metric]'))
+            .map(tr => [tr.dataset.metric, tr.querySelector('td[data-col="' + col + '"]').title]))""", col)
 
 
 def _details(page) -> dict[str, str]:
@@ -173,8 +173,8 @@ def test_whatif_resimulates_on_the_cycle_model(browser, served):
     assert new.meta.shape["seqlen_q"] == 256
     _wait_plot(page, "Array.from(gd.querySelectorAll('.annotation-text'))"
                      ".some(e => e.textContent.startsWith('B: zyfa-fp8[schedule=serial]'))")
-    page.wait_for_function("(v) => { const td = document.querySelector("
-                           "'#metric-table tr[data-metric=\"cycles\"] td[data-col=\"b\"]'); return td && td.title == v; }",
+    page.wait_for_function("(v) => { const td = document.querySelector('#metric-table "
+                           "tr[data-metric=\"cycles\"] td[data-col=\"b\"]'); return td && td.title == v; }",
                            arg=repr(float(analyzer.summary(new, "steady")["cycles"])), timeout=TIMEOUT_MS)
     want = analyzer.compare(a, new, "steady").set_index("metric")
     assert _metric_titles(page, "b") == {m: repr(float(v)) for m, v in want["b"].items()}
@@ -197,7 +197,8 @@ def test_refuses_traversal_and_malformed_upload(browser, served):
 
     page.set_input_files("#upload input[type=file]",
                          files=[{"name": "bad.parquet", "mimeType": "application/octet-stream", "buffer": b"junk"}])
-    page.wait_for_function("() => document.querySelector('#source-message').textContent.includes('not a valid zyfa trace')",
+    page.wait_for_function("() => document.querySelector('#source-message').textContent"
+                           ".includes('not a valid zyfa trace')",
                            timeout=TIMEOUT_MS)
     page.screenshot(path=str(ARTIFACTS / "05-rejected-upload.png"), full_page=False)
 
@@ -206,7 +207,8 @@ def test_refuses_traversal_and_malformed_upload(browser, served):
                          files=[{"name": "secret.parquet", "mimeType": "application/octet-stream", "buffer": good}])
     page.wait_for_function("() => document.querySelector('#source-message').textContent.includes('opened upload')",
                            timeout=TIMEOUT_MS)
-    _wait_plot(page, "Array.from(gd.querySelectorAll('.annotation-text')).some(e => e.textContent.startsWith('B: secret'))")
+    _wait_plot(page, "Array.from(gd.querySelectorAll('.annotation-text'))"
+                     ".some(e => e.textContent.startsWith('B: secret'))")
     page.close()
 
     # the file route serves traces under the directory and nothing else
