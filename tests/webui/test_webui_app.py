@@ -165,3 +165,13 @@ def test_whatif_request():
 def test_whatif_validation(kwargs, exc, message):
     with pytest.raises(exc, match=message):
         WhatIf(**kwargs)
+
+
+def test_hover_text_names_instruction_cycles_and_stall(make_trace):
+    t = make_trace(simds=1, iterations=1)
+    fig = schedule_figure([Panel("A", t)], View(0, 128))
+    mfma = next(tr for tr in fig.data if tr.type == "bar" and tr.name == "MFMA")
+    row = t.column("start").tolist().index(0)  # w0's first MFMA: [0, 16), stalled 2 cycles on a dependency
+    text = mfma.hovertext[[r for _, r in mfma.customdata].index(row)]
+    assert text == ("<b>v_mfma_f32_32x32x64_f8f6f4</b> a[0:15], v[0:7], v[64:71], a[0:15]"
+                    "<br>issue 0 · start 0 · end 16 (16 cycles)<br>stall 2 (dependency)<br>region QK_0")

@@ -222,3 +222,31 @@ def test_refuses_traversal_and_malformed_upload(browser, served):
     with urllib.request.urlopen(f"{server.url}/traces/%2Fetc%2Fpasswd") as resp:
         body = resp.read()
     assert b"root:" not in body and body.lstrip().lower().startswith(b"<!doctype html>")
+
+
+def test_large_trace_is_decimated_wide_and_detailed_zoomed(browser, tmp_path, make_trace):
+    big = make_trace("zyfa-fp8", simds=4, iterations=250)  # 8 waves x 250 x 12 = 24000 records
+    big.save(tmp_path / "big")
+    server = ServerThread(create_app(TraceStore([tmp_path])), "127.0.0.1", 0)
+    server.start()
+    try:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(server.url, timeout=TIMEOUT_MS)
+        _wait_plot(page, "gd.querySelectorAll('g.point').length > 0")
+        page.wait_for_function("() => document.querySelector('#view-info').textContent.includes('merged')",
+                               timeout=TIMEOUT_MS)
+        assert _plot(page)["bars"] < len(big) / 4  # the browser gets merged segments, not 24000 bars
+        page.screenshot(path=str(ARTIFACTS / "06-large-wide.png"))
+        # drag-zoom equivalent: the server answers the relayout with one bar per instruction
+        page.evaluate("() => Plotly.relayout(document.querySelector('#timeline .js-plotly-plot'),"
+                      " {'xaxis.range[0]': 1000, 'xaxis.range[1]': 1600})")
+        page.wait_for_function("() => document.querySelector('#view-info').textContent.includes('every instruction')",
+                               timeout=TIMEOUT_MS)
+        start, end = big.column("start"), big.column("end")
+        in_view = int(((end > 1000) & (start < 1600)).sum())
+        _wait_plot(page, f"gd.querySelectorAll('g.point').length == {in_view}")
+        assert page.locator("#grid-info").inner_text().startswith(f"{in_view} instructions in view")
+        page.screenshot(path=str(ARTIFACTS / "07-large-zoomed.png"))
+        page.close()
+    finally:
+        server.shutdown()
