@@ -50,8 +50,9 @@ class Estimate:
     """Predicted kernel time and how it was obtained.
 
     ``cycles``: kernel cycles; ``seconds``/``tflops`` at ``clock_mhz``; ``occupancy``:
-    workgroups per CU; ``samples``: per simulated grid-x value, its workgroup cycles and
-    instruction counts; ``cu_result``: the representative sample's :class:`sim.CUResult` (its
+    workgroups per CU; ``samples``: per simulated grid-x value, its workgroup cycles, MFMA
+    FLOPs and instruction counts; ``flops_ratio``: MFMA FLOPs executed over the whole grid
+    (interpolated like the time) / the shape's FLOPs, a check that the kernel did the work; ``cu_result``: the representative sample's :class:`sim.CUResult` (its
     records are the trace); ``notes``: what was simulated, extrapolated and interpolated."""
 
     cycles: int
@@ -63,6 +64,7 @@ class Estimate:
     cu_result: object
     representative_x: int
     wall_seconds: float
+    flops_ratio: float = float("nan")  # MFMA FLOPs the model executed / AttnShape.flops
     notes: list = field(default_factory=list)
 
     @property
@@ -153,6 +155,7 @@ def estimate(launch: Launch, config: EstimateConfig = EstimateConfig(),
         result = CUSim(launch.program, launch.kernargs, wgs, launch.workgroup_size, sim_cfg,
                        regions=launch.regions, branch_policy=launch.branch_policy).run()
         samples.append({"x": x, "resident": resident, "cycles": result.cycles,
+                        "mfma_flops_per_workgroup": result.mfma_flops(launch.program) / resident,
                         "simulated_instructions": result.simulated_instructions,
                         "extrapolated_instructions": result.extrapolated_instructions,
                         "loops_extrapolated": result.extrapolated,
@@ -160,6 +163,8 @@ def estimate(launch: Launch, config: EstimateConfig = EstimateConfig(),
         if x == rep_x:
             rep_result = result
     durations = _interpolate(xs, [s["cycles"] for s in samples], gx)
+    model_flops = sum(_interpolate(xs, [s["mfma_flops_per_workgroup"] for s in samples], gx)) * gy * gz
+    flops_ratio = model_flops / launch.shape.flops
     cycles = int(math.ceil(dispatch(durations, launch.grid, int(timing.param("cus")) * occ)))
     seconds = cycles / (config.clock_mhz * 1e6)
     tflops = launch.shape.flops / seconds / 1e12
@@ -181,6 +186,13 @@ def estimate(launch: Launch, config: EstimateConfig = EstimateConfig(),
         f"dispatched: {total_wg} workgroups over {int(timing.param('cus'))} CUs x {occ} slot(s) "
         f"(occupancy limited by {limit}); launch overhead and cross-CU memory contention not modelled",
     ]
+    work = (f"MFMA work in the model: {flops_ratio:.3f} x the shape's FLOPs (above 1: masked diagonal tiles or "
+            f"padding computed as full tiles)")
+    if not 0.9 <= flops_ratio <= 2.5:
+        work = (f"WARNING: MFMA work in the model is {flops_ratio:.3f} x the shape's FLOPs: the kernel did not do "
+                f"this shape's work in the model (kernel arguments? branch policy?); the time is not credible")
+    notes.insert(0, work)
     return Estimate(cycles=cycles, seconds=seconds, tflops=tflops, clock_mhz=float(config.clock_mhz), occupancy=occ,
+                    flops_ratio=flops_ratio,
                     samples=samples, cu_result=rep_result, representative_x=rep_x,
                     wall_seconds=time.perf_counter() - wall, notes=notes)

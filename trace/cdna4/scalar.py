@@ -76,11 +76,12 @@ class State:
     """Registers of one wave: ``regs`` maps SGPR index / lane-0 vector key / SCC to an int
     (or ``None`` = unknown). 64-bit specials (vcc, exec) are two SGPRs as on hardware."""
 
-    __slots__ = ("regs", "kernarg")
+    __slots__ = ("regs", "kernarg", "laned")
 
     def __init__(self, kernarg: bytes):
-        self.regs: dict[int, Optional[int]] = {126: M32, 127: M32}
+        self.regs: dict = {126: M32, 127: M32}
         self.kernarg = kernarg
+        self.laned: set = set()  # vector keys with per-lane values (v_writelane), cleared on full writes
 
     # scalar operand read
     def read(self, text: str) -> Optional[int]:
@@ -136,8 +137,16 @@ class State:
         for key in keys:
             if key < SGPR_BASE:
                 self.regs[-1000 - key] = None
+                if self.laned:
+                    self.clear_lanes(-1000 - key)
             else:
                 self.regs[key - SGPR_BASE] = None
+
+    def clear_lanes(self, key: int) -> None:
+        if key in self.laned:
+            self.laned.discard(key)
+            for lane in range(1, 64):
+                self.regs.pop(("lane", key, lane), None)
 
 
 # -- SALU ----------------------------------------------------------------------------------------
@@ -170,7 +179,25 @@ _S2 = {  # dst = f(a, b) for 32-bit two-source SALU, returning (value, scc or No
     "s_lshl3_add_u32": lambda a, b: (((a << 3) + b) & M32, int(((a << 3) + b) > M32)),
     "s_lshl4_add_u32": lambda a, b: (((a << 4) + b) & M32, int(((a << 4) + b) > M32)),
     "s_bfe_u32": lambda a, b: ((a >> (b & 31)) & ((1 << ((b >> 16) & 0x7F)) - 1), None),
+    "s_bfe_i32": lambda a, b: (_sext((a >> (b & 31)) & ((1 << ((b >> 16) & 0x7F)) - 1), (b >> 16) & 0x7F) & M32, None),
+    "s_absdiff_i32": lambda a, b: (abs(s32(a) - s32(b)) & M32, int(s32(a) != s32(b))),
+    "s_xnor_b32": lambda a, b: (~(a ^ b) & M32, int(~(a ^ b) & M32 != 0)),
+    "s_nand_b32": lambda a, b: (~(a & b) & M32, int(~(a & b) & M32 != 0)),
+    "s_nor_b32": lambda a, b: (~(a | b) & M32, int(~(a | b) & M32 != 0)),
+    "s_bfm_b32": lambda a, b: ((((1 << (a & 31)) - 1) << (b & 31)) & M32, None),
 }
+_S1 = {  # dst = f(a) for one-source 32-bit SALU: (value, scc or None)
+    "s_abs_i32": lambda a: (abs(s32(a)) & M32, int(a != 0)),
+    "s_sext_i32_i8": lambda a: (_sext(a & 0xFF, 8) & M32, None),
+    "s_sext_i32_i16": lambda a: (_sext(a & 0xFFFF, 16) & M32, None),
+    "s_bcnt1_i32_b32": lambda a: (bin(a).count("1"), int(a != 0)),
+    "s_ff1_i32_b32": lambda a: (((a & -a).bit_length() - 1) & M32 if a else M32, None),
+    "s_flbit_i32_b32": lambda a: (32 - a.bit_length() if a else M32, None),
+}
+
+
+def _sext(v: int, bits: int) -> int:
+    return v - (1 << bits) if bits and v & (1 << (bits - 1)) else v
 _S2_64 = {
     "s_and_b64": lambda a, b: a & b, "s_or_b64": lambda a, b: a | b, "s_xor_b64": lambda a, b: a ^ b,
     "s_andn2_b64": lambda a, b: a & ~b, "s_orn2_b64": lambda a, b: a | ~b,
@@ -193,6 +220,34 @@ def _exec_salu(op: str, ops: tuple[str, ...], st: State) -> bool:
         st.write(ops[0], value)
         if scc is not None:
             regs[SCC] = scc
+        return True
+    if op in _S1:
+        a = st.read(ops[1])
+        if a is None:
+            st.write(ops[0], None)
+            regs[SCC] = None
+            return True
+        value, scc = _S1[op](a)
+        st.write(ops[0], value)
+        if scc is not None:
+            regs[SCC] = scc
+        return True
+    if op in ("s_cmov_b32", "s_cmovk_i32"):
+        if regs.get(SCC) is None:
+            st.write(ops[0], None)
+        elif regs[SCC]:
+            st.write(ops[0], st.read(ops[1]))
+        return True
+    if op in ("s_ashr_i64", "s_bcnt1_i32_b64"):
+        a = st.read64(ops[1])
+        if op == "s_ashr_i64":
+            b = st.read(ops[2])
+            value = None if a is None or b is None else ((a - (1 << 64) if a >> 63 else a) >> (b & 63)) & 0xFFFFFFFFFFFFFFFF
+            st.write64(ops[0], value)
+        else:
+            value = None if a is None else bin(a).count("1")
+            st.write(ops[0], value)
+        regs[SCC] = None if value is None else int(value != 0)
         return True
     if op in ("s_addc_u32", "s_subb_u32"):
         a, b, c = st.read(ops[1]), st.read(ops[2]), regs.get(SCC)
@@ -357,6 +412,24 @@ def _exec_valu_lane0(base: str, ops: tuple[str, ...], st: State) -> bool:
     if base == "v_readfirstlane_b32":
         st.write(ops[0], st.read(ops[1]))
         return True
+    if base in ("v_writelane_b32", "v_readlane_b32"):
+        lane = st.read(ops[2])
+        vreg = ops[0] if base == "v_writelane_b32" else ops[1]
+        is_reg, key = _parse_operand(vreg)
+        if lane is None or not is_reg:
+            st.write(ops[0], None)
+            return True
+        lane &= 63
+        if base == "v_writelane_b32":  # SGPR spill slots: per-lane values of one VGPR
+            value = st.read(ops[1])
+            if lane == 0:
+                st.regs[key] = value
+            else:
+                st.regs[("lane", key, lane)] = value
+                st.laned.add(key)
+        else:
+            st.write(ops[0], st.regs.get(key) if lane == 0 else st.regs.get(("lane", key, lane)))
+        return True
     if base in _V:
         n, fn = _V[base]
         srcs = [st.read(o.strip("|").lstrip("-")) for o in ops[1:1 + n]]
@@ -402,9 +475,13 @@ def _fast_valu(base: str, ops: tuple[str, ...]) -> Callable[[State], None]:
             value = regs.get(key) if reg else key
             if value is None:
                 regs[dst] = None
+                if st.laned:
+                    st.clear_lanes(dst)
                 return
             values.append(value)
         regs[dst] = fn(*values) & M32
+        if st.laned:
+            st.clear_lanes(dst)
     return run_v
 
 
@@ -422,7 +499,8 @@ def executor(inst: Instruction) -> Optional[Callable[[State], None]]:
     if unit == "SMEM":
         return lambda st: _exec_smem(op, ops, st)
     if unit in ("VALU", "TRANS"):
-        if not (base in _V or base in ("v_readfirstlane_b32", "v_cndmask_b32") or _VCMP.match(base)):
+        if not (base in _V or base in ("v_readfirstlane_b32", "v_cndmask_b32", "v_writelane_b32", "v_readlane_b32")
+                or _VCMP.match(base)):
             keys = inst.defs
             return (lambda st: st.forget_vector(keys)) if keys else None
 

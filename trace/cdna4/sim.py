@@ -563,6 +563,7 @@ class CUSim:
         for wi, w in enumerate(self.waves):
             st = scalar.State(w.state.kernarg)
             st.regs = dict(regs[wi])
+            st.laned = {k[1] for k in st.regs if isinstance(k, tuple)}
             for s, expected in plans[wi]:
                 if s.fn is not None:
                     s.fn(st)

@@ -49,6 +49,7 @@ def to_trace(launch: Launch, est: Estimate, command: Optional[str] = None) -> Tr
                     "tool": "zyfa.trace.cdna4 cycle model", "program_source": launch.program.source},
         extra={
             "predicted_cycles": est.cycles, "predicted_seconds": est.seconds, "predicted_tflops": est.tflops,
+            "mfma_flops_ratio": est.flops_ratio,
             "occupancy_workgroups_per_cu": est.occupancy, "representative_grid_x": est.representative_x,
             "samples": est.samples, "notes": est.notes,
             "trace_covers": "one CU, detailed records only (extrapolated loop periods have none)",

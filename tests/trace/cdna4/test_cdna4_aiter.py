@@ -54,6 +54,9 @@ def test_estimate_reports_simulated_and_extrapolated(aiter_causal):
     assert est.cycles == est.samples[0]["cycles"]
     assert est.tflops == pytest.approx(SHAPE.flops / (est.cycles / 2.4e9) / 1e12)
     assert any(n.startswith("extrapolated:") for n in est.notes) and any("interpolated" in n for n in est.notes)
+    # 4 workgroups per head each compute 36 full (256 rows x 64 keys) tiles; causal counts 2048 * 2048 / 2
+    assert est.flops_ratio == pytest.approx(36 * 4 * 256 * 64 / (2048 * 2048 / 2)) == pytest.approx(1.125)
+    assert est.notes[0].startswith("MFMA work in the model: 1.")
 
 
 def test_dispatch_and_interpolation_hand_computed():
