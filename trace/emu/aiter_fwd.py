@@ -34,8 +34,15 @@ def _program(name: str):
     return _PROGRAMS[name]
 
 
-def emulate_aiter(name: str, shape: AttnShape, seed: int = 0) -> EmulationResult:
-    """Run AITER code object ``name`` (e.g. ``fwd_hd128_bf16_causal``) on ``shape``."""
+def emulate_aiter(name: str, shape: AttnShape, seed: int = 0, quantum: int | None = 1
+                  ) -> EmulationResult:
+    """Run AITER code object ``name`` (e.g. ``fwd_hd128_bf16_causal``) on ``shape``.
+
+    ``quantum`` as in :func:`zyfa.trace.emu.attention.emulate_kernel`. AITER's causal kernel
+    needs the default interleaving: run to barrier (None), its waves reuse LDS between barriers
+    in an order that only timing guarantees, and rows 193-255 of the first query tile come out
+    wrong when a workgroup takes two tiles (measured at b1 h1 s512).
+    """
     from zyfa import numerics
     from zyfa.trace.cdna4 import aiter
 
@@ -59,7 +66,7 @@ def emulate_aiter(name: str, shape: AttnShape, seed: int = 0) -> EmulationResult
             struct.pack_into("<Q", args, arg.offset, addresses[arg.name])
     start = time.perf_counter()
     stats = run_kernel(program, Launch(aiter.grid(path, shape), (aiter.workgroup_size(path), 1, 1)),
-                       bytes(args), memory)
+                       bytes(args), memory, quantum=quantum)
     seconds = time.perf_counter() - start
     out = torch.from_numpy(memory.get(addresses["R"], host["R"].numel() * 2).view(np.int16).copy())
     lse = torch.from_numpy(memory.get(addresses["LSE"], host["LSE"].numel() * 4).view(np.float32)

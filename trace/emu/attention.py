@@ -122,13 +122,16 @@ def _raw(x: torch.Tensor) -> np.ndarray:
 
 
 def emulate_kernel(kernel, shape: AttnShape, inputs: Optional[dict] = None, seed: int = 0,
-                   softmax_scale: Optional[float] = None) -> EmulationResult:
+                   softmax_scale: Optional[float] = None, quantum: Optional[int] = 1
+                   ) -> EmulationResult:
     """Run registered kernel ``kernel`` (a name or a ``KernelSpec``) on ``shape`` in the emulator.
 
     ``inputs``: dict as :func:`make_inputs` returns (q, k, v and, for fp8, the three descales);
     default: Gaussian data from ``seed``. The reference is ``zyfa.numerics.zyfa_fp8_attention``
     (fp8, variant from :func:`reference_variant`) or ``bf16_attention`` (bf16) on the same
-    inputs. Exact-softmax kernels (``naive``, bf16) rescale their running max once per key tile
+    inputs. ``quantum``: wave interleaving (``machine._run_group``); the default 1 runs the
+    waves of a workgroup round-robin one instruction at a time, None runs each to its next
+    barrier. A race-free kernel gives the same bits under both. Exact-softmax kernels (``naive``, bf16) rescale their running max once per key tile
     (``build.meta["keys_per_tile"]``), so their reference runs with that block size; the
     block-scaled variants use the spec's 64-key blocks.
     """
@@ -165,7 +168,7 @@ def emulate_kernel(kernel, shape: AttnShape, inputs: Optional[dict] = None, seed
     args = spec.kernargs(shape)
     start = time.perf_counter()
     stats = run_kernel(program, Launch(tuple(spec.grid(shape)), (spec.workgroup_size, 1, 1)),
-                       args, memory)
+                       args, memory, quantum=quantum)
     seconds = time.perf_counter() - start
     b, sq, h, dv = shape.batch, shape.seqlen_q, shape.heads, shape.headdim_v
     out = torch.from_numpy(memory.get(addresses["o"], sizes["o"]).view(np.int16).copy()) \

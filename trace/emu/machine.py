@@ -136,8 +136,9 @@ class Launch:
 
 
 def run_kernel(program: Program, launch: Launch, kernargs: bytes, memory: Memory,
-               workgroups=None, stats: Stats | None = None) -> Stats:
-    """Run ``program`` over the grid (or only the listed workgroup ids)."""
+               workgroups=None, stats: Stats | None = None, quantum: int | None = None) -> Stats:
+    """Run ``program`` over the grid (or only the listed workgroup ids); ``quantum`` as in
+    :func:`_run_group`."""
     kernel = program.kernel
     stats = stats or Stats()
     kernarg_addr = memory.put(np.frombuffer(bytes(kernargs) + bytes(8), dtype=np.uint8))
@@ -164,22 +165,28 @@ def run_kernel(program: Program, launch: Launch, kernargs: bytes, memory: Memory
             active = tid < threads
             w.exec = int(sum(1 << i for i in range(LANES) if active[i]))
             waves.append(w)
-        _run_group(program, waves, group)
+        _run_group(program, waves, group, quantum)
     return stats
 
 
-def _run_group(program: Program, waves: list[Wave], group: Group) -> None:
+def _run_group(program: Program, waves: list[Wave], group: Group,
+               quantum: int | None = None) -> None:
+    """Interpret the waves of one workgroup. ``quantum``: instructions a wave runs before the
+    next wave gets a turn (None: until its next barrier); 1 interleaves the waves round-robin,
+    which approximates hardware concurrency for kernels whose waves communicate through LDS
+    between barriers relying on timing."""
     fns, insts = program.fns, program.kernel.insts
     executed = group.stats.executed
     n = len(fns)
+    limit = quantum or MAX_STEPS_PER_WAVE + 1
+    since_barrier = {id(w): 0 for w in waves}
     while True:
         progressed = False
         for w in waves:
             if w.done or w.at_barrier:
                 continue
             progressed = True
-            steps = 0
-            while True:
+            for _ in range(limit):
                 if w.pc >= n:
                     raise EmulationError(f"wave {w.wave_id} ran past the last instruction")
                 pc = w.pc
@@ -191,7 +198,7 @@ def _run_group(program: Program, waves: list[Wave], group: Group) -> None:
                                          f"{inst.text!r}: {exc}") from None
                 executed[insts[pc].opcode] += 1
                 w.executed += 1
-                steps += 1
+                since_barrier[id(w)] += 1
                 if nxt is None:
                     w.pc = pc + 1
                 elif nxt == ENDPGM:
@@ -200,10 +207,11 @@ def _run_group(program: Program, waves: list[Wave], group: Group) -> None:
                 elif nxt == BARRIER:
                     w.pc = pc + 1
                     w.at_barrier = True
+                    since_barrier[id(w)] = 0
                     break
                 else:
                     w.pc = nxt
-                if steps > MAX_STEPS_PER_WAVE:
+                if since_barrier[id(w)] > MAX_STEPS_PER_WAVE:
                     raise EmulationError(f"wave {w.wave_id} exceeded {MAX_STEPS_PER_WAVE} "
                                          "instructions without a barrier (infinite loop?)")
         live = [w for w in waves if not w.done]

@@ -2,7 +2,8 @@
 
 Needs the amd-aiter wheel's code objects already present (installed ``aiter`` package or the
 cycle model's cache); the test never downloads. Bound as for our exact-softmax kernels: one bf16
-ulp plus the fp32 summation-order bound, >= 99.9% bit-identical, lse within 2 fp32 ulps.
+ulp plus the fp32 summation-order bound, lse within 2 fp32 ulps (AITER's own fp32 operation
+order differs from the reference, so bit-identity is not expected beyond one query tile).
 """
 
 import pytest
@@ -24,13 +25,13 @@ pytestmark = pytest.mark.skipif(not _available(), reason="no local AITER code ob
                                 "wheel not installed or cached)")
 
 
-def _check(result):
+def _check(result, min_bitwise=0.0):
     out, ref = result.out.float(), result.ref_out.float()
     mag = torch.maximum(out.abs(), ref.abs()).clamp(min=2.0**-126)
     ulp = torch.exp2(torch.floor(torch.log2(mag)) - 7)
     order = result.shape.seqlen_k * 2.0**-24 * result.inputs["v"].float().abs().max()
     assert ((out - ref).abs() <= ulp + order).all()
-    assert result.bitwise_fraction >= 0.999
+    assert result.bitwise_fraction >= min_bitwise
     assert ((result.lse - result.ref_lse).abs() <= 2 * 2.0**-23 * result.ref_lse.abs().clamp(min=1)).all()
 
 
@@ -39,15 +40,34 @@ def test_aiter_bf16_one_query_tile(name, causal):
     from zyfa.trace.emu.aiter_fwd import emulate_aiter
     shape = AttnShape(batch=1, heads=1, heads_k=1, seqlen_q=256, seqlen_k=256, causal=causal,
                       dtype="bf16")
-    _check(emulate_aiter(name, shape))
+    _check(emulate_aiter(name, shape), min_bitwise=0.999)
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="open: with two 256-row query tiles per workgroup, rows "
-                   "193-255 of the first tile differ (lse correct); emulator or kernel precondition "
-                   "not yet determined")
-def test_aiter_bf16_causal_two_query_tiles():
+@pytest.mark.parametrize("seqlen", [300, 512])
+def test_aiter_bf16_causal_two_query_tiles(seqlen):
+    from zyfa.trace.emu.aiter_fwd import emulate_aiter
+    shape = AttnShape(batch=1, heads=1, heads_k=1, seqlen_q=seqlen, seqlen_k=seqlen, causal=True,
+                      dtype="bf16")
+    result = emulate_aiter("fwd_hd128_bf16_causal", shape)
+    # AITER's fp32 operation order differs from the reference beyond one tile: use the
+    # flash-attention bar, error vs fp64 at most twice the reference's own error
+    q, k, v = (result.inputs[x].double().transpose(1, 2) for x in "qkv")
+    oracle = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    oracle = oracle.transpose(1, 2)
+    err = (result.out.double() - oracle).abs().max()
+    ref_err = (result.ref_out.double() - oracle).abs().max()
+    assert err <= 2 * ref_err + 1e-3
+    assert ((result.lse - result.ref_lse).abs() <= 1e-5).all()
+
+
+@pytest.mark.slow
+def test_aiter_needs_interleaved_waves():
+    # run-to-barrier scheduling exposes AITER's timing-dependent LDS reuse (module docstring)
     from zyfa.trace.emu.aiter_fwd import emulate_aiter
     shape = AttnShape(batch=1, heads=1, heads_k=1, seqlen_q=512, seqlen_k=512, causal=True,
                       dtype="bf16")
-    _check(emulate_aiter("fwd_hd128_bf16_causal", shape))
+    result = emulate_aiter("fwd_hd128_bf16_causal", shape, quantum=None)
+    bad_rows = ((result.out.float() - result.ref_out.float()).abs() > 0.05).any(-1).any(-1)[0]
+    assert bad_rows[:192].sum() == 0 and bad_rows[192:256].sum() > 30
+    assert torch.allclose(result.lse, result.ref_lse, atol=1e-5)

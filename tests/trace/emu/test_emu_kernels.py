@@ -59,6 +59,15 @@ def test_generated_kernel_s256(kernel):
     assert torch.allclose(result.out[0, 0].float(), expect.to(torch.bfloat16).float())
 
 
+def test_zyfa_fp8_race_free_across_wave_orders():
+    # run-to-barrier and round-robin interleaving must give identical bits
+    shape = _shape("zyfa-fp8", 256, heads=1)
+    a = emulate_kernel("zyfa-fp8", shape, quantum=1)
+    b = emulate_kernel("zyfa-fp8", shape, quantum=None)
+    assert torch.equal(a.out.view(torch.int16), b.out.view(torch.int16))
+    assert torch.equal(a.lse, b.lse)
+
+
 def test_zyfa_fp8_seqlen_not_multiple_of_tile():
     _check(emulate_kernel("zyfa-fp8", _shape("zyfa-fp8", 300, heads=1)))
 
