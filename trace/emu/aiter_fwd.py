@@ -39,9 +39,9 @@ def emulate_aiter(name: str, shape: AttnShape, seed: int = 0, quantum: int | Non
     """Run AITER code object ``name`` (e.g. ``fwd_hd128_bf16_causal``) on ``shape``.
 
     ``quantum`` as in :func:`zyfa.trace.emu.attention.emulate_kernel`. AITER's causal kernel
-    needs the default interleaving: run to barrier (None), its waves reuse LDS between barriers
-    in an order that only timing guarantees, and rows 193-255 of the first query tile come out
-    wrong when a workgroup takes two tiles (measured at b1 h1 s512).
+    needs the default interleaving: run to barrier (None), rows 193-255 of the first query tile
+    come out wrong when a workgroup takes two tiles (measured at b1 h1 s512), consistent with
+    LDS reuse between barriers that relies on timing.
     """
     from zyfa import numerics
     from zyfa.trace.cdna4 import aiter
