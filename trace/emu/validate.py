@@ -92,6 +92,8 @@ def main(argv=None) -> int:
     parser.add_argument("--seqlen", type=int, nargs="+", default=[256, 300])
     parser.add_argument("--heads", type=int, default=2)
     parser.add_argument("--skip-triton", action="store_true")
+    parser.add_argument("--skip-aiter", action="store_true",
+                        help="skip AITER's code objects (needs the amd-aiter wheel locally)")
     args = parser.parse_args(argv)
     print(f"{'case':<48} {'exact':>8} {'max_err':>10} {'extra':>12}")
     if not args.skip_triton:
@@ -107,6 +109,16 @@ def main(argv=None) -> int:
             print(f"{kernel + ' ' + str(shape):<48} {r.bitwise_fraction:>8.4f} "
                   f"{r.max_abs_err:>10.3g} {r.max_lse_err:>12.3g}  (lse max_err; "
                   f"{r.lds_conflict_cycles} LDS conflict cycles, {r.seconds:.1f} s)")
+    if not args.skip_aiter:
+        from zyfa.trace.emu.aiter_fwd import emulate_aiter
+        for name, causal in (("fwd_hd128_bf16_causal", True), ("fwd_hd128_bf16", False)):
+            for s in args.seqlen:
+                shape = AttnShape(batch=1, heads=1, heads_k=1, seqlen_q=s, seqlen_k=s,
+                                  causal=causal, dtype="bf16")
+                r = emulate_aiter(name, shape)
+                print(f"{'aiter:' + name + ' s' + str(s):<48} {r.bitwise_fraction:>8.4f} "
+                      f"{r.max_abs_err:>10.3g} {r.max_lse_err:>12.3g}  (lse max_err; "
+                      f"{r.seconds:.1f} s)")
     return 0
 
 
