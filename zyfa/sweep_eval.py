@@ -14,7 +14,7 @@ from typing import Optional
 from zyfa.shapes import AttnShape, parse_shape
 
 # generator parameters a sweep may set (KernelConfig fields other than the name and head dims)
-SWEEPABLE = ("dtype", "softmax", "scaling", "schedule", "rescale_threshold")
+SWEEPABLE = ("dtype", "softmax", "scaling", "schedule", "fma", "rescale_threshold")
 
 
 def kernel_config(shape: AttnShape, params: dict):
