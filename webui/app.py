@@ -57,6 +57,7 @@ class Ids:
     grid: str = "grid"
     grid_info: str = "grid-info"
     valu: str = "valu"
+    stalls: str = "stalls"
     w_kernel: str = "whatif-kernel"
     w_seqlen: str = "whatif-seqlen"
     w_heads: str = "whatif-heads"
@@ -212,11 +213,13 @@ def build_layout(store: TraceStore, kernels: Sequence[str], params: dict[str, tu
     )
     valu = _section("VALU/TRANS cycles per key block by opcode class (zyfa.analyzer.valu_by_class, metric window)",
                     dcc.Graph(id=ID.valu))
+    stalls = _section("Stall cycles by unit and reason (zyfa.analyzer.stall_breakdown, metric window)",
+                      dcc.Graph(id=ID.stalls))
     return html.Div([
         html.H2("zyfa schedule explorer", style={"margin": "4px 0"}),
         html.Div("Cycle-model traces are simulated (CDNA4 cycle model), not measured.",
                  style={"color": "#666", "fontSize": "12px"}),
-        sources, whatif, view, tables, grid, valu,
+        sources, whatif, view, tables, grid, valu, stalls,
         dcc.Store(id=ID.view), dcc.Store(id=ID.selected),
     ], style={"fontFamily": "sans-serif", "fontSize": "14px", "margin": "8px 16px"})
 
@@ -391,13 +394,13 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
         return fig, f"cycles {x0:,.0f}–{x1:,.0f}: {mode}"
 
     # -- metrics, VALU chart ------------------------------------------------------------------
-    @app.callback(Output(ID.metrics, "children"), Output(ID.valu, "figure"),
+    @app.callback(Output(ID.metrics, "children"), Output(ID.valu, "figure"), Output(ID.stalls, "figure"),
                   Input(ID.trace_a, "value"), Input(ID.trace_b, "value"), Input(ID.window, "value"),
                   Input(ID.view, "data"))
     def metric_views(a, b, choice, view_range):
         panels = dict(_panels(store, a, b))
         if "a" not in panels:
-            return "choose trace A", figures.valu_figure([])
+            return "choose trace A", figures.valu_figure([]), figures.stall_figure([])
         window = metrics.window_spec(choice, view_range or _full_view(list(panels.items())))
         frame = metrics.table(panels["a"].trace, panels["b"].trace if "b" in panels else None, window)
         cols = [c for c in ("a", "b", "diff", "ratio") if c in frame.columns]
@@ -416,7 +419,9 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
                           html.Div(label, style={"color": "#666", "fontSize": "12px"})])
         valu = figures.valu_figure([(slot.upper(), metrics.valu_by_class(p.trace, window))
                                     for slot, p in panels.items()])
-        return table, valu
+        stalls = figures.stall_figure([(slot.upper(), metrics.stall_breakdown(p.trace, window))
+                                       for slot, p in panels.items()])
+        return table, valu, stalls
 
     # -- instruction table and selection ------------------------------------------------------
     @app.callback(

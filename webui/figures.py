@@ -186,3 +186,26 @@ def valu_figure(tables: Sequence[tuple[str, pd.DataFrame]]) -> go.Figure:
     if not tables:
         fig.add_annotation(text="no trace", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)
     return fig
+
+
+def stall_figure(tables: Sequence[tuple[str, pd.DataFrame]]) -> go.Figure:
+    """Grouped bars: stall cycles by unit and reason, one colour per trace.
+
+    ``tables``: ``(trace label, zyfa.analyzer.stall_breakdown frame)``; bars are labelled
+    ``UNIT reason`` in the first trace's order (largest first).
+    """
+    fig = go.Figure()
+    order: list[str] = []
+    for label, frame in tables:
+        names = (frame["unit"] + " " + frame["reason"]).tolist()
+        order += [n for n in names if n not in order]
+        fig.add_trace(go.Bar(x=names, y=frame["stall_cycles"], name=label, customdata=frame["share"],
+                             hovertemplate="%{x}: %{y} stall cycles (%{customdata:.0%} of this trace's)<extra>"
+                                           + label + "</extra>"))
+    fig.update_layout(barmode="group", height=300, margin=dict(l=60, r=20, t=30, b=80),
+                      yaxis_title="stall cycles (metric window)", plot_bgcolor="white",
+                      xaxis=dict(categoryorder="array", categoryarray=order),
+                      legend=dict(orientation="h", y=1.02, yanchor="bottom"))
+    if not tables:
+        fig.add_annotation(text="no trace", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)
+    return fig

@@ -59,6 +59,11 @@ def valu_by_class(trace: Trace, window: Window) -> pd.DataFrame:
     return _cached(trace, f"webui.valu_by_class.{window}", lambda: analyzer.valu_by_class(trace, window))
 
 
+def stall_breakdown(trace: Trace, window: Window) -> pd.DataFrame:
+    """``zyfa.analyzer.stall_breakdown`` (unit, reason, stall_cycles, records, share), cached."""
+    return _cached(trace, f"webui.stall_breakdown.{window}", lambda: analyzer.stall_breakdown(trace, window))
+
+
 def fmt(value, unit: str = "") -> str:
     """Display form: fractions as percentages, other values to 4 significant digits, ``—`` if undefined."""
     if value is None or (isinstance(value, float) and math.isnan(value)):

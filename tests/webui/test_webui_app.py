@@ -175,3 +175,13 @@ def test_hover_text_names_instruction_cycles_and_stall(make_trace):
     text = mfma.hovertext[[r for _, r in mfma.customdata].index(row)]
     assert text == ("<b>v_mfma_f32_32x32x64_f8f6f4</b> a[0:15], v[0:7], v[64:71], a[0:15]"
                     "<br>issue 0 · start 0 · end 16 (16 cycles)<br>stall 2 (dependency)<br>region QK_0")
+
+
+def test_stall_figure_uses_analyzer_table(make_trace):
+    from zyfa.webui.figures import stall_figure
+
+    t = make_trace()
+    frame = analyzer.stall_breakdown(t, "whole")
+    fig = stall_figure([("A", frame)])
+    # 2 SIMDs x 2 waves x 3 iterations: each first MFMA of a phase waits 2 cycles on a dependency
+    assert list(fig.data[0].x) == ["MFMA dependency"] and list(fig.data[0].y) == [2 * 2 * 3 * 2]
