@@ -244,7 +244,7 @@ def test_naive_hand_case():
     assert abs(lse.item() - math.log(2**1.5 + 1)) < 1e-6
 
 
-def dense_spec(q8, k8, v8, dq, dk, dv, causal, variant, rounding="trunc", block=64):
+def dense_spec(q8, k8, v8, dq, dk, dv, causal, variant, rounding="trunc", block=64, weights=False):
     """docs/numerics.md evaluated densely in float64 (no online rescaling): block max exponents
     bm, P per block, then every block weighted by 2^(bm - max bm) at once."""
     b, sq, h, d = q8.shape
@@ -277,6 +277,8 @@ def dense_spec(q8, k8, v8, dq, dk, dv, causal, variant, rounding="trunc", block=
         scale_exp[..., j] = torch.where(has, (bm - 8)[..., 0].double(), -math.inf)
     w = torch.exp2(scale_exp - scale_exp.amax(-1, keepdim=True)).repeat_interleave(block, -1)[..., :sk]
     Pw = P * w
+    if weights:
+        return Pw / Pw.sum(-1, keepdim=True)  # (b, h, sq, sk) attention weights actually applied
     out = (Pw @ v) / Pw.sum(-1, keepdim=True) * dv.repeat_interleave(g, 1)[:, :, None, None].double()
     return out.transpose(1, 2)
 
@@ -437,6 +439,18 @@ def test_bf16_path_matches_reference_error_level():
     assert out.dtype == torch.bfloat16
     assert 1e-3 < rel_l2(out, ref) < 1e-2  # bf16 inputs and P: ~2^-9 relative
     assert (lse - ref_lse).abs().max() < 5e-2
+
+
+def test_row_kl_matches_dense_definition():
+    (q, k, v), (q8, k8, v8, dq, dk, dvs) = quantised(1, 150, 150, 2, 1, 64, 64)
+    kl = N.attention_row_kl(q, k, v, q8, k8, v8, dq, dk, dvs, causal=True, variant="zyfa")
+    p = dense_spec(q8, k8, v8, dq, dk, dvs, True, "zyfa", weights=True)
+    kk = k.double().transpose(1, 2).repeat_interleave(2, 1)
+    scores = (q.double().transpose(1, 2) @ kk.transpose(-1, -2)) * 64**-0.5
+    allowed = zyfa.reference.key_window(150, 150, True, (-1, -1), "cpu")
+    r = scores.masked_fill(~allowed, -math.inf).softmax(-1)
+    term = torch.where(p > 0, p * torch.log(p / r), 0.0) - p + r
+    assert abs(kl - term.sum(-1).mean().item()) <= 1e-6 * kl  # l is an fp32 sum in the emulator
 
 
 def test_row_kl_zero_for_exact_and_positive_for_fp8():
