@@ -343,6 +343,30 @@ class _Operands:
         return allowed
 
 
+class _Mask:
+    """Allowed keys of one block. Rows are ordered so that only a leading strip (the causal
+    diagonal, or every row of a block past seqlen_k) has disallowed keys; masking touches that
+    strip only."""
+
+    def __init__(self, allowed: torch.Tensor):
+        partial = ~allowed.all(dim=-1)
+        self.rows = int(partial.nonzero().max()) + 1 if bool(partial.any()) else 0
+        self.blocked = ~allowed[:self.rows]
+
+    def fill_(self, x: torch.Tensor, value) -> torch.Tensor:
+        """Sets the disallowed entries of ``x`` (..., rows, block) to ``value`` in place."""
+        if self.rows:
+            x[..., :self.rows, :] = x[..., :self.rows, :].masked_fill(self.blocked, value)
+        return x
+
+    def amax(self, s: torch.Tensor) -> torch.Tensor:
+        """Max of ``s`` over the allowed keys of each row (keepdim)."""
+        mx = s.amax(dim=-1, keepdim=True)
+        if self.rows:
+            mx[..., :self.rows, :] = s[..., :self.rows, :].masked_fill(self.blocked, -math.inf).amax(-1, keepdim=True)
+        return mx
+
+
 def _blocks(ops: _Operands, variant: str, rounding: str, p_round) -> Iterator[tuple]:
     """Per key block: (first row r0, key start k0, P used in P @ V, the sum added to l, scale).
 
@@ -355,23 +379,24 @@ def _blocks(ops: _Operands, variant: str, rounding: str, p_round) -> Iterator[tu
         if r0 >= ops.sq:
             break
         s, allowed = ops.scores(r0, k0)
+        mask = _Mask(allowed)
         if variant in ("naive", "bf16"):
             # -- exact softmax with a running fp32 max; P rounded after exp2 --------------------
-            x = (ops.t * s).masked_fill(~allowed, -math.inf)
+            x = mask.fill_(ops.t * s, -math.inf)
             m_new = torch.maximum(m[..., r0:], x.amax(dim=-1))
             m[..., r0:] = m_new
             p = _exp2_f32(x - m_new[..., None])
             yield r0, k0, p_round(p), _tree_sum(p), m_new
             continue
         # -- per-block power-of-two scaling: bm = ceil(fp32(t * max s)) --------------------------
-        mx = s.masked_fill(~allowed, -math.inf).amax(dim=-1, keepdim=True)
+        mx = mask.amax(s)
         bm = torch.ceil(ops.t * mx)
         if variant in ("leanp", "zyfa"):
-            code = lean_p_code(s, 8.0 * ops.t, bm, rounding).masked_fill(~allowed, 0)
+            code = mask.fill_(lean_p_code(s, 8.0 * ops.t, bm, rounding), 0)
             P = code.view(torch.float8_e4m3fn).to(torch.float64)  # exact: equals decode_e4m3 (tested)
             yield r0, k0, P, _tree_sum(P).to(torch.float32), (bm - 8.0)[..., 0]
             continue
-        x = (ops.t * s).masked_fill(~allowed, -math.inf)
+        x = mask.fill_(ops.t * s, -math.inf)
         p = _exp2_f32(x - (bm - 8.0))
         P = round_e4m3(p)
         yield r0, k0, P, _tree_sum(P if variant == "roundedsum" else p), (bm - 8.0)[..., 0]
