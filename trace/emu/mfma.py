@@ -27,6 +27,7 @@ from zyfa.trace.emu import formats as F
 from zyfa.trace.emu.errors import EmulationError
 from zyfa.trace.emu.operands import parse_operand, read_u32
 from zyfa.trace.emu.state import LANE, LANES
+from zyfa.trace.emu.valu import _bits
 
 _PATTERN = re.compile(r"^v_mfma_(scale_)?f32_(\d+)x(\d+)x(\d+)_(\w+)$")
 _SIMPLE_TYPES = {"bf16": ("bf16", 16), "f16": ("f16", 16), "fp8_fp8": ("e4m3", 8),
@@ -161,9 +162,3 @@ def compile_mfma(inst):
 
     return run
 
-
-def _bits(text, n, default):
-    if text is None:
-        return [default] * n
-    vals = [int(x) for x in text.strip("[]").split(",")]
-    return (vals + [default] * n)[:n]

@@ -239,7 +239,7 @@ def _read_typed(w: Wave, op: Operand, kind: str):
     raise AssertionError(kind)
 
 
-def _dpp_source(inst, dst: Operand):
+def _dpp_source(inst):
     """Lane index each lane reads src0 from under DPP, -1 where the read is invalid."""
     lanes = LANE.copy()
     row = lanes // 16 * 16
@@ -306,7 +306,7 @@ def _compile_table_op(inst, base, enc, ops):
     scale = next((v for k, v in omod.items() if inst.mod(k.split(":")[0]) == k.split(":")[1]), None)
     clamp = inst.mod("clamp") is not None
     sdwa = enc == "sdwa"
-    dpp = _dpp_source(inst, dst) if enc == "dpp" else None
+    dpp = _dpp_source(inst) if enc == "dpp" else None
     sels = [_SDWA_SEL[inst.mod(f"src{i}_sel", "DWORD")] for i in range(nsrc)] if sdwa else None
     dst_sel = _SDWA_SEL[inst.mod("dst_sel", "DWORD")] if sdwa else None
     preserve = inst.mod("dst_unused") == "UNUSED_PRESERVE"

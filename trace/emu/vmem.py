@@ -15,7 +15,7 @@ import numpy as np
 
 from zyfa.trace.emu.errors import EmulationError
 from zyfa.trace.emu.operands import parse_operand, read_u32, read_u64, scalar_u32
-from zyfa.trace.emu.state import LANE, LANES, M0, Lds
+from zyfa.trace.emu.state import LANES, M0, Lds
 
 # suffix -> (bytes, how the loaded value lands in the destination)
 _WIDTH = {"dword": (4, "u32"), "dwordx2": (8, "u32"), "dwordx3": (12, "u32"),
@@ -340,4 +340,3 @@ def _ds_permute(inst, ops, offset, backward):
     return run
 
 
-__all__ = ["compile_vmem", "LANE"]
