@@ -2,11 +2,11 @@
 
 1. Occupancy: workgroups resident per CU, limited by LDS (``lds_bytes_per_cu``), VGPR+AGPR
    registers (``vgprs_per_simd_lane``) and wave slots (``max_waves_per_simd``).
-2. Workgroup time: workgroups that differ only in grid y/z (heads, batch) run the same code
-   path, so time is a function of grid x (the query block, whose causal work differs). A few
-   x values are simulated in detail on one CU (with as many co-resident copies as fit),
-   each with steady-state loop extrapolation (:mod:`sim`); other x values are interpolated
-   linearly between the simulated ones.
+2. Workgroup time: causal work differs by query block, which is one grid axis (the *work
+   axis*: stated by the kernel or probed, see :func:`estimate`); workgroups that differ only
+   along the other axes (heads, batch) are assumed to take the same time. A few values along
+   the work axis are simulated in detail on one CU (with as many co-resident copies as fit),
+   each with steady-state loop extrapolation (:mod:`sim`); the others are interpolated linearly.
 3. Dispatch: workgroups in hardware order (x fastest, then y, then z) go to the earliest free
    slot of ``cus`` x occupancy slots; the kernel ends when the last one does. Launch overhead
    and inter-CU memory contention are not modelled.
@@ -65,15 +65,18 @@ class Estimate:
     representative_x: int
     wall_seconds: float
     flops_ratio: float = float("nan")  # MFMA FLOPs the model executed / AttnShape.flops
+    work_axis: int = 0  # grid axis whose coordinate sets a workgroup's work (0 = x)
     notes: list = field(default_factory=list)
+    simulated: int = 0  # instructions issued in detail, probes included
+    extrapolated: int = 0  # instructions covered by skipped loop periods
 
     @property
     def simulated_instructions(self) -> int:
-        return sum(s["simulated_instructions"] for s in self.samples)
+        return self.simulated
 
     @property
     def extrapolated_instructions(self) -> int:
-        return sum(s["extrapolated_instructions"] for s in self.samples)
+        return self.extrapolated
 
 
 def occupancy(launch: Launch) -> tuple[int, str]:
@@ -118,70 +121,113 @@ def _interpolate(xs: list[int], values: list[float], gx: int) -> list[float]:
     return out
 
 
-def dispatch(durations_by_x: list[float], grid: tuple, slots: int) -> float:
-    """Kernel cycles: workgroups in hardware order to the earliest free of ``slots`` slots."""
+def dispatch(durations: list[float], grid: tuple, slots: int, axis: int = 0) -> float:
+    """Kernel cycles: workgroups in hardware order (x fastest) to the earliest free of ``slots``
+    slots; a workgroup's duration is ``durations[its coordinate along axis]``."""
     gx, gy, gz = grid
-    total = gx * gy * gz
-    if total <= slots:
-        return max(durations_by_x)
+    if gx * gy * gz <= slots:
+        return max(durations)
     free = [0.0] * slots
     heapq.heapify(free)
     end = 0.0
-    for _ in range(gy * gz):
-        for x in range(gx):
-            t = heapq.heappop(free) + durations_by_x[x]
-            end = max(end, t)
-            heapq.heappush(free, t)
+    for z in range(gz):
+        for y in range(gy):
+            for x in range(gx):
+                t = heapq.heappop(free) + durations[(x, y, z)[axis]]
+                end = max(end, t)
+                heapq.heappush(free, t)
     return end
+
+
+def _coord(axis: int, index: int) -> list[int]:
+    coord = [0, 0, 0]
+    coord[axis] = index
+    return coord
 
 
 def estimate(launch: Launch, config: EstimateConfig = EstimateConfig(),
              progress: Optional[Callable] = None) -> Estimate:
     """Predict ``launch``'s kernel time (module docstring). ``progress(iterable)`` may wrap the
-    sample loop (e.g. ``tqdm``)."""
+    sample loop (e.g. ``tqdm``).
+
+    The *work axis* (the grid axis along which workgroups do different work: the query block)
+    is ``launch.meta["work_axis"]`` (0, 1, 2) when the kernel states it; otherwise it is probed:
+    the workgroup at the far end of each axis is simulated, and the axis whose end differs most
+    from workgroup (0, 0, 0) is taken (ties: x)."""
     if not isinstance(launch, Launch):
         raise TypeError(f"launch must be a zyfa.trace.cdna4.launch.Launch, got {type(launch).__name__}")
     wall = time.perf_counter()
-    gx, gy, gz = launch.grid
+    grid = tuple(launch.grid)
     occ, limit = occupancy(launch)
-    xs = _sample_xs(gx, config.samples)
-    rep_x = xs[len(xs) // 2]
-    samples, rep_result = [], None
-    iterator = progress(xs) if progress else xs
-    for x in iterator:
-        resident = min(occ, gy * gz)
-        wgs = [(x, j % gy, (j // gy) % gz) for j in range(resident)]
-        sim_cfg = SimConfig(fast_forward=config.fast_forward, record=(x == rep_x), unknown_branch=config.unknown_branch)
+    cache: dict = {}
+
+    def simulate(coord: list, record: bool) -> dict:
+        key = tuple(coord)
+        if key in cache and (not record or cache[key]["result"].records):
+            return cache[key]
+        others = [a for a in range(3) if grid[a] > 1 and coord[a] == 0 and a != work_axis] or [None]
+        resident = min(occ, max(1, grid[others[0]] if others[0] is not None else 1))
+        wgs = []
+        for j in range(resident):
+            c = list(coord)
+            if others[0] is not None:
+                c[others[0]] = j
+            wgs.append(tuple(c))
+        sim_cfg = SimConfig(fast_forward=config.fast_forward, record=record, unknown_branch=config.unknown_branch)
         result = CUSim(launch.program, launch.kernargs, wgs, launch.workgroup_size, sim_cfg,
                        regions=launch.regions, branch_policy=launch.branch_policy).run()
-        samples.append({"x": x, "resident": resident, "cycles": result.cycles,
-                        "mfma_flops_per_workgroup": result.mfma_flops(launch.program) / resident,
-                        "simulated_instructions": result.simulated_instructions,
-                        "extrapolated_instructions": result.extrapolated_instructions,
-                        "loops_extrapolated": result.extrapolated,
-                        "policy_branches": sum(result.unknown_branches.values())})
-        if x == rep_x:
-            rep_result = result
-    durations = _interpolate(xs, [s["cycles"] for s in samples], gx)
-    model_flops = sum(_interpolate(xs, [s["mfma_flops_per_workgroup"] for s in samples], gx)) * gy * gz
+        cache[key] = {"coord": key, "resident": resident, "cycles": result.cycles,
+                      "mfma_flops_per_workgroup": result.mfma_flops(launch.program) / resident,
+                      "simulated_instructions": result.simulated_instructions,
+                      "extrapolated_instructions": result.extrapolated_instructions,
+                      "loops_extrapolated": result.extrapolated,
+                      "policy_branches": sum(result.unknown_branches.values()), "result": result}
+        return cache[key]
+
+    work_axis = launch.meta.get("work_axis")
+    probes = {}
+    if work_axis is None:
+        candidates = [a for a in range(3) if grid[a] > 1] or [0]
+        work_axis = candidates[0]
+        if len(candidates) > 1:
+            base = simulate([0, 0, 0], False)["cycles"]
+            for a in candidates:
+                probes["xyz"[a]] = simulate(_coord(a, grid[a] - 1), False)["cycles"] - base
+            work_axis = max(candidates, key=lambda a: (abs(probes["xyz"[a]]), -a))
+    elif work_axis not in (0, 1, 2):
+        raise ValueError(f"launch.meta['work_axis'] must be 0, 1 or 2, got {work_axis!r}")
+    n = grid[work_axis]
+    xs = _sample_xs(n, config.samples)
+    rep_x = xs[len(xs) // 2]
+    iterator = progress(xs) if progress else xs
+    samples = [simulate(_coord(work_axis, x), x == rep_x) for x in iterator]
+    rep_result = cache[tuple(_coord(work_axis, rep_x))]["result"]
+    durations = _interpolate(xs, [s["cycles"] for s in samples], n)
+    others = grid[0] * grid[1] * grid[2] // n
+    model_flops = sum(_interpolate(xs, [s["mfma_flops_per_workgroup"] for s in samples], n)) * others
     flops_ratio = model_flops / launch.shape.flops
-    cycles = int(math.ceil(dispatch(durations, launch.grid, int(timing.param("cus")) * occ)))
+    cycles = int(math.ceil(dispatch(durations, grid, int(timing.param("cus")) * occ, work_axis)))
     seconds = cycles / (config.clock_mhz * 1e6)
     tflops = launch.shape.flops / seconds / 1e12
-    total_wg = gx * gy * gz
-    extrapolated = sum(s["extrapolated_instructions"] for s in samples)
-    simulated = sum(s["simulated_instructions"] for s in samples)
+    total_wg = grid[0] * grid[1] * grid[2]
+    runs = list(cache.values())
+    extrapolated = sum(s["extrapolated_instructions"] for s in runs)
+    simulated = sum(s["simulated_instructions"] for s in runs)
+    name = "xyz"[work_axis]
+    probe_text = ("; work axis probed: far-end minus origin cycles " +
+                  ", ".join(f"{a}: {d:+d}" for a, d in probes.items())) if probes else ""
     notes = [
-        f"simulated in detail: {len(xs)} of {gx} grid-x values (x = {', '.join(map(str, xs))}), "
-        f"each with {samples[0]['resident']} co-resident workgroup(s) on one CU; {simulated} instructions issued",
+        f"simulated in detail: {len(runs)} workgroup(s) ({len(xs)} of {n} grid-{name} values: "
+        f"{name} = {', '.join(map(str, xs))}{probe_text}), each with {samples[0]['resident']} co-resident "
+        f"workgroup(s) on one CU; {simulated} instructions issued",
         f"extrapolated: {extrapolated} instructions in steady-state loop periods skipped "
-        f"({100.0 * extrapolated / max(1, extrapolated + simulated):.1f}% of the sampled work)",
-        f"interpolated: {gx - len(xs)} grid-x values (linear in x); replicated: {gy * gz} (y, z) copies "
-        f"assumed to take the same time as y = z = 0",
-        f"data-dependent branches: {sum(s['policy_branches'] for s in samples)} executions (in detail) decided by "
+        f"({100.0 * extrapolated / max(1, extrapolated + simulated):.1f}% of the simulated work)",
+        f"interpolated: {n - len(xs)} grid-{name} values (linear in {name}); replicated: {others} workgroups along "
+        f"the other axes assumed to take the time of coordinate 0",
+        f"data-dependent branches: {sum(s['policy_branches'] for s in runs)} executions (in detail) decided by "
         + (f"the kernel's stated steady-state directions ({len(launch.branch_policy)} branches) and otherwise "
            if launch.branch_policy else "")
-        + f"the '{config.unknown_branch}' policy" if any(s["policy_branches"] for s in samples) else
+        + f"the '{config.unknown_branch}' policy" if any(s["policy_branches"] for s in runs) else
         "data-dependent branches: none (every branch followed computed scalar values)",
         f"dispatched: {total_wg} workgroups over {int(timing.param('cus'))} CUs x {occ} slot(s) "
         f"(occupancy limited by {limit}); launch overhead and cross-CU memory contention not modelled",
@@ -192,7 +238,8 @@ def estimate(launch: Launch, config: EstimateConfig = EstimateConfig(),
         work = (f"WARNING: MFMA work in the model is {flops_ratio:.3f} x the shape's FLOPs: the kernel did not do "
                 f"this shape's work in the model (kernel arguments? branch policy?); the time is not credible")
     notes.insert(0, work)
+    public = [{k: v for k, v in s.items() if k != "result"} for s in samples]
     return Estimate(cycles=cycles, seconds=seconds, tflops=tflops, clock_mhz=float(config.clock_mhz), occupancy=occ,
-                    flops_ratio=flops_ratio,
-                    samples=samples, cu_result=rep_result, representative_x=rep_x,
-                    wall_seconds=time.perf_counter() - wall, notes=notes)
+                    flops_ratio=flops_ratio, samples=public, cu_result=rep_result, representative_x=rep_x,
+                    work_axis=work_axis, wall_seconds=time.perf_counter() - wall, notes=notes,
+                    simulated=simulated, extrapolated=extrapolated)

@@ -50,7 +50,8 @@ def to_trace(launch: Launch, est: Estimate, command: Optional[str] = None) -> Tr
         extra={
             "predicted_cycles": est.cycles, "predicted_seconds": est.seconds, "predicted_tflops": est.tflops,
             "mfma_flops_ratio": est.flops_ratio,
-            "occupancy_workgroups_per_cu": est.occupancy, "representative_grid_x": est.representative_x,
+            "occupancy_workgroups_per_cu": est.occupancy, "work_axis": "xyz"[est.work_axis],
+            "representative_work_index": est.representative_x,
             "samples": est.samples, "notes": est.notes,
             "trace_covers": "one CU, detailed records only (extrapolated loop periods have none)",
             "model_parameters": {k: {"value": p.value, "unit": p.unit, "guess": p.guess}
