@@ -38,7 +38,6 @@ from zyfa.trace.cdna4.isa import SGPR_BASE, Program
 UNIT_PIPE = {"MFMA": "MFMA", "VALU": "VALU", "TRANS": "VALU", "SALU": "SALU", "SMEM": "SMEM", "LDS": "LDS",
              "VMEM": "VMEM", "BRANCH": "OTHER", "BARRIER": "OTHER", "WAIT": "OTHER", "MISC": "OTHER"}
 _WAITCNT = re.compile(r"(vmcnt|lgkmcnt|expcnt)\((\d+)\)")
-_MEM_BYTES = re.compile(r"_(?:b|dword|dwordx|u|i|d16_)?(\d+)")
 INF = float("inf")
 RECORD_COLUMNS = ("cu", "simd", "wave", "slot", "pc", "opcode", "operands", "unit", "issue", "start", "end",
                   "stall", "stall_reason", "iteration", "region")
@@ -114,7 +113,7 @@ def _mem_bytes(opcode: str) -> int:
 class _Static:
     __slots__ = ("inst", "pipe", "unit", "cycles", "latency", "reads", "hz_reads", "vdefs", "sdefs",
                  "co_issue", "src_read", "vmcnt", "lgkmcnt", "nop", "sleep", "bytes", "fn", "is_branch",
-                 "target", "passes", "counter", "is_mfma", "vdefs_sorted", "hz_waits", "operand_text", "index")
+                 "target", "passes", "is_mfma", "vdefs_sorted", "hz_waits", "operand_text", "index")
 
     def __init__(self, program: Program, index: int):
         inst = program.instructions[index]
@@ -155,7 +154,6 @@ class _Static:
             self.sleep = int(inst.operands[0], 0) * int(timing.param("sleep_cycles_per_unit")) if inst.operands else 0
         wave = int(timing.param("wave_size"))
         self.bytes = _mem_bytes(inst.base) * wave if inst.unit in ("LDS", "VMEM") else 0
-        self.counter = {"LDS": "lgkm", "SMEM": "lgkm", "VMEM": "vm"}.get(inst.unit)
         self.fn = scalar.executor(inst)
         self.is_branch = inst.opcode.startswith(("s_branch", "s_cbranch"))
         self.target = program.branch_targets.get(index)
@@ -268,7 +266,6 @@ class CUSim:
         self.extrapolated_insts = 0
         self.extrapolated: list = []
         self.backedges: dict = {}  # wave-0 back-edge history: list of (cycle, per-wave log lengths)
-        self.ref_branch: Optional[int] = None
         self.labels_at = {i: name for name, i in program.labels.items()}
         self._backedge: Optional[int] = None
         self.time_offset = 0  # cycles skipped so far: records are stored contiguous (skips removed)
@@ -631,7 +628,7 @@ class CUSim:
             while regular(bad):
                 good, bad = bad, bad * 2
                 if bad * lag > limit:
-                    raise RuntimeError(f"loop at pc index {self.ref_branch} extrapolates past max_cycles")
+                    raise RuntimeError("a steady-state loop extrapolates past max_cycles: it never exits")
             while bad - good > 1:
                 mid = (good + bad) // 2
                 good, bad = (mid, bad) if regular(mid) else (good, mid)
