@@ -25,7 +25,8 @@ computed that way and rounded to fp32 once (the correctly rounded fp32 dot produ
 hardware fp32 accumulation approximates; the spec leaves that order to the implementation). Sums
 of rounded probabilities (multiples of 2^-9 below 2^14) are exact in fp32. Every other reduction
 uses a fixed pairwise order, so results are bitwise identical across runs and thread counts
-(and between CPU and CUDA: transcendental functions are evaluated in float64 and rounded once).
+(exp2 and log2 are evaluated in float64 and rounded once to fp32, so that results do not hang
+on a device's own fp32 transcendental functions).
 
 Choices the spec leaves open: an all-zero quantisation group gets descale 1.0 (amax / 448 would
 be 0); fp32 subnormals are kept (IEEE), not flushed; the "+block scaling" ablation evaluates
