@@ -124,7 +124,8 @@ def _raw(x: torch.Tensor) -> np.ndarray:
 def emulate_kernel(kernel, shape: AttnShape, inputs: Optional[dict] = None, seed: int = 0,
                    softmax_scale: Optional[float] = None, quantum: Optional[int] = 1
                    ) -> EmulationResult:
-    """Run registered kernel ``kernel`` (a name or a ``KernelSpec``) on ``shape`` in the emulator.
+    """Run registered kernel ``kernel`` (a name, a ``KernelSpec`` or ``aiter:NAME`` for AITER's
+    BF16 forward code objects, see :mod:`zyfa.trace.emu.aiter_fwd`) on ``shape`` in the emulator.
 
     ``inputs``: dict as :func:`make_inputs` returns (q, k, v and, for fp8, the three descales);
     default: Gaussian data from ``seed``. The reference is ``zyfa.numerics.zyfa_fp8_attention``
@@ -141,6 +142,11 @@ def emulate_kernel(kernel, shape: AttnShape, inputs: Optional[dict] = None, seed
 
     if not isinstance(shape, AttnShape):
         raise TypeError(f"shape must be a zyfa.shapes.AttnShape, got {type(shape).__name__}")
+    if isinstance(kernel, str) and kernel.startswith("aiter:"):
+        from zyfa.trace.emu.aiter_fwd import emulate_aiter
+        if inputs is not None or softmax_scale is not None:
+            raise ValueError("aiter: kernels take generated inputs and the default softmax_scale")
+        return emulate_aiter(kernel.removeprefix("aiter:"), shape, seed, quantum)
     spec = registry.get_kernel(kernel) if isinstance(kernel, str) else kernel
     if spec.dtype != shape.dtype:
         raise ValueError(f"kernel {spec.name!r} takes dtype {spec.dtype!r}, shape has {shape.dtype!r}")
