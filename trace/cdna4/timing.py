@@ -50,7 +50,7 @@ PARAMS: dict[str, Param] = {
     "simds_per_cu": Param(4, "SIMD", "Design: 4 SIMDs per CU"),
     "wave_size": Param(64, "lanes", "Design: wave64"),
     "vgprs_per_simd_lane": Param(512, "registers", "Design: 512 VGPR+AGPR per lane per SIMD"),
-    "max_waves_per_simd": Param(8, "waves", "CDNA3/4 wave slots per SIMD (ISA guide)", guess=True),
+    "max_waves_per_simd": Param(8, "waves", "assumption: 8 wave slots per SIMD (CDNA3 ISA guide; gfx950 unverified)", guess=True),
     "lds_bytes_per_cu": Param(160 * 1024, "bytes", "Design: LDS 160 KiB per CU"),
     "clock_mhz": Param(2400, "MHz", "Design: MI355X up to 2.4 GHz"),
     # issue
@@ -63,10 +63,10 @@ PARAMS: dict[str, Param] = {
     "smem_latency": Param(64, "cycles", "scalar-cache hit; SISched WriteSMEM 5 passes is a lower bound", guess=True),
     # LDS
     "lds_latency": Param(64, "cycles", "Design: LDS ~64-128 cycles; low end chosen", guess=True),
-    "lds_bytes_per_cycle": Param(128, "bytes/cycle/CU", "CDNA3 LDS bandwidth 128 B/clk/CU (AMD CDNA3 white paper); gfx950 doubled LDS size, bandwidth assumed equal", guess=True),
+    "lds_bytes_per_cycle": Param(128, "bytes/cycle/CU", "assumption: a CDNA3-class LDS delivering 128 B/clk per CU; no gfx950 source here", guess=True),
     # global memory
     "global_latency": Param(700, "cycles", "Design: buffer_load ~500-900 cycles; mid-point chosen", guess=True),
-    "global_bytes_per_cycle": Param(64, "bytes/cycle/CU", "L2->CU fill bandwidth 64 B/clk/CU (CDNA3 L2 per-CU request rate)", guess=True),
+    "global_bytes_per_cycle": Param(64, "bytes/cycle/CU", "assumption: 64 B/clk per CU from L2 (one 64 B line per clock); no gfx950 source here", guess=True),
 }
 
 
