@@ -10,7 +10,7 @@ Registers ``triton-fp8`` and ``triton-bf16`` in :mod:`zyfa.kernels.registry`. Ke
 follow Triton's AMD calling convention as the code object's metadata lays it out: the kernel's
 non-constexpr parameters in order (pointers 8 bytes, i32 4 bytes), then Triton's two scratch
 pointers (global and profile scratch, null here), then the HIP hidden arguments the code uses
-(``tl.num_programs`` reads ``hidden_block_count_*``), filled as the HIP runtime would for the
+(``hidden_block_count_*`` ...), filled as the HIP runtime would for the
 launch grid. Tensor addresses come from :func:`default_addresses` (a documented virtual map: no
 real buffers exist on the CPU).
 """
@@ -230,8 +230,8 @@ def _hidden_value(kind: str, kernel: AotKernel, shape: AttnShape) -> int:
 
 
 def grid(shape: AttnShape, variant: AotVariant) -> tuple[int, int, int]:
-    """Workgroups: (batch * heads, query tiles, 1), as the CUDA/HIP launcher uses."""
-    return (shape.batch * shape.heads, -(-shape.seqlen_q // variant.block_m), 1)
+    """Workgroups: (query tiles, batch * heads, 1), as the CUDA/HIP launcher uses."""
+    return (-(-shape.seqlen_q // variant.block_m), shape.batch * shape.heads, 1)
 
 
 def build(kernel: str, shape: AttnShape) -> KernelBuild:

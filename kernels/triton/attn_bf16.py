@@ -75,13 +75,10 @@ def _attn_fwd_bf16(Q, K, V, Out, Lse, t,
                    HEAD_DIM_PAD: tl.constexpr, HEAD_DIM_V_PAD: tl.constexpr,
                    IS_CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                    WARP_SPEC: tl.constexpr, INTERPRET: tl.constexpr):
-    # grid (batch * heads, query tiles): the x index varies fastest, so every head's tile j is
-    # launched before any head's tile j - 1; causal runs the heaviest tiles (most keys) first
-    pid_m = tl.program_id(1)
-    if IS_CAUSAL:
-        pid_m = tl.num_programs(1) - 1 - pid_m
-    start_m = pid_m * BLOCK_M
-    off_bh = tl.program_id(0)
+    # grid (query tiles, batch * heads): consecutive programs share one head's K and V in L2
+    # (heads-fastest with heaviest tiles first measured 2-7% slower on the H200, run 3)
+    start_m = tl.program_id(0) * BLOCK_M
+    off_bh = tl.program_id(1)
     off_b = off_bh // H
     off_h = off_bh % H
     off_hk = off_h // GROUP  # GQA: query head h reads KV head h // GROUP
@@ -135,7 +132,7 @@ def attention_bf16(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_sc
     _, s_k, h_k, d_v = v.shape
     out = torch.empty(b, s_q, h, d_v, dtype=q.dtype, device=q.device)
     lse = torch.empty(b, h, s_q, dtype=torch.float32, device=q.device)
-    grid = lambda meta: (b * h, triton.cdiv(s_q, meta["BLOCK_M"]))  # noqa: E731
+    grid = lambda meta: (triton.cdiv(s_q, meta["BLOCK_M"]), b * h)  # noqa: E731
     launch = dict(IS_CAUSAL=causal, INTERPRET=_INTERPRET)
     kernel = _attn_fwd_bf16
     if config is not None:

@@ -16,6 +16,8 @@ every row of the tile may see (no mask), then the diagonal / ragged-tail blocks 
 
 from __future__ import annotations
 
+import struct
+
 import torch
 import triton
 import triton.language as tl
@@ -145,13 +147,10 @@ def _attn_fwd_fp8(Q, K, V, Out, Lse, T, DV,
                   INTERPRET: tl.constexpr, SCALED_PV: tl.constexpr = False, PROTON: tl.constexpr = False,
                   IMPRECISE_ACC: tl.constexpr = None):
     tl.static_assert(BLOCK_N == 64, "ZYFA scales P per 64-key block")
-    # grid (batch * heads, query tiles): the x index varies fastest, so every head's tile j is
-    # launched before any head's tile j - 1; causal runs the heaviest tiles (most keys) first
-    pid_m = tl.program_id(1)
-    if IS_CAUSAL:
-        pid_m = tl.num_programs(1) - 1 - pid_m
-    start_m = pid_m * BLOCK_M
-    off_bh = tl.program_id(0)
+    # grid (query tiles, batch * heads): consecutive programs share one head's K and V in L2
+    # (heads-fastest with heaviest tiles first measured 2-7% slower on the H200, run 3)
+    start_m = tl.program_id(0) * BLOCK_M
+    off_bh = tl.program_id(1)
     off_b = off_bh // H
     off_h = off_bh % H
     off_hk = off_h // GROUP  # GQA: query head h reads KV head h // GROUP
@@ -205,9 +204,13 @@ def _attn_fwd_fp8(Q, K, V, Out, Lse, T, DV,
 
 
 def fp8_constants(softmax_scale: float, q_descale: torch.Tensor, k_descale: torch.Tensor) -> torch.Tensor:
-    """``t = fp32(fp32(softmax_scale * LOG2E) * fp32(dq * dk))`` per (batch, kv-head), float32."""
-    scale_log2 = torch.tensor(softmax_scale * LOG2E, dtype=torch.float32, device=q_descale.device)
-    return (scale_log2 * (q_descale.float() * k_descale.float())).contiguous()
+    """``t = fp32(fp32(softmax_scale * LOG2E) * fp32(dq * dk))`` per (batch, kv-head), float32.
+
+    The scalar is rounded to fp32 on the host (``struct``) and multiplies the fp32 tensor as a
+    Python number, which torch applies in fp32: no host-to-device copy, so no stream sync.
+    """
+    scale_log2 = struct.unpack("<f", struct.pack("<f", softmax_scale * LOG2E))[0]
+    return ((q_descale.float() * k_descale.float()) * scale_log2).contiguous()
 
 
 def attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_scale: float, causal: bool,
@@ -249,7 +252,7 @@ def attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_sca
         v_arg = v
     out = torch.empty(b, s_q, h, d_v, dtype=out_dtype, device=q.device)
     lse = torch.empty(b, h, s_q, dtype=torch.float32, device=q.device)
-    grid = lambda meta: (b * h, triton.cdiv(s_q, meta["BLOCK_M"]))  # noqa: E731
+    grid = lambda meta: (triton.cdiv(s_q, meta["BLOCK_M"]), b * h)  # noqa: E731
     launch = dict(IS_CAUSAL=causal, INTERPRET=_INTERPRET)
     if config is None:
         kernel = _attn_fwd_fp8

@@ -50,12 +50,12 @@ def test_fp8_kernargs_follow_triton_amd_layout(fp8):
     spec, build = fp8
     raw = spec.kernargs(SHAPE)
     # 7 pointers (Q K V Out Lse T DV), 20 i32, 2 scratch pointers: 56 + 80 + 16 bytes, then HIP's
-    # hidden arguments (tl.num_programs reads hidden_block_count_y)
+    # hidden arguments, if the code object asks for any (filled as HIP would for the grid)
     assert len(raw) == build.meta["kernarg_size"]
     assert build.meta["args"][-1][2] == 132  # last explicit i32 (IMPRECISE_ACC is a constexpr)
     hidden = {kind: off for kind, off, _ in build.meta["hidden_args"]}
-    assert struct.unpack_from("<III", raw, hidden["hidden_block_count_x"]) == (8, 3, 1)
-    assert struct.unpack_from("<H", raw, hidden["hidden_group_size_x"])[0] == 512
+    if "hidden_block_count_x" in hidden:
+        assert struct.unpack_from("<III", raw, hidden["hidden_block_count_x"]) == (3, 8, 1)
     offsets = {name: off for name, _, off in build.meta["args"]}
     q_addr = struct.unpack_from("<Q", raw, offsets["Q"])[0]
     assert q_addr == 1 << 32
@@ -71,7 +71,7 @@ def test_fp8_kernargs_follow_triton_amd_layout(fp8):
 
 def test_grid_and_workgroup(fp8, bf16):
     spec, _ = fp8
-    assert spec.grid(SHAPE) == (8, 3, 1)  # batch * heads, ceil(300 / 128) query tiles
+    assert spec.grid(SHAPE) == (3, 8, 1)  # ceil(300 / 128) query tiles, batch * heads
     assert spec.workgroup_size == 512  # 8 waves of 64
     bspec, build, shape = bf16
     raw = bspec.kernargs(shape)

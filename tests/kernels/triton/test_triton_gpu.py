@@ -3,7 +3,10 @@
 Bounds. FP8 vs the spec transcription (magic rounding, fp64 accumulation), compared before the
 bf16 cast (``out_dtype=float32``): with ``precise_acc`` (IEEE fp32 accumulation of the fp8 tensor-
 core products) relative L2 <= 1e-5; with Hopper's default fp8 accumulation (not IEEE fp32: fewer
-mantissa bits, which perturbs QK^T and so flips some P codes at rounding boundaries) <= 5e-3.
+mantissa bits, which perturbs QK^T and so flips some P codes at rounding boundaries) <= 5e-3
+(measured on the H200: 1.3e-3 to 4.4e-3). softmax_lse: <= 1e-5 precise; with Hopper accumulation
+<= 0.1, since one flipped code of a block's largest probability changes l by up to one e4m3
+step, 2^(1/8) (ln: 0.087); measured up to 0.046.
 Every test prints its measured value (``pytest -s``). BF16 vs fp64: <= 2x the error of torch
 SDPA in bf16 on the same inputs + 1e-4.
 """
@@ -59,7 +62,7 @@ def test_fp8_matches_spec(b, sq, sk, h, hk, d, dv, causal, precise):
     print(f"\nSPEC {'precise' if precise else 'hopper'} {(b, sq, sk, h, hk, d, dv, causal)} rel_l2={err:.3e} lse_max_abs={lse_err:.3e}")
     assert err <= (1e-5 if precise else 5e-3)
     assert torch.equal(torch.isinf(lse.cpu()), torch.isinf(ref_lse))
-    assert lse_err <= (1e-5 if precise else 1e-3)
+    assert lse_err <= (1e-5 if precise else 0.1)
 
 
 def test_fp8_matches_numerics_emulator():
