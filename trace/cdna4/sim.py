@@ -48,7 +48,8 @@ HZ_KINDS = ("MFMA_AB", "MFMA_C", "VALU", "MEM")  # consumer kinds of hazards.con
 class SimConfig:
     """Knobs of one simulation (timings live in :mod:`timing`, not here).
 
-    ``fast_forward``: extrapolate steady-state loops; ``unknown_branch``: how a branch on values
+    ``fast_forward``: extrapolate steady-state loops (after ``stable_periods`` equal periods, one
+    more when registers do not change linearly period to period); ``unknown_branch``: how a branch on values
     the model does not compute (vector data: e.g. ``s_cbranch_execz`` after a data-dependent
     ``s_and_saveexec``) goes: ``"not-taken"`` (default: the guarded code runs, the conservative
     choice), ``"taken"``, or ``None`` to raise; ``stable_periods``: equal consecutive
@@ -57,7 +58,7 @@ class SimConfig:
 
     fast_forward: bool = True
     unknown_branch: Optional[str] = "not-taken"
-    stable_periods: int = 4
+    stable_periods: int = 3
     max_cycles: int = 2_000_000_000
     record: bool = True
 
@@ -508,17 +509,19 @@ class CUSim:
         instruction sequence."""
         hist = self.backedges.setdefault(branch_index, [])
         hist.append((t, [len(w.log) for w in self.waves], [dict(w.state.regs) for w in self.waves]))
-        del hist[:-(self.config.stable_periods + 1)]
+        del hist[:-(self.config.stable_periods + 2)]
         k = self.config.stable_periods
         if len(hist) < k + 1:
             return None
-        recent = hist[-(k + 1):]
+        if len(hist) == k + 1 and self._deltas([h[2] for h in hist], 1) is None:
+            return None  # not linear period to period: wait one more period (lag 2 or replay)
+        recent = hist[-(k + 1):] if len(hist) == k + 1 else hist
         periods = {b[0] - a[0] for a, b in zip(recent, recent[1:])}
         if len(periods) != 1:
             return None
         seqs = []
         for wi, w in enumerate(self.waves):
-            per = [tuple(w.log[recent[j][1][wi]:recent[j + 1][1][wi]]) for j in range(k)]
+            per = [tuple(w.log[recent[j][1][wi]:recent[j + 1][1][wi]]) for j in range(len(recent) - 1)]
             if w.done or any(p != per[0] for p in per[1:]):
                 return None
             if per[0] and per[0][0] != w.pc:
