@@ -189,6 +189,14 @@ def _intersection_length(a: np.ndarray, b: np.ndarray) -> int:
     return total
 
 
+def phase_cycles(trace) -> "pandas.DataFrame":  # noqa: F821
+    """Per scope: count, mean and median length (end - start, counter ticks) over all warps."""
+    df = trace.df
+    length = (df["end"] - df["start"]).astype("int64")
+    stats = length.groupby(df["opcode"]).agg(["count", "mean", "median"])
+    return stats.reindex([s for s in SCOPES if s in stats.index]).reset_index(names="scope")
+
+
 def tensor_core_phase_busy(trace) -> "pandas.DataFrame":  # noqa: F821
     """Per (SM, warp group): fraction of the group's recorded span spent in tensor-core scopes.
 

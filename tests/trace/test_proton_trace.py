@@ -91,6 +91,15 @@ def test_busy_and_overlap_by_hand(tmp_path):
     assert ov["overlap"] == 100 and ov["softmax"] == 300 and ov["overlap_fraction"] == pytest.approx(1 / 3)
 
 
+def test_phase_cycles_by_hand(tmp_path):
+    t = _trace([ev("qk", 0.0, 0.1), ev("softmax", 0.1, 0.2), ev("pv", 0.3, 0.1),
+                ev("qk", 1.0, 0.3), ev("softmax", 1.3, 0.2), ev("pv", 1.5, 0.5)], tmp_path)
+    stats = proton.phase_cycles(t).set_index("scope")
+    assert list(stats.index) == ["qk", "softmax", "pv"]
+    assert stats.loc["qk", "count"] == 2 and stats.loc["qk", "mean"] == 200
+    assert stats.loc["softmax", "median"] == 200 and stats.loc["pv", "mean"] == 300
+
+
 def test_real_metrics_are_fractions(real):
     busy = proton.tensor_core_phase_busy(real)
     assert len(busy) == 128 and busy["busy_fraction"].between(0, 1).all()

@@ -46,3 +46,23 @@ def test_tileconfig_validates():
     with pytest.raises(ValueError, match="num_stages"):
         TileConfig(64, 4, 0)
     assert padded_headdim(192) == 256 and padded_headdim(128) == 128 and padded_headdim(8) == 16
+
+
+def test_kernel_wrappers_reject_bad_arguments():
+    from zyfa.kernels.triton._common import TileConfig
+    from zyfa.kernels.triton.attn_bf16 import attention_bf16
+    from zyfa.kernels.triton.attn_fp8 import attention_fp8
+    x = torch.zeros(1, 4, 2, 64, dtype=torch.bfloat16)
+    x8 = x.to(torch.float8_e4m3fn)
+    with pytest.raises(TypeError, match="q must be float8_e4m3fn"):
+        attention_fp8(x, x8, x8, 0.125, True)
+    with pytest.raises(ValueError, match="out_dtype"):
+        attention_fp8(x8, x8, x8, 0.125, True, out_dtype=torch.float16)
+    with pytest.raises(ValueError, match="explicit config"):
+        attention_fp8(x8, x8, x8, 0.125, True, proton_scopes=True)
+    with pytest.raises(TypeError, match="k must be bfloat16 or float16"):
+        attention_bf16(x, x8, x, 0.125, True)
+    with pytest.raises(ValueError, match="block_n must be 64"):
+        TileConfig(64, 4, 2, block_n=128).meta(fp8=True)
+    with pytest.raises(ValueError, match="block_n"):
+        TileConfig(64, 4, 2, block_n=48)
