@@ -1,8 +1,8 @@
 """Pieces shared by the Triton attention kernels: constants, per-arch autotune tables, launch helpers.
 
-Autotune configurations live in one table keyed by architecture (``sm_90`` for Hopper, ``gfx950``
-for CDNA4, ``default`` otherwise); Triton's autotuner keeps the winner per problem key in memory
-and, with ``cache_results=True``, on disk under Triton's cache directory.
+Autotune configurations live in one table keyed by (architecture, kernel): ``sm_90`` for Hopper,
+``gfx950`` for CDNA4, ``default`` otherwise. Triton's autotuner keeps the winner per problem key
+in memory and, with ``cache_results=True``, on disk under Triton's cache directory.
 """
 
 from __future__ import annotations
