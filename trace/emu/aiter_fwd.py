@@ -3,7 +3,7 @@
 The code object, its disassembly and its kernel-argument layout come from the cycle model's
 resolver (``zyfa.trace.cdna4.aiter``: the ``amd-aiter`` wheel, ``fmha_fwd_v3_args`` values as
 AITER's host dispatcher sets them); the five pointer arguments (R, Q, K, V, LSE) are replaced
-by this emulator's buffers. Tensors are BSHD bf16, LSE (b, h, s_q) fp32 natural log. The
+by this emulator's buffers (each followed by ``_TAIL_ROWS`` zero rows). Tensors are BSHD bf16, LSE (b, h, s_q) fp32 natural log. The
 reference is ``zyfa.numerics.bf16_attention``.
 """
 
@@ -22,6 +22,11 @@ from zyfa.trace.emu.machine import Launch, Program, run_kernel
 from zyfa.trace.emu.state import Memory
 
 _PROGRAMS: dict[str, tuple] = {}
+# Measured: with seqlen_k not a multiple of the key tile, the kernel loads K/V rows past
+# seqlen_k (its buffer descriptors admit them) and multiplies them by P = 0; bytes there that
+# decode to NaN/Inf make 0 * NaN = NaN outputs. Each tensor gets one key tile of zero rows after
+# it, as a padded allocation would.
+_TAIL_ROWS = 128
 
 
 def _program(name: str):
@@ -62,7 +67,7 @@ def emulate_aiter(name: str, shape: AttnShape, seed: int = 0, quantum: int | Non
         if arg.name in host:
             tensor = host[arg.name].contiguous()
             raw = tensor.view(torch.int16 if tensor.element_size() == 2 else torch.int32).numpy()
-            addresses[arg.name] = memory.put(raw)
+            addresses[arg.name] = memory.put(raw, tail=_TAIL_ROWS * raw.nbytes // raw.shape[1])
             struct.pack_into("<Q", args, arg.offset, addresses[arg.name])
     start = time.perf_counter()
     stats = run_kernel(program, Launch(aiter.grid(path, shape), (aiter.workgroup_size(path), 1, 1)),

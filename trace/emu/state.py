@@ -51,10 +51,11 @@ class Memory:
         off = self._check_range(addr, len(raw))
         self.data[off: off + len(raw)] = raw
 
-    def put(self, array: np.ndarray) -> int:
-        """Allocate and copy a host array; returns its device address."""
+    def put(self, array: np.ndarray, tail: int = 0) -> int:
+        """Allocate and copy a host array, followed by ``tail`` zero bytes; returns its device
+        address."""
         raw = np.ascontiguousarray(array).view(np.uint8).reshape(-1)
-        addr = self.alloc(len(raw))
+        addr = self.alloc(len(raw) + tail)
         self.data[addr - self.BASE: addr - self.BASE + len(raw)] = raw
         return addr
 

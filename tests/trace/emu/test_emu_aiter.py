@@ -62,6 +62,15 @@ def test_aiter_bf16_causal_two_query_tiles(seqlen):
 
 
 @pytest.mark.slow
+def test_aiter_bf16_noncausal_partial_key_tile():
+    # seqlen 300: the kernel reads K/V rows past seqlen_k (zero tail, see aiter_fwd._TAIL_ROWS)
+    from zyfa.trace.emu.aiter_fwd import emulate_aiter
+    shape = AttnShape(batch=1, heads=1, heads_k=1, seqlen_q=300, seqlen_k=300, causal=False,
+                      dtype="bf16")
+    _check(emulate_aiter("fwd_hd128_bf16", shape), min_bitwise=0.999)
+
+
+@pytest.mark.slow
 def test_aiter_needs_interleaved_waves():
     # run-to-barrier scheduling exposes AITER's timing-dependent LDS reuse (module docstring)
     from zyfa.trace.emu.aiter_fwd import emulate_aiter
