@@ -8,8 +8,9 @@ trace-event file; :func:`trace_from_chrome` turns it into a :class:`zyfa.trace.s
 
 Mapping to schema v1 (docs/trace-schema.md), one row per recorded scope instance:
 ``cu`` = SM id, ``simd`` = warp group (warp // 4), ``wave`` = CTA id * 32 + warp id (unique on the
-SM even when several CTAs share it), ``slot`` = warp within its group, ``opcode`` = ``region`` = scope name, ``unit`` = ``REGION``, ``issue`` = ``start`` = scope
-entry and ``end`` = scope exit in SM clock cycles relative to the earliest record, ``stall`` = 0,
+SM even when several CTAs share it), ``slot`` = warp within its group, ``opcode`` = ``region`` =
+scope name, ``unit`` = ``REGION``, ``issue`` = ``start`` = scope entry and ``end`` = scope exit in
+Proton's counter ticks relative to the earliest record (see Timestamps), ``stall`` = 0,
 ``iteration`` = index of that scope among the warp's records (the key block, counted per warp;
 Proton's circular buffer may have dropped the earliest ones when it filled).
 Null: ``pc``, ``operands``, ``stall_reason`` (Proton records no instructions and no stalls).

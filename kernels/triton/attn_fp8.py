@@ -102,13 +102,15 @@ def _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
         if SCALED_PV:
             # gfx950: v_mfma_scale_f32_*_f8f6f4 applies 2^e to P for free (E8M0 code e + 127, one per
             # 32 keys; e < -127 clamps to 2^-127 instead of dropping the block, invisible in fp32)
-            p_scale = tl.broadcast_to((tl.maximum(e, -127.0) + 127.0).to(tl.uint8)[:, None], [s.shape[0], BLOCK_N // 32])
+            e8m0 = (tl.maximum(e, -127.0) + 127.0).to(tl.uint8)
+            p_scale = tl.broadcast_to(e8m0[:, None], [s.shape[0], BLOCK_N // 32])
             acc = tl.dot_scaled(p, p_scale, "e4m3", v, None, "e4m3", acc=acc * alpha[:, None])
         elif ACC_IN_DOT:
             acc = tl.dot(p_op, v_op, acc * pre[:, None], input_precision="ieee" if INTERPRET else None,
                          max_num_imprecise_acc=IMPRECISE_ACC) * post[:, None]
         else:
-            pv = tl.dot(p_op, v_op, input_precision="ieee" if INTERPRET else None, max_num_imprecise_acc=IMPRECISE_ACC)
+            pv = tl.dot(p_op, v_op, input_precision="ieee" if INTERPRET else None,
+                        max_num_imprecise_acc=IMPRECISE_ACC)
             acc = acc * alpha[:, None] + pv * blk_scale[:, None]
         if ROWSUM_MMA:
             if INTERPRET:
@@ -116,9 +118,11 @@ def _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
             else:
                 ones_op = ones
             if ACC_IN_DOT:
-                l_i = tl.dot(p_op, ones_op, l_i * pre[:, None], input_precision="ieee" if INTERPRET else None) * post[:, None]
+                l_i = tl.dot(p_op, ones_op, l_i * pre[:, None],
+                             input_precision="ieee" if INTERPRET else None) * post[:, None]
             else:
-                l_i = l_i * alpha[:, None] + tl.dot(p_op, ones_op, input_precision="ieee" if INTERPRET else None) * blk_scale[:, None]
+                rowsum = tl.dot(p_op, ones_op, input_precision="ieee" if INTERPRET else None)
+                l_i = l_i * alpha[:, None] + rowsum * blk_scale[:, None]
         else:
             if ACC_IN_DOT:
                 l_i = l_i * alpha + tl.sum(p.to(tl.float32), 1) * tl.where(valid, tl.math.exp2(e_c), 0.0)
