@@ -29,30 +29,32 @@ def test_vector_add_exact():
     np.testing.assert_array_equal(out, x + y)
 
 
+@pytest.mark.parametrize("tile", [32, 16])  # v_mfma_f32_{32x32,16x16}_*
 @pytest.mark.parametrize("dtype,bk", [("bf16", 64), ("fp8e4nv", 128)])
-def test_gemm_matches_torch(dtype, bk):
-    b = T.gemm_build(dtype, bk=bk)
+def test_gemm_matches_torch(dtype, bk, tile):
+    b = T.gemm_build(dtype, bm=tile, bn=tile, bk=bk)
     torch.manual_seed(1)
     m, n, k = 64, 64, 2 * bk
     tdt = torch.bfloat16 if dtype == "bf16" else torch.float8_e4m3fn
     a, bb = torch.randn(m, k).to(tdt), torch.randn(k, n).to(tdt)
     view = torch.uint16 if dtype == "bf16" else torch.uint8
-    c = launch(b.asm, (m // 32, n // 32, 1), (64 * b.num_warps, 1, 1),
+    c = launch(b.asm, (m // tile, n // tile, 1), (64 * b.num_warps, 1, 1),
                [a.view(view).numpy(), bb.view(view).numpy(), np.zeros((m, n), np.float32),
                 m, n, k, k, n, n]).arrays[2]
     ref = (a.double() @ bb.double()).numpy()
-    n_mfma = k // (16 if dtype == "bf16" else 64)
+    n_mfma = k // 16  # bound for the longest chain (16x16x32 bf16 steps K by 32)
     bound = n_mfma * 2.0**-24 * (a.double().abs() @ bb.double().abs()).numpy()
     assert (np.abs(c - ref) <= bound).all()
     if dtype == "fp8e4nv":  # fp8 products and 64-term sums are exact: only the chain rounds
         assert (c == ref.astype(np.float32)).mean() > 0.9
 
 
+@pytest.mark.parametrize("tile", [32, 16])  # v_mfma_scale_f32_{32x32x64,16x16x128}_f8f6f4
 @pytest.mark.parametrize("fmt", ["e4m3", "e2m1"])
-def test_dot_scaled_matches_reference(fmt):
-    b = T.gemm_scaled_build(fmt)
+def test_dot_scaled_matches_reference(fmt, tile):
+    b = T.gemm_scaled_build(fmt, bm=tile, bn=tile)
     rng = np.random.RandomState(2)
-    m = n = 32
+    m = n = tile
     k = 256
     if fmt == "e4m3":
         a = rng.randint(0, 256, (m, k)).astype(np.uint8)
