@@ -33,6 +33,17 @@ def vector_add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def softmax_rows(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
+    # one row per program: max and sum are cross-lane reductions (DPP / permutes)
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    x = tl.load(x_ptr + row * n_cols + offs, mask=mask, other=-float("inf"))
+    p = tl.math.exp2((x - tl.max(x, 0)) * 1.44269504)  # 1/log(2)
+    tl.store(out_ptr + row * n_cols + offs, p / tl.sum(p, 0), mask=mask)
+
+
+@triton.jit
 def gemm(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
          BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     # C[M, N] = A[M, K] @ B[K, N], fp32 accumulate, row-major operands
@@ -185,6 +196,11 @@ def build(fn_name: str, types: dict, constexprs: dict, num_warps: int = 4) -> Tr
 def vector_add_build(block: int = 256) -> TritonBuild:
     return build("vector_add", {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32",
                                 "n": "i32"}, {"BLOCK": block})
+
+
+def softmax_build(block: int = 256, num_warps: int = 1) -> TritonBuild:
+    return build("softmax_rows", {"x_ptr": "*fp32", "out_ptr": "*fp32", "n_cols": "i32"},
+                 {"BLOCK": block}, num_warps)
 
 
 def gemm_build(dtype: str, bm: int = 32, bn: int = 32, bk: int = 64) -> TritonBuild:

@@ -161,6 +161,8 @@ VALU_OPS = {
     "v_or_b32": (2, "u", lambda a, b: a | b),
     "v_xor_b32": (2, "u", lambda a, b: a ^ b),
     "v_not_b32": (1, "u", lambda a: ~a),
+    "v_bfrev_b32": (1, "u", lambda a: np.array([int(f"{int(x):032b}"[::-1], 2) for x in a],
+                                                dtype=np.uint32)),
     "v_and_or_b32": (3, "u", lambda a, b, c: (a & b) | c),
     "v_or3_b32": (3, "u", lambda a, b, c: a | b | c),
     "v_xad_u32": (3, "u", lambda a, b, c: (a ^ b) + c),
