@@ -14,7 +14,8 @@ Layouts (CDNA4 ISA guide, "Matrix fused multiply-add" register layout tables; la
 Numerics: products of the narrow inputs are exact in float64; the K-sum and the addition of C
 are done in float64 and rounded once to fp32. Hardware accumulates in fp32 in an internal order,
 so results can differ in the last bits when terms cancel; tests state their tolerance.
-EXEC is ignored (MFMAs always run on all 64 lanes).
+EXEC is ignored (MFMAs run on all 64 lanes; our reading of the ISA guide, not validated by a
+kernel that issues an MFMA under a partial EXEC).
 """
 
 from __future__ import annotations
