@@ -23,7 +23,9 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def build_parser() -> tuple[argparse.ArgumentParser, dict[str, object]]:
+def build_parser(command: str | None = None) -> tuple[argparse.ArgumentParser, dict[str, object]]:
+    """The top-level parser. Only ``command``'s module is imported (its options added), so
+    ``zyfa-trace kernel`` never imports the UI or torch-heavy subcommands."""
     parser = argparse.ArgumentParser(
         prog="zyfa-trace",
         description=(
@@ -34,12 +36,10 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, object]]:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     modules: dict[str, object] = {}
     for name, (module_name, help_text) in SUBCOMMANDS.items():
-        try:
-            module = importlib.import_module(f"zyfa.cli.{module_name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"zyfa.cli.{module_name}":
-                raise
-            continue  # not part of this build
+        if name != command:
+            sub.add_parser(name, help=help_text, add_help=False)
+            continue
+        module = importlib.import_module(f"zyfa.cli.{module_name}")
         p = sub.add_parser(name, help=help_text, description=(module.__doc__ or help_text).strip(),
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(p)
@@ -48,7 +48,9 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, object]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser, modules = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = next((a for a in argv if not a.startswith("-")), None)
+    parser, modules = build_parser(command if command in SUBCOMMANDS else None)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
