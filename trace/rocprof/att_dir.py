@@ -214,6 +214,9 @@ def _kernel_name(occupancy: Any, file: Path, labels: list[tuple[int, int, str]])
 
 def _check_occupancy(occupancy: Any, file: Path) -> int:
     """Validate the per-SE event lists; returns the number of wave-start events."""
+    if not isinstance(occupancy, dict):
+        raise AttFormatError(file, "<file>", f"expected an object {{\"<se>\": [events], \"dispatches\": {{...}}}}, "
+                                             f"got {type(occupancy).__name__}")
     starts = 0
     for se, events in occupancy.items():
         if not se.isdigit():

@@ -245,6 +245,12 @@ def test_bad_occupancy_event(tiny_copy):
         import_att_dir(tiny_copy)
 
 
+def test_occupancy_not_an_object(tiny_copy):
+    (tiny_copy / "occupancy.json").write_text("[1, 2]")
+    with pytest.raises(AttFormatError, match="occupancy.json: field '<file>': expected an object.*got list"):
+        import_att_dir(tiny_copy)
+
+
 def test_duplicate_line_number(tiny_copy):
     _edit(tiny_copy / "code.json", lambda d: d["code"][2].__setitem__(2, 1))
     with pytest.raises(AttFormatError, match=r"code.json: field 'code\[2\].LineNumber': line 1 appears twice"):
