@@ -37,10 +37,10 @@ def run(args: argparse.Namespace) -> int:
         trace = import_att_dir(args.directory, dispatch=args.dispatch, kernel=args.kernel, arch=args.arch,
                                clock_mhz=args.clock_mhz, mfma_cycles=_mfma_cycles(), regions=regions,
                                provenance={"command": " ".join(sys.argv)})
-    except (AttFormatError, FileNotFoundError, ValueError) as exc:
+        path = trace.save(args.output)
+    except (AttFormatError, OSError, ValueError) as exc:
         print(f"zyfa-trace import-att: {exc}", file=sys.stderr)
         return 1
-    path = trace.save(args.output)
     extra = trace.meta.extra
     print(f"{trace.meta.kernel} ({trace.meta.arch}, {trace.meta.label}): {len(trace)} records from "
           f"{extra['waves']} waves, {extra['unmapped_records']} without a code address -> {path}")

@@ -29,6 +29,10 @@ def test_import_att_errors_go_to_stderr(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("zyfa-trace import-att:") and "does not exist" in err
     assert not (tmp_path / "x.parquet").exists()
+    (tmp_path / "file").write_text("")  # an output stem under a plain file cannot be written
+    assert main(["import-att", str(TINY), "-o", str(tmp_path / "file" / "x")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("zyfa-trace import-att:") and "file" in err and "Traceback" not in err
 
 
 def test_import_att_program_labels(tmp_path, capsys):
