@@ -90,11 +90,8 @@ def simulate(request: WhatIf) -> Trace:
     command = f"zyfa-ui what-if: {request.label}"
     if not request.params:
         return run_kernel_trace(request.kernel, request.shape.with_(dtype=kernel_dtype(request.kernel)))[0]
-    from zyfa.kernels.gfx950 import VARIANTS, config_for, grid, kernargs
-    from zyfa.kernels.gfx950.build import build
-    from zyfa.kernels.gfx950.schedule import WAVES
-    from zyfa.trace.cdna4.isa import parse_asm
-    from zyfa.trace.cdna4.launch import Launch
+    from zyfa.kernels.gfx950 import VARIANTS, config_for
+    from zyfa.trace.cdna4.launch import from_config
 
     if request.kernel not in VARIANTS:
         raise ValueError(f"what-if parameters apply to gfx950 generator kernels ({', '.join(VARIANTS)}), "
@@ -107,13 +104,7 @@ def simulate(request: WhatIf) -> Trace:
         raise ValueError(f"unknown generator parameter(s) {unknown}; KernelConfig has {sorted(fields)}")
     name = request.kernel + "[" + ",".join(f"{k}={v}" for k, v in request.params) + "]"
     config = replace(base, name=re.sub(r"[^A-Za-z0-9_-]", "_", name), **dict(request.params))
-    built = build(config)
-    gen = built.generated
-    program = parse_asm(gen.asm, kernel=gen.symbol, workgroup_size=WAVES * 64, source=f"what-if:{name}")
-    launch = Launch(name=name, program=program, kernargs=bytes(kernargs.pack(shape)), grid=grid(shape),
-                    workgroup_size=WAVES * 64, shape=shape, origin="what-if",
-                    meta={"clusters": built.clusters,
-                          "config": {k: getattr(config, k) for k in config.__dataclass_fields__}})
+    launch = replace(from_config(config, shape, origin="what-if"), name=name)  # trace named "kernel[param=value]"
     return to_trace(launch, estimate(launch), command=command)
 
 

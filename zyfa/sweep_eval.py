@@ -32,19 +32,9 @@ def kernel_config(shape: AttnShape, params: dict):
 
 def launch_for(shape: AttnShape, params: dict):
     """A cycle-model Launch of the generated kernel for ``params`` on ``shape``."""
-    from zyfa.kernels.gfx950 import ROWS_PER_WG, WAVES, grid, kernargs
-    from zyfa.kernels.gfx950.build import build
-    from zyfa.trace.cdna4.isa import parse_asm
-    from zyfa.trace.cdna4.launch import Launch
+    from zyfa.trace.cdna4.launch import from_config
 
-    config = kernel_config(shape, params)
-    built = build(config)
-    gen = built.generated
-    program = parse_asm(gen.asm, kernel=gen.symbol, workgroup_size=WAVES * 64, source=f"sweep:{config.name}")
-    meta = {"clusters": built.clusters, "vgprs": gen.vgprs, "agprs": gen.agprs, "sgprs": gen.sgprs,
-            "lds_bytes": gen.lds_bytes, "rows_per_workgroup": ROWS_PER_WG}
-    return Launch(name=config.name, program=program, kernargs=kernargs.pack(shape), grid=grid(shape),
-                  workgroup_size=WAVES * 64, shape=shape, origin="sweep", meta=meta)
+    return from_config(kernel_config(shape, params), shape, origin="sweep")
 
 
 def simulate(shape_fields: dict, params: dict, clock_mhz: Optional[float] = None):

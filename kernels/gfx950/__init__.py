@@ -14,7 +14,7 @@ from zyfa.kernels.gfx950 import kernargs
 from zyfa.kernels.gfx950.schedule import ROWS_PER_WG, VARIANTS, WAVES, KernelConfig
 from zyfa.shapes import AttnShape
 
-__all__ = ["config_for", "build_for", "grid", "VARIANTS", "KernelConfig"]
+__all__ = ["config_for", "build_for", "build_config", "grid", "VARIANTS", "KernelConfig"]
 
 
 def config_for(name: str, shape: AttnShape) -> KernelConfig:
@@ -48,8 +48,14 @@ def _branch_assumptions(built) -> list[dict]:
 
 
 def build_for(name: str, shape: AttnShape) -> registry.KernelBuild:
+    return build_config(config_for(name, shape))
+
+
+def build_config(config: KernelConfig) -> registry.KernelBuild:
+    """Generate, assemble and describe any :class:`KernelConfig` (registered or not: the
+    sweep and the web UI's what-if build variants this way)."""
     from zyfa.kernels.gfx950.build import build
-    built = build(config_for(name, shape))
+    built = build(config)
     gen = built.generated
     meta = {
         "clusters": built.clusters,
@@ -60,9 +66,11 @@ def build_for(name: str, shape: AttnShape) -> registry.KernelBuild:
         "registers": gen.registers,
         "vgprs": gen.vgprs, "agprs": gen.agprs, "sgprs": gen.sgprs, "lds_bytes": gen.lds_bytes, "read_ahead": gen.read_ahead,
         "rows_per_workgroup": ROWS_PER_WG, "keys_per_tile": 128,
+        # the main loop is unrolled by two: each tile body starts here (the trace's iteration = tile)
+        "iteration_starts": list(gen.tile_starts),
         "branch_assumptions": _branch_assumptions(built),
     }
-    return registry.KernelBuild(name=name, asm=gen.asm, code_object=built.code_object, symbol=gen.symbol, meta=meta)
+    return registry.KernelBuild(name=config.name, asm=gen.asm, code_object=built.code_object, symbol=gen.symbol, meta=meta)
 
 
 def _kernargs(name: str, shape: AttnShape) -> bytes:

@@ -43,7 +43,8 @@ class RegisterBudgetError(ValueError):
 
 @dataclass(frozen=True)
 class _Mark:
-    """Start or end of a cluster instance in the item list (not emitted)."""
+    """Start or end of a cluster instance, or (kind "tile") the start of one 128-key tile of the
+    main loop, in the item list (not emitted)."""
 
     kind: str
     cluster_id: int
@@ -93,6 +94,7 @@ class Generated:
     lds_bytes: int = 0
     read_ahead: int = 0  # MFMAs between an operand's ds_read and its use
     instructions: list = field(default_factory=list)
+    tile_starts: list = field(default_factory=list)  # instruction index where each unrolled tile body starts
 
 
 class _Kernel:
@@ -704,6 +706,7 @@ class _Kernel:
         for parity in (0, 1):
             if parity == 0:
                 self.asm.items.append(even)
+            self.asm.items.append(_Mark("tile", -1))
             e("s_cmp_ge_u32", self.s_j, self.s_n)
             e("s_cbranch_scc1", done)
             self.body(parity, f"{tag}{parity}")
@@ -907,10 +910,13 @@ def generate(config: KernelConfig) -> Generated:
     # instruction ranges of the cluster instances, after padding: [first, last] inclusive
     insts = kernel.asm.instructions
     bounds: dict[int, list] = {}
+    tile_starts = []
     count = 0
     for item in kernel.asm.items:
         if isinstance(item, Instr):
             count += 1
+        elif isinstance(item, _Mark) and item.kind == "tile":
+            tile_starts.append(count)
         elif isinstance(item, _Mark):
             bounds.setdefault(item.cluster_id, []).append(count if item.kind == "begin" else count - 1)
     clusters = [{k: v for k, v in meta.items() if k != "id"} | {"first": bounds[meta["id"]][0], "last": bounds[meta["id"]][1]}
@@ -922,7 +928,7 @@ def generate(config: KernelConfig) -> Generated:
                      registers={name: str(reg) for name, reg in kernel.ra.named.items()},
                      vgprs=kernel.vgprs, agprs=kernel.agprs, sgprs=sgprs, lds_bytes=kernel.lds.total,
                      read_ahead=kernel.ahead,
-                     instructions=insts)
+                     instructions=insts, tile_starts=tile_starts)
 
 
 def _document(kernel: _Kernel, symbol: str, sgprs: int) -> str:

@@ -175,7 +175,8 @@ def estimate(launch: Launch, config: EstimateConfig = EstimateConfig(),
             wgs.append(tuple(c))
         sim_cfg = SimConfig(fast_forward=config.fast_forward, record=record, unknown_branch=config.unknown_branch)
         result = CUSim(launch.program, launch.kernargs, wgs, launch.workgroup_size, sim_cfg,
-                       regions=launch.regions, branch_policy=launch.branch_policy).run()
+                       regions=launch.regions, branch_policy=launch.branch_policy,
+                       iteration_starts=launch.iteration_starts).run()
         cache[key] = {"coord": key, "resident": resident, "cycles": result.cycles,
                       "mfma_flops_per_workgroup": result.mfma_flops(launch.program) / resident,
                       "simulated_instructions": result.simulated_instructions,

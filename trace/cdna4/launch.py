@@ -39,6 +39,14 @@ class Launch:
         return list(clusters) if clusters is not None and len(clusters) == len(self.program) else None
 
     @property
+    def iteration_starts(self) -> Optional[frozenset]:
+        """Instruction indices that start one main-loop iteration (generator meta
+        ``iteration_starts``: one per 128-key tile of a loop unrolled by two); None: count
+        back-edges instead."""
+        starts = self.meta.get("iteration_starts")
+        return frozenset(int(i) for i in starts) if starts else None
+
+    @property
     def branch_policy(self) -> dict:
         """pc -> steady-state direction of data-dependent branches (generator meta
         ``branch_assumptions``)."""
@@ -112,13 +120,27 @@ def resolve(name: str, shape: AttnShape) -> Launch:
     from zyfa.kernels.registry import get_kernel
 
     spec = get_kernel(name)
-    build = spec.build(shape)
+    return from_build(spec.build(shape), shape, spec.kernargs(shape), spec.grid(shape), spec.workgroup_size,
+                      origin="registry")
+
+
+def from_build(build, shape: AttnShape, kernargs: bytes, grid, workgroup_size: int, origin: str) -> Launch:
+    """A :class:`Launch` of a :class:`zyfa.kernels.registry.KernelBuild` (its meta carries the
+    schedule clusters, loop-iteration starts and branch directions into the simulation)."""
     if build.asm is not None:
-        program = parse_asm(build.asm, kernel=build.symbol, workgroup_size=spec.workgroup_size, source=f"registry:{name}")
+        program = parse_asm(build.asm, kernel=build.symbol, workgroup_size=workgroup_size,
+                            source=f"{origin}:{build.name}")
     elif build.code_object is not None:
         program = disassemble(build.code_object, build.symbol)
     else:
-        raise ValueError(f"kernel {name!r}: its build has neither assembly nor a code object")
-    grid = tuple(int(g) for g in spec.grid(shape))
-    return Launch(name=name, program=program, kernargs=bytes(spec.kernargs(shape)), grid=grid,
-                  workgroup_size=spec.workgroup_size, shape=shape, origin="registry", meta=dict(build.meta))
+        raise ValueError(f"kernel {build.name!r}: its build has neither assembly nor a code object")
+    return Launch(name=build.name, program=program, kernargs=bytes(kernargs), grid=tuple(int(g) for g in grid),
+                  workgroup_size=workgroup_size, shape=shape, origin=origin, meta=dict(build.meta))
+
+
+def from_config(config, shape: AttnShape, origin: str = "config") -> Launch:
+    """A :class:`Launch` of any gfx950 generator :class:`KernelConfig` (sweeps, what-if)."""
+    from zyfa.kernels.gfx950 import build_config, grid, kernargs
+    from zyfa.kernels.gfx950.schedule import WAVES
+
+    return from_build(build_config(config), shape, kernargs.pack(shape), grid(shape), WAVES * 64, origin)

@@ -219,12 +219,15 @@ class CUSim:
 
     def __init__(self, program: Program, kernarg: bytes, workgroups: list, workgroup_size: int,
                  config: SimConfig = SimConfig(), wg_dims: Optional[tuple] = None,
-                 regions: Optional[list] = None, branch_policy: Optional[dict] = None):
+                 regions: Optional[list] = None, branch_policy: Optional[dict] = None,
+                 iteration_starts: Optional[frozenset] = None):
         """``regions``: schedule-cluster name per instruction index (e.g. the generator's
         ``instruction_clusters``) for the trace's ``region`` column; default: the label of the
         enclosing basic block. ``branch_policy``: pc -> "taken"/"not-taken" for data-dependent
         branches whose steady-state direction the kernel's author states; others follow
-        ``config.unknown_branch``."""
+        ``config.unknown_branch``. ``iteration_starts``: instruction indices that begin one
+        main-loop iteration (e.g. each tile of a loop unrolled by two) for the trace's
+        ``iteration`` column; default: a wave's iteration counts its taken back-edges."""
         if not isinstance(program, Program):
             raise TypeError(f"program must be a Program, got {type(program).__name__}")
         if not isinstance(kernarg, (bytes, bytearray)):
@@ -241,6 +244,7 @@ class CUSim:
         self.program = program
         self.config = config
         self.regions = regions
+        self.iteration_starts = iteration_starts
         self.policy = [dict(branch_policy or {}).get(inst.pc, config.unknown_branch) for inst in program.instructions]
         self.static = [_Static(program, i) for i in range(len(program))]
         wave_size = int(timing.param("wave_size"))
@@ -438,6 +442,8 @@ class CUSim:
             else:
                 for k in s.vdefs:
                     lw.pop(k, None)
+        if self.iteration_starts is not None and w.pc in self.iteration_starts:
+            w.iters += 1
         # record
         stall = t - (w.last_issue + timing.CYCLES_PER_PASS) if w.last_issue >= 0 else t
         if self.config.record:
@@ -467,7 +473,8 @@ class CUSim:
                 nxt = s.target
                 w.ready, w.ready_reason = w.ready + self.branch_penalty, "branch"
                 if nxt <= w.pc:
-                    w.iters += 1
+                    if self.iteration_starts is None:
+                        w.iters += 1
                     if w.wid == 0 and self.config.fast_forward:
                         self._backedge = w.pc
         elif op == "s_endpgm":
@@ -670,7 +677,9 @@ class CUSim:
             for j, index in enumerate(seq):
                 s = self.static[index]
                 nxt_index = seq[j + 1] if j + 1 < len(seq) else seq[0]
-                if s.is_branch and s.target is not None and s.target <= index and nxt_index == s.target:
+                if self.iteration_starts is not None:
+                    backs += index in self.iteration_starts
+                elif s.is_branch and s.target is not None and s.target <= index and nxt_index == s.target:
                     backs += 1
                 if s.is_mfma:
                     self.mfma_busy[w.simd] += skipped * s.cycles

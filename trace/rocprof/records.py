@@ -172,21 +172,28 @@ class RegionMap:
     schedule-cluster name}`` when the generator names the cluster of every instruction (its
     ``meta["instruction_clusters"]``); then ``region`` is that static name, else the label of the
     last labelled instruction the wave arrived at (the model's two rules, cdna4.sim).
+    ``iteration_starts``: pcs that begin one main-loop iteration (the generator's
+    ``meta["iteration_starts"]``, one per tile of a loop unrolled by two); None: count back-edges.
     """
 
     labels: Mapping[int, str]
     clusters: Optional[Mapping[int, str]] = None
+    iteration_starts: Optional[frozenset] = None
 
     @classmethod
-    def from_program(cls, program, instruction_clusters=None) -> "RegionMap":
-        """From a :class:`zyfa.trace.cdna4.isa.Program` (and one cluster name per instruction, if known)."""
+    def from_program(cls, program, instruction_clusters=None, iteration_starts=None) -> "RegionMap":
+        """From a :class:`zyfa.trace.cdna4.isa.Program` (and one cluster name per instruction and
+        the loop-iteration start indices, if known)."""
         base = program.instructions[0].pc
         labels = {program.instructions[i].pc - base: name for name, i in program.labels.items()
                   if i < len(program.instructions)}
         clusters = None
         if instruction_clusters is not None and len(instruction_clusters) == len(program.instructions):
             clusters = {inst.pc - base: name for inst, name in zip(program.instructions, instruction_clusters)}
-        return cls(labels, clusters)
+        starts = None
+        if iteration_starts:
+            starts = frozenset(program.instructions[i].pc - base for i in iteration_starts)
+        return cls(labels, clusters, starts)
 
     @classmethod
     def from_build(cls, build) -> "RegionMap":
@@ -199,14 +206,15 @@ class RegionMap:
             program = disassemble(build.code_object, build.symbol)
         else:
             raise ValueError(f"kernel build {build.name!r} has neither assembly nor a code object")
-        return cls.from_program(program, build.meta.get("instruction_clusters"))
+        return cls.from_program(program, build.meta.get("instruction_clusters"), build.meta.get("iteration_starts"))
 
 
 def annotate(records: list[dict], regions: RegionMap) -> None:
     """Fill ``region`` and ``iteration`` in place, the way the cycle model defines them.
 
-    Per wave, in issue order: ``iteration`` counts the backward jumps taken so far (an instruction
-    whose pc is not after the previous one's); ``region`` is ``regions.clusters[pc]`` when clusters
+    Per wave, in issue order: ``iteration`` counts the iteration starts reached so far when the
+    map has them, else the backward jumps taken so far (an instruction whose pc is not after the
+    previous one's); ``region`` is ``regions.clusters[pc]`` when clusters
     are known, else the label of the last labelled instruction the wave arrived at. Records without
     a pc keep the state of the wave at that point.
     """
@@ -218,8 +226,11 @@ def annotate(records: list[dict], regions: RegionMap) -> None:
         iteration, label, prev = 0, None, None
         for rec in recs:
             pc = rec["pc"]
+            if regions.iteration_starts is not None:
+                iteration += pc in regions.iteration_starts
             if pc is not None and prev is not None:
-                iteration += pc <= prev
+                if regions.iteration_starts is None:
+                    iteration += pc <= prev
                 label = regions.labels.get(pc, label)
             if regions.clusters is not None:
                 rec["region"] = regions.clusters.get(pc) if pc is not None else rec.get("region")
