@@ -24,10 +24,12 @@ BACKENDS = ("model", "proton", "rocprof")
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shape", default="32k", help="sequence length (q and k), e.g. 32k or 4096 (default 32k)")
     p.add_argument("--kernel", default=None, help="kernel name, aiter:NAME or a code-object/.s path (see --list)")
-    p.add_argument("--batch", type=int, default=None)
-    p.add_argument("--heads", type=int, default=None)
+    p.add_argument("--batch", type=int, default=None, help="batch size (default 1)")
+    p.add_argument("--heads", type=int, default=None, help="query heads (default 32)")
     p.add_argument("--heads-k", type=int, default=None, help="KV heads (GQA); default = --heads")
-    p.add_argument("--headdim", type=int, default=None)
+    p.add_argument("--headdim", type=int, default=None, help="Q/K head dim (default 128)")
+    p.add_argument("--headdim-v", type=int, default=None,
+                   help="V head dim; default = --headdim (MLA shape: --headdim 192 --headdim-v 128)")
     p.add_argument("--dtype", choices=("fp8", "bf16"), default=None, help="default: the kernel's own dtype")
     p.add_argument("--clock", type=float, default=None, help="clock in MHz (default 2400, MI355X peak)")
     p.add_argument("--samples", type=int, default=3, help="grid-x values simulated in detail (default 3)")
@@ -59,7 +61,7 @@ def _shape(args, kernel: str):
     if kernel.startswith("aiter:"):
         causal = "causal" in kernel
     shape = parse_shape(args.shape, batch=args.batch, heads=args.heads, heads_k=args.heads_k,
-                        headdim=args.headdim, dtype=args.dtype or _kernel_dtype(kernel))
+                        headdim=args.headdim, headdim_v=args.headdim_v, dtype=args.dtype or _kernel_dtype(kernel))
     return shape if causal is None else shape.with_(causal=causal)
 
 

@@ -56,3 +56,13 @@ def test_hardware_backends_exit_2_with_a_message(capsys):
     # a kernel a hardware tracer cannot launch is refused with the tracer's reason
     assert main(["kernel", "--backend", "rocprof", "--kernel", "aiter:fwd_hd128_bf16_causal", "--shape", "1k"]) == 2
     assert capsys.readouterr().out.startswith(("error:", "rocprof tracer unavailable"))
+
+
+def test_kernel_command_mla_shape(tmp_path, capsys):
+    assert main(["kernel", "--shape", "512", "--heads", "2", "--headdim", "192", "--headdim-v", "128",
+                 "--samples", "1", "-o", str(tmp_path)]) == 0
+    assert "d192/128" in capsys.readouterr().out
+    shape = Trace.load(tmp_path / "zyfa-fp8.parquet").meta.shape
+    assert (shape["headdim"], shape["headdim_v"]) == (192, 128)
+    assert main(["kernel", "--shape", "512", "--headdim", "100"]) == 2
+    assert "headdim must be a multiple of 64" in capsys.readouterr().out
