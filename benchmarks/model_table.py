@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""The CDNA4 cycle model's side-by-side table (SIMULATED, not measured): every registered gfx950
+kernel and AITER's real BF16 causal forward on one shape, with the analyzer's steady-state
+metrics and the model's whole-kernel prediction. Prints a markdown table.
+
+    python3 benchmarks/model_table.py [--shape 32k] [--heads 32] [--clock 2400]
+
+AITER's code object comes from the amd-aiter wheel (downloaded once into ~/.cache/zyfa/aiter);
+without it that row says why it is missing.
+"""
+
+import argparse
+import time
+
+from zyfa.analyzer import summary
+from zyfa.kernels.registry import kernels
+from zyfa.shapes import parse_shape
+from zyfa.trace.cdna4.estimate import EstimateConfig
+from zyfa.trace.cdna4.tracer import run_kernel_trace
+
+ROWS = ("zyfa-fp8", "zyfa-fp8-exact", "aiter-like-fp8", "zyfa-bf16", "aiter:fwd_hd128_bf16_causal")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--shape", default="32k")
+    p.add_argument("--heads", type=int, default=32)
+    p.add_argument("--clock", type=float, default=2400.0)
+    args = p.parse_args()
+    registered = kernels()
+    print(f"CDNA4 cycle model (simulated), b1 h{args.heads} s{args.shape} d128 causal, {args.clock:.0f} MHz\n")
+    print("| kernel | dtype | MFMA busy (steady) | ping-pong overlap | VALU cycles/block | predicted ms | predicted TFLOP/s |")
+    print("|---|---|---|---|---|---|---|")
+    for name in ROWS:
+        if not name.startswith("aiter:") and name not in registered:
+            print(f"| {name} | - | not registered | | | | |")
+            continue
+        dtype = "bf16" if "bf16" in name else "fp8"
+        shape = parse_shape(args.shape, heads=args.heads, dtype=dtype)
+        start = time.perf_counter()
+        try:
+            trace, est = run_kernel_trace(name, shape, config=EstimateConfig(clock_mhz=args.clock))
+        except Exception as exc:  # a missing wheel or an unsupported shape is a row, not a crash
+            print(f"| {name} | {dtype} | unavailable: {exc} | | | | |")
+            continue
+        s = summary(trace, "steady")
+        pct = lambda v: "n/a" if v is None else f"{100 * v:.1f} %"
+        print(f"| {name} | {dtype} | {pct(s['mfma_busy'])} | {pct(s['pingpong_overlap'])} | "
+              f"{s['valu_cycles_per_block']:.0f} | {est.seconds * 1e3:.3f} | {est.tflops:.0f} |"
+              f"  <!-- {time.perf_counter() - start:.1f} s -->")
+
+
+if __name__ == "__main__":
+    main()
