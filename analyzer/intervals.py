@@ -58,6 +58,17 @@ def union(keyed_start: np.ndarray, keyed_end: np.ndarray) -> tuple[np.ndarray, n
     return s[first], np.maximum.reduceat(e, first)
 
 
+def grouped_cummax(values: np.ndarray, group_start: np.ndarray) -> np.ndarray:
+    """Running maximum of ``values`` restarting where ``group_start`` is True (rows sorted by group)."""
+    if values.size == 0:
+        return values.copy()
+    # offset each group above all earlier ones so one global cummax never crosses a boundary
+    gid = np.cumsum(group_start) - 1
+    span = values.max() - values.min() + 1
+    lifted = values - values.min() + gid * span
+    return np.maximum.accumulate(lifted) - gid * span + values.min()
+
+
 class Coverage:
     """Cumulative covered length of disjoint sorted intervals: ``at(x)`` = |cover ∩ (-inf, x)|."""
 

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from zyfa.analyzer.arrays import UNIT_CODES, arrays_of
-from zyfa.analyzer.intervals import dense_ids
+from zyfa.analyzer.intervals import dense_ids, grouped_cummax
 from zyfa.analyzer.window import WindowSpec, resolve_window
 from zyfa.trace.schema import UNITS, Trace
 
@@ -155,19 +155,11 @@ def _trace_events(trace: Trace, window: WindowSpec) -> dict[str, Any]:
 
 def _running_max_per_track(end: np.ndarray, new_track: np.ndarray) -> np.ndarray:
     """For each slice: the largest end of the earlier slices on its thread (rows sorted by track, start)."""
-    if end.size == 0:
-        return end
-    track_id = np.cumsum(new_track) - 1
-    span = int(end.max() - end.min()) + 1
-    keyed = track_id * span + (end - end.min())
-    running = np.maximum.accumulate(keyed)
-    previous = np.empty_like(running)
-    previous[0] = -1
-    previous[1:] = running[:-1]
-    same = np.empty(end.size, bool)
-    same[0] = False
-    same[1:] = ~new_track[1:]
-    return np.where(same, previous - track_id * span + end.min(), np.iinfo(np.int64).min)
+    previous = np.full(end.size, np.iinfo(np.int64).min)
+    if end.size:
+        same = ~new_track[1:]
+        previous[1:][same] = grouped_cummax(end, new_track)[:-1][same]
+    return previous
 
 
 def write_perfetto(trace: Trace, path: str | Path, window: WindowSpec = "whole") -> Path:

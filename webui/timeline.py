@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from zyfa.analyzer.intervals import Coverage, grouped_cummax, union
 from zyfa.trace.schema import Trace
 
 # units drawn on the timeline with their colours (colour-blind-safe Okabe-Ito palette plus greys
@@ -187,7 +188,7 @@ def segments(trace: Trace, view: View) -> tuple[pd.DataFrame, bool]:
     s, e, t, u = s[order], e[order], t[order], u[order]
     busy = (a.end - a.start)[rows][order]
     group = np.r_[True, (t[1:] != t[:-1]) | (u[1:] != u[:-1])]
-    reach = _grouped_cummax(e, group)
+    reach = grouped_cummax(e, group)
     new = group.copy()
     new[1:] |= s[1:] - reach[:-1] >= view.resolution
     seg = np.cumsum(new) - 1
@@ -202,42 +203,15 @@ def segments(trace: Trace, view: View) -> tuple[pd.DataFrame, bool]:
     return out, True
 
 
-def _grouped_cummax(values: np.ndarray, group_start: np.ndarray) -> np.ndarray:
-    """Running maximum of ``values`` restarting where ``group_start`` is True."""
-    # offset each group above all earlier ones so one global cummax never crosses a boundary
-    gid = np.cumsum(group_start) - 1
-    span = int(values.max() - values.min()) + 1
-    lifted = values - values.min() + gid * span
-    return np.maximum.accumulate(lifted) - gid * span + values.min()
-
-
 # -- busy fractions per bin (MFMA-busy strip and overlap shading) -----------------------------------
-
-def _union(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Disjoint sorted intervals covering the union of ``[start, end)``."""
-    keep = end > start
-    start, end = start[keep], end[keep]
-    if start.size == 0:
-        return start, end
-    order = np.argsort(start, kind="stable")
-    start, end = start[order], end[order]
-    reach = np.maximum.accumulate(end)
-    new = np.r_[True, start[1:] > reach[:-1]]
-    first = np.flatnonzero(new)
-    return start[first], np.maximum.reduceat(end, first)
-
 
 def coverage(start: np.ndarray, end: np.ndarray, edges: np.ndarray) -> np.ndarray:
     """Cycles of each bin ``[edges[i], edges[i+1])`` covered by the union of ``[start, end)``."""
-    us, ue = _union(np.asarray(start, dtype=np.float64), np.asarray(end, dtype=np.float64))
+    us, ue = union(np.asarray(start, dtype=np.float64), np.asarray(end, dtype=np.float64))
     edges = np.asarray(edges, dtype=np.float64)
     if us.size == 0:
         return np.zeros(edges.size - 1)
-    before = np.r_[0.0, np.cumsum(ue - us)]  # covered cycles before interval k
-    k = np.searchsorted(us, edges, side="right") - 1
-    inside = np.clip(edges - us[np.maximum(k, 0)], 0.0, (ue - us)[np.maximum(k, 0)])
-    covered = np.where(k >= 0, before[np.maximum(k, 0)] + inside, 0.0)
-    return np.diff(covered)
+    return np.diff(Coverage(us, ue).at(edges))
 
 
 @dataclass(frozen=True)

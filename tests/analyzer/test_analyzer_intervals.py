@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from zyfa.analyzer.intervals import Coverage, check_keyspace, count_distinct, dense_ids, sweep, union
+from zyfa.analyzer.intervals import (Coverage, check_keyspace, count_distinct, dense_ids, grouped_cummax, sweep,
+                                     union)
 
 A = np.array
 
@@ -37,3 +38,10 @@ def test_dense_ids_both_paths_and_distinct():
 def test_keyspace_guard():
     with pytest.raises(ValueError, match="too large"):
         check_keyspace(2**40, 2**30)
+
+
+def test_grouped_cummax_restarts_at_each_group():
+    values = np.array([5, 3, 7, 2, 1, 4, 9, 0], np.int64)
+    starts = np.array([True, False, False, True, False, False, True, False])
+    assert grouped_cummax(values, starts).tolist() == [5, 5, 7, 2, 2, 4, 9, 9]
+    assert grouped_cummax(np.zeros(0, np.int64), np.zeros(0, bool)).size == 0
