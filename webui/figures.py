@@ -170,22 +170,9 @@ def valu_figure(tables: Sequence[tuple[str, pd.DataFrame]]) -> go.Figure:
     ``tables``: ``(trace label, zyfa.analyzer.valu_by_class frame)``; bars are labelled
     ``UNIT op_class`` and sorted by the first trace's cycles.
     """
-    fig = go.Figure()
-    order: list[str] = []
-    for label, frame in tables:
-        names = (frame["unit"] + " " + frame["op_class"]).tolist()
-        order += [n for n in names if n not in order]
-        fig.add_trace(go.Bar(x=names, y=frame["cycles_per_block"], name=label,
-                             customdata=frame["ops_per_block"],
-                             hovertemplate="%{x}: %{y:.1f} cycles, %{customdata:.1f} ops per block<extra>"
-                                           + label + "</extra>"))
-    fig.update_layout(barmode="group", height=320, margin=dict(l=60, r=20, t=30, b=80),
-                      yaxis_title="cycles per key block (per wave)", plot_bgcolor="white",
-                      xaxis=dict(categoryorder="array", categoryarray=order),
-                      legend=dict(orientation="h", y=1.02, yanchor="bottom"))
-    if not tables:
-        fig.add_annotation(text="no trace", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)
-    return fig
+    return _grouped_bars(tables, "op_class", "cycles_per_block", "ops_per_block",
+                         "%{x}: %{y:.1f} cycles, %{customdata:.1f} ops per block",
+                         height=320, yaxis_title="cycles per key block (per wave)")
 
 
 def stall_figure(tables: Sequence[tuple[str, pd.DataFrame]]) -> go.Figure:
@@ -194,16 +181,23 @@ def stall_figure(tables: Sequence[tuple[str, pd.DataFrame]]) -> go.Figure:
     ``tables``: ``(trace label, zyfa.analyzer.stall_breakdown frame)``; bars are labelled
     ``UNIT reason`` in the first trace's order (largest first).
     """
+    return _grouped_bars(tables, "reason", "stall_cycles", "share",
+                         "%{x}: %{y} stall cycles (%{customdata:.0%} of this trace's)",
+                         height=300, yaxis_title="stall cycles (metric window)")
+
+
+def _grouped_bars(tables: Sequence[tuple[str, pd.DataFrame]], kind: str, y: str, custom: str, hover: str, *,
+                  height: int, yaxis_title: str) -> go.Figure:
+    """One bar trace per ``(label, frame)``, bars named ``"unit kind"``, in first-seen order."""
     fig = go.Figure()
     order: list[str] = []
     for label, frame in tables:
-        names = (frame["unit"] + " " + frame["reason"]).tolist()
+        names = (frame["unit"] + " " + frame[kind]).tolist()
         order += [n for n in names if n not in order]
-        fig.add_trace(go.Bar(x=names, y=frame["stall_cycles"], name=label, customdata=frame["share"],
-                             hovertemplate="%{x}: %{y} stall cycles (%{customdata:.0%} of this trace's)<extra>"
-                                           + label + "</extra>"))
-    fig.update_layout(barmode="group", height=300, margin=dict(l=60, r=20, t=30, b=80),
-                      yaxis_title="stall cycles (metric window)", plot_bgcolor="white",
+        fig.add_trace(go.Bar(x=names, y=frame[y], name=label, customdata=frame[custom],
+                             hovertemplate=hover + "<extra>" + label + "</extra>"))
+    fig.update_layout(barmode="group", height=height, margin=dict(l=60, r=20, t=30, b=80),
+                      yaxis_title=yaxis_title, plot_bgcolor="white",
                       xaxis=dict(categoryorder="array", categoryarray=order),
                       legend=dict(orientation="h", y=1.02, yanchor="bottom"))
     if not tables:
