@@ -432,6 +432,9 @@ class Trace:
         """Read and validate a saved trace (``.parquet``, its ``.json`` sidecar or the stem)."""
         parquet_path, json_path = cls._paths(path)
         if not parquet_path.exists():
+            if Path(path).is_file():
+                raise TraceError(path, "<file>", "not a trace file: give the .parquet, its .json sidecar or their "
+                                                 "common stem")
             raise TraceError(parquet_path, "<file>", "no such trace file")
         try:
             strings = [c.name for c in COLUMNS.values() if pa.types.is_string(c.type)]
@@ -449,7 +452,11 @@ class Trace:
             embedded = (table.schema.metadata or {}).get(META_KEY)
             if embedded is None:
                 raise TraceError(parquet_path, "<metadata>", f"no sidecar {json_path.name} and no embedded metadata")
-            meta_dict = json.loads(embedded)
+            try:
+                meta_dict = json.loads(embedded)
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                raise TraceError(parquet_path, "<metadata>", f"unreadable embedded metadata (and no sidecar "
+                                                             f"{json_path.name}): {exc}") from exc
             meta_file = parquet_path
         meta = TraceMeta.from_dict(meta_dict, file=meta_file)
         return cls(table, meta, _file=parquet_path, _strict=True)

@@ -200,6 +200,14 @@ def test_load_truncated_files(tmp_path):
         Trace.load(path)
     with pytest.raises(TraceError, match="no such trace file"):
         Trace.load(tmp_path / "missing.parquet")
+    (tmp_path / "notes.md").write_text("# not a trace")
+    with pytest.raises(TraceError, match=r"notes.md: field '<file>': not a trace file"):
+        Trace.load(tmp_path / "notes.md")
+    sidecar.unlink()
+    table = pq.read_table(path)
+    pq.write_table(table.replace_schema_metadata({k: v[:20] for k, v in table.schema.metadata.items()}), path)
+    with pytest.raises(TraceError, match=r"t.parquet: field '<metadata>': unreadable embedded metadata"):
+        Trace.load(path)
 
 
 def test_save_converts_numpy_metadata_and_rejects_objects(tmp_path):
