@@ -85,7 +85,8 @@ def render(trace: Trace, window: WindowSpec = "whole", fmt: str = "table", other
     """The metric report of ``trace`` (and its comparison with ``other``) in one of FORMATS.
 
     ``table``/``md`` start with a header naming kernel, arch, whether the trace is simulated, and
-    the window; ``csv``/``json`` carry the same facts as columns/keys.
+    the window; ``json`` carries them as keys, ``csv`` as the columns kernel, label, window_start,
+    window_end (``a_``/``b_`` prefixed when comparing) on every row.
     """
     if fmt not in FORMATS:
         raise ValueError(f"fmt must be one of {FORMATS}, got {fmt!r}")
@@ -97,6 +98,11 @@ def render(trace: Trace, window: WindowSpec = "whole", fmt: str = "table", other
     else:
         frame = compare(trace, other, window)
     if fmt == "csv":
+        # every row names its trace(s): kernel, "simulated (cycle model)" / "hardware (...)", window
+        for prefix, t in zip(("",) if other is None else ("a_", "b_"), traces):
+            w0, w1 = resolve_window(t, window)
+            frame[prefix + "kernel"], frame[prefix + "label"] = t.meta.kernel, t.meta.label
+            frame[prefix + "window_start"], frame[prefix + "window_end"] = w0, w1
         return frame.to_csv(index=False)
     if fmt == "json":
         out = {"traces": [{"kernel": t.meta.kernel, "arch": t.meta.arch, "source": t.meta.source,

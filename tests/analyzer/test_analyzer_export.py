@@ -121,7 +121,11 @@ def test_render_formats(small):
     md = render(small, "whole", "md", other=small)
     assert "| metric | a | b | b - a | b / a |" in md and "| mfma_busy | 58.2 % | 58.2 % | +0.0 pp | 1.000x |" in md
     csv = render(small, "whole", "csv").splitlines()
-    assert csv[0] == "metric,unit,value,description" and csv[1].startswith("cycles,cycles,110.0,")
+    assert csv[0] == "metric,unit,value,description,kernel,label,window_start,window_end"
+    assert csv[1].startswith("cycles,cycles,110.0,") and csv[1].endswith(",toy,simulated (cycle model),10,120")
+    csv = render(small, "whole", "csv", other=small).splitlines()
+    assert csv[0] == ("metric,unit,a,b,diff,ratio,a_kernel,a_label,a_window_start,a_window_end,"
+                      "b_kernel,b_label,b_window_start,b_window_end")
     doc = json.loads(render(small, "whole", "json"))
     assert doc["traces"][0]["simulated"] is True and doc["traces"][0]["window"] == [10, 120]
     values = {m["metric"]: m["value"] for m in doc["metrics"]}
