@@ -419,16 +419,24 @@ def cycles_by_region(trace: Trace, window: WindowSpec = "whole") -> pd.DataFrame
     """
     a, w0, w1 = _setup(trace, window)
     rec = _issued_in(a, w0, w1)
-    n_region = len(a.regions) + 1
     s, e = _clipped(a, rec, w0, w1)
-    key = a.unit[rec].astype(np.int64) * n_region + np.where(a.region[rec] < 0, n_region - 1, a.region[rec])
-    count = np.bincount(key, minlength=len(UNIT_CODES) * n_region)
-    cyc = np.bincount(key, weights=e - s, minlength=len(UNIT_CODES) * n_region)
-    used = np.flatnonzero(count)
-    regions, units = a.regions + ["(none)"], list(UNIT_CODES)
-    out = pd.DataFrame({"region": [regions[k % n_region] for k in used], "unit": [units[k // n_region] for k in used],
-                        "instructions": count[used], "cycles": cyc[used].astype(np.int64)})
+    units, regions, count, cyc = _by_unit_and(a.unit[rec], a.region[rec], a.regions + ["(none)"], e - s)
+    out = pd.DataFrame({"region": regions, "unit": units, "instructions": count, "cycles": cyc.astype(np.int64)})
     return out.sort_values(["region", "cycles", "unit"], ascending=[True, False, True], ignore_index=True)
+
+
+def _by_unit_and(unit: np.ndarray, code: np.ndarray, names: list, weights: np.ndarray
+                 ) -> tuple[list, list, np.ndarray, np.ndarray]:
+    """Records grouped by (unit, code of a string column): per group present, in key order, the unit
+    name, the code's name, the record count and the sum of ``weights``. ``names`` has one more entry
+    than the column's values: the name of code -1 (null)."""
+    n = len(names)
+    key = unit.astype(np.int64) * n + np.where(code < 0, n - 1, code)
+    count = np.bincount(key, minlength=len(UNIT_CODES) * n)
+    sums = np.bincount(key, weights=weights, minlength=len(UNIT_CODES) * n)
+    used = np.flatnonzero(count)
+    units = list(UNIT_CODES)
+    return [units[k // n] for k in used], [names[k % n] for k in used], count[used], sums[used]
 
 
 # -- stalls and issue ------------------------------------------------------------------------------------------
@@ -442,16 +450,8 @@ def stall_breakdown(trace: Trace, window: WindowSpec = "whole") -> pd.DataFrame:
     """
     a, w0, w1 = _setup(trace, window)
     rec = _issued_in(a, w0, w1) & (a.stall > 0)
-    # reason code -1 (null) -> the last slot, "unknown"
-    n_reason = len(a.reasons) + 1
-    key = a.unit[rec].astype(np.int64) * n_reason + np.where(a.reason[rec] < 0, n_reason - 1, a.reason[rec])
-    count = np.bincount(key, minlength=len(UNIT_CODES) * n_reason)
-    cycles_ = np.bincount(key, weights=a.stall[rec], minlength=len(UNIT_CODES) * n_reason)
-    used = np.flatnonzero(count)
-    reasons = a.reasons + ["unknown"]
-    units = list(UNIT_CODES)
-    out = pd.DataFrame({"unit": [units[k // n_reason] for k in used], "reason": [reasons[k % n_reason] for k in used],
-                        "stall_cycles": cycles_[used].astype(np.int64), "records": count[used]})
+    units, reasons, count, cycles_ = _by_unit_and(a.unit[rec], a.reason[rec], a.reasons + ["unknown"], a.stall[rec])
+    out = pd.DataFrame({"unit": units, "reason": reasons, "stall_cycles": cycles_.astype(np.int64), "records": count})
     total = out["stall_cycles"].sum()
     out["share"] = out["stall_cycles"] / total if total else np.nan
     return out.sort_values(["stall_cycles", "unit", "reason"], ascending=[False, True, True], ignore_index=True)
