@@ -57,6 +57,9 @@ def _regions(args):
     from zyfa.trace.rocprof.records import RegionMap
 
     if Path(args.program).suffix in (".s", ".co", ".hsaco", ".o", ".elf"):
+        if not Path(args.program).is_file():
+            raise FileNotFoundError(f"--program {args.program}: no such file (give the kernel's .s or code object, "
+                                    "or a registered kernel name)")
         return RegionMap.from_program(load_program(args.program))
     from zyfa.kernels.registry import get_kernel
     from zyfa.shapes import AttnShape

@@ -53,6 +53,9 @@ def test_import_att_program_labels(tmp_path, capsys):
     assert main(["import-att", str(TINY), "-o", str(tmp_path / "hw"), "--program", str(tmp_path / "tiny.s")]) == 0
     recs = [r for r in Trace.load(tmp_path / "hw.parquet").table.to_pylist() if (r["cu"], r["simd"]) == (1, 0)]
     assert [r["region"] for r in recs] == [None] * 5 + ["lds_phase"] * 5  # ds_read_b128 sits at byte 28
+    assert main(["import-att", str(TINY), "-o", str(tmp_path / "y"), "--program", str(tmp_path / "absent.s")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("zyfa-trace import-att: --program ") and "absent.s: no such file" in err
 
 
 def test_program_regions_of_a_registered_kernel(tmp_path, capsys):
