@@ -445,7 +445,7 @@ class Trace:
         if json_path.exists():
             try:
                 meta_dict = json.loads(json_path.read_text())
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            except (json.JSONDecodeError, UnicodeDecodeError, OSError) as exc:
                 raise TraceError(json_path, "<metadata>", f"unreadable or truncated JSON sidecar: {exc}") from exc
             meta_file = json_path
         else:

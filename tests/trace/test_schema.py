@@ -200,6 +200,12 @@ def test_load_truncated_files(tmp_path):
         Trace.load(path)
     with pytest.raises(TraceError, match="no such trace file"):
         Trace.load(tmp_path / "missing.parquet")
+    sidecar.unlink()
+    sidecar.mkdir()  # a sidecar that cannot be read as a file
+    with pytest.raises(TraceError, match=r"t.json: field '<metadata>': unreadable or truncated"):
+        Trace.load(path)
+    sidecar.rmdir()
+    sidecar.write_text("{}")
     (tmp_path / "notes.md").write_text("# not a trace")
     with pytest.raises(TraceError, match=r"notes.md: field '<file>': not a trace file"):
         Trace.load(tmp_path / "notes.md")
