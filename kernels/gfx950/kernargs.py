@@ -75,8 +75,7 @@ def sk_pad(seqlen_k: int) -> int:
 def strides(shape: AttnShape) -> dict[str, int]:
     """Byte strides of contiguous tensors in the layouts of the module docstring."""
     e = 1 if shape.dtype == "fp8" else 2
-    b, sq, sk, h, hk, d, dv = (shape.batch, shape.seqlen_q, shape.seqlen_k, shape.heads, shape.heads_k,
-                               shape.headdim, shape.headdim_v)
+    sq, sk, h, hk, d, dv = shape.seqlen_q, shape.seqlen_k, shape.heads, shape.heads_k, shape.headdim, shape.headdim_v
     pad = sk_pad(sk)
     return {
         "q_stride_s": h * d * e, "q_stride_h": d * e, "q_stride_b": sq * h * d * e,

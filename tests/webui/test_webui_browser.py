@@ -138,7 +138,7 @@ def test_explorer_side_by_side_click_zoom_whatif(browser, served):
 
     # -- zoom to one loop iteration ----------------------------------------------------------------
     lo, hi = iteration_span(a, 1)
-    page.click(f"#zoom-iteration")
+    page.click("#zoom-iteration")
     page.get_by_text("iteration 1", exact=True).click()
     _wait_plot(page, f"Math.abs(gd._fullLayout.xaxis.range[0] - {lo}) < 1e-6 && "
                      f"Math.abs(gd._fullLayout.xaxis.range[1] - {hi}) < 1e-6")
