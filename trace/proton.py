@@ -33,11 +33,14 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
 from zyfa.shapes import AttnShape
+
+if TYPE_CHECKING:
+    import pandas
 from zyfa.trace.errors import TracerUnavailable
 
 SCOPES = ("qk", "softmax", "pv")
@@ -190,7 +193,7 @@ def _intersection_length(a: np.ndarray, b: np.ndarray) -> int:
     return total
 
 
-def phase_cycles(trace) -> "pandas.DataFrame":  # noqa: F821
+def phase_cycles(trace) -> "pandas.DataFrame":
     """Per scope: count, mean and median length (end - start, counter ticks) over all warps."""
     df = trace.df
     length = (df["end"] - df["start"]).astype("int64")
@@ -198,7 +201,7 @@ def phase_cycles(trace) -> "pandas.DataFrame":  # noqa: F821
     return stats.reindex([s for s in SCOPES if s in stats.index]).reset_index(names="scope")
 
 
-def tensor_core_phase_busy(trace) -> "pandas.DataFrame":  # noqa: F821
+def tensor_core_phase_busy(trace) -> "pandas.DataFrame":
     """Per (SM, warp group): fraction of the group's recorded span spent in tensor-core scopes.
 
     ``span`` = last scope end - first scope start of that (cu, simd); ``busy`` = length of the
@@ -215,7 +218,7 @@ def tensor_core_phase_busy(trace) -> "pandas.DataFrame":  # noqa: F821
     return pd.DataFrame(rows)
 
 
-def tensor_core_overlap(trace) -> "pandas.DataFrame":  # noqa: F821
+def tensor_core_overlap(trace) -> "pandas.DataFrame":
     """Per SM with >= 2 warp groups: how much tensor-core work of one group overlaps the other's softmax.
 
     For groups 0 and 1 of an SM: ``overlap`` = length of (union of group 0's qk/pv) intersected

@@ -217,8 +217,8 @@ register_backend(Backend(
     name="gfx950",
     forward=forward,
     unsupported=unsupported_reason,
-    # Opt-in (backend="gfx950") until it has run on an MI355X: below "triton" (10), so "auto"
-    # never picks kernels that were only verified in the functional emulator.
-    priority=5,
+    # Opt-in (backend="gfx950") until it has run on an MI355X: below every other backend, so
+    # "auto" never picks kernels that were only verified in the functional emulator.
+    priority=-10,
     description="generated gfx950 assembly (zyfa-fp8 / zyfa-bf16) launched through HIP; MI350X/MI355X only",
 ))

@@ -89,7 +89,7 @@ def default_kernel() -> tuple[str, str]:
     if registered:
         name = sorted(registered)[0]
         return name, f"{DEFAULT_KERNEL} is not registered; using {name}"
-    return "aiter:fwd_hd128_bf16_causal", f"no kernel is registered; using AITER's BF16 causal forward"
+    return "aiter:fwd_hd128_bf16_causal", "no kernel is registered; using AITER's BF16 causal forward"
 
 
 def resolve(name: str, shape: AttnShape) -> Launch:
