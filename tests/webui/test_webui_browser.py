@@ -245,7 +245,9 @@ def test_large_trace_is_decimated_wide_and_detailed_zoomed(browser, tmp_path, ma
         start, end = big.column("start"), big.column("end")
         in_view = int(((end > 1000) & (start < 1600)).sum())
         _wait_plot(page, f"gd.querySelectorAll('g.point').length == {in_view}")
-        assert page.locator("#grid-info").inner_text().startswith(f"{in_view} instructions in view")
+        # the grid is a separate callback output: wait for it instead of reading it at once
+        page.wait_for_function("(text) => document.querySelector('#grid-info').textContent.startsWith(text)",
+                               arg=f"{in_view} instructions in view", timeout=TIMEOUT_MS)
         page.screenshot(path=str(ARTIFACTS / "07-large-zoomed.png"))
         page.close()
     finally:
