@@ -40,31 +40,36 @@ def _gemm_rows():
                float(np.abs(c - ref).max()), float((np.abs(c - ref) / bound).max()))
 
 
+def run_scaled_gemm(build, fmt: str, m: int, n: int, k: int, rng: np.random.RandomState):
+    """One Triton ``tl.dot_scaled`` GEMM (``build`` from :func:`triton_refs.gemm_scaled_build`) in
+    the emulator on random ``fmt`` operands (e4m3 without NaN codes, or packed e2m1) with random
+    E8M0 scales. Returns (emulated C, float64 reference, fp32 chain bound)."""
+    if fmt == "e4m3":
+        a = rng.randint(0, 256, (m, k)).astype(np.uint8)
+        bb = rng.randint(0, 256, (k, n)).astype(np.uint8)
+        a[(a & 0x7F) == 0x7F] = 0  # no NaN codes
+        bb[(bb & 0x7F) == 0x7F] = 0
+        av, bv = F.E4M3[a].astype(np.float64), F.E4M3[bb].astype(np.float64)
+    else:
+        a = rng.randint(0, 256, (m, k // 2)).astype(np.uint8)
+        bb = rng.randint(0, 256, (k // 2, n)).astype(np.uint8)
+        av = np.stack([F.E2M1[a & 15], F.E2M1[a >> 4]], 2).reshape(m, k).astype(np.float64)
+        bv = np.stack([F.E2M1[bb & 15], F.E2M1[bb >> 4]], 1).reshape(k, n).astype(np.float64)
+    sa = rng.randint(120, 135, (m, k // 32)).astype(np.uint8)
+    sb = rng.randint(120, 135, (n, k // 32)).astype(np.uint8)
+    a_s = av * np.repeat(2.0 ** (sa.astype(int) - 127), 32, 1)
+    b_s = bv * np.repeat(2.0 ** (sb.astype(int) - 127), 32, 1).T
+    c = launch(build.asm, (1, 1, 1), (64 * build.num_warps, 1, 1),
+               [a, sa, bb, sb, np.zeros((m, n), np.float32), m, n, k]).arrays[4]
+    return c, a_s @ b_s, (k // 64) * 2.0**-24 * (np.abs(a_s) @ np.abs(b_s))
+
+
 def _scaled_rows():
     rng = np.random.RandomState(2)
     m = n = 32
     k = 256
     for fmt in ("e4m3", "e2m1"):
-        b = T.gemm_scaled_build(fmt)
-        if fmt == "e4m3":
-            a = rng.randint(0, 256, (m, k)).astype(np.uint8)
-            bb = rng.randint(0, 256, (k, n)).astype(np.uint8)
-            a[(a & 0x7F) == 0x7F] = 0
-            bb[(bb & 0x7F) == 0x7F] = 0
-            av, bv = F.E4M3[a].astype(np.float64), F.E4M3[bb].astype(np.float64)
-        else:
-            a = rng.randint(0, 256, (m, k // 2)).astype(np.uint8)
-            bb = rng.randint(0, 256, (k // 2, n)).astype(np.uint8)
-            av = np.stack([F.E2M1[a & 15], F.E2M1[a >> 4]], 2).reshape(m, k).astype(np.float64)
-            bv = np.stack([F.E2M1[bb & 15], F.E2M1[bb >> 4]], 1).reshape(k, n).astype(np.float64)
-        sa = rng.randint(120, 135, (m, k // 32)).astype(np.uint8)
-        sb = rng.randint(120, 135, (n, k // 32)).astype(np.uint8)
-        a_s = av * np.repeat(2.0 ** (sa.astype(int) - 127), 32, 1)
-        b_s = bv * np.repeat(2.0 ** (sb.astype(int) - 127), 32, 1).T
-        c = launch(b.asm, (1, 1, 1), (64 * b.num_warps, 1, 1),
-                   [a, sa, bb, sb, np.zeros((m, n), np.float32), m, n, k]).arrays[4]
-        ref = a_s @ b_s
-        bound = (k // 64) * 2.0**-24 * (np.abs(a_s) @ np.abs(b_s))
+        c, ref, bound = run_scaled_gemm(T.gemm_scaled_build(fmt), fmt, m, n, k, rng)
         yield (f"triton dot_scaled {fmt} {m}x{n}x{k}", float((c == ref.astype(np.float32)).mean()),
                float(np.abs(c - ref).max()), float((np.abs(c - ref) / bound).max()))
 

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from zyfa.trace.emu import formats as F
 from zyfa.trace.emu import triton_refs as T
 from zyfa.trace.emu.launch import launch
+from zyfa.trace.emu.validate import run_scaled_gemm
 
 
 def _bf16(t):
@@ -67,25 +67,8 @@ def test_dot_scaled_matches_reference(fmt, tile):
     rng = np.random.RandomState(2)
     m = n = tile
     k = 256
-    if fmt == "e4m3":
-        a = rng.randint(0, 256, (m, k)).astype(np.uint8)
-        bb = rng.randint(0, 256, (k, n)).astype(np.uint8)
-        a[(a & 0x7F) == 0x7F] = 0  # no NaN codes
-        bb[(bb & 0x7F) == 0x7F] = 0
-        av, bv = F.E4M3[a].astype(np.float64), F.E4M3[bb].astype(np.float64)
-    else:
-        a = rng.randint(0, 256, (m, k // 2)).astype(np.uint8)
-        bb = rng.randint(0, 256, (k // 2, n)).astype(np.uint8)
-        av = np.stack([F.E2M1[a & 15], F.E2M1[a >> 4]], 2).reshape(m, k).astype(np.float64)
-        bv = np.stack([F.E2M1[bb & 15], F.E2M1[bb >> 4]], 1).reshape(k, n).astype(np.float64)
-    sa = rng.randint(120, 135, (m, k // 32)).astype(np.uint8)
-    sb = rng.randint(120, 135, (n, k // 32)).astype(np.uint8)
-    a_s = av * np.repeat(2.0 ** (sa.astype(int) - 127), 32, 1)
-    b_s = bv * np.repeat(2.0 ** (sb.astype(int) - 127), 32, 1).T
-    c = launch(b.asm, (1, 1, 1), (64 * b.num_warps, 1, 1),
-               [a, sa, bb, sb, np.zeros((m, n), np.float32), m, n, k]).arrays[4]
-    bound = (k // 64) * 2.0**-24 * (np.abs(a_s) @ np.abs(b_s))
-    assert (np.abs(c - a_s @ b_s) <= bound).all()
+    c, ref, bound = run_scaled_gemm(b, fmt, m, n, k, rng)
+    assert (np.abs(c - ref) <= bound).all()
 
 
 def _attention(bh, s, d, causal, block_m=64, block_n=32):
