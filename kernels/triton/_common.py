@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 
 import torch
 import triton
+import triton.language as tl
 
 LOG2E = 1.4426950408889634  # 1/ln(2), rounded to fp32 where used (docs/numerics.md)
 BLOCK_KEYS = 64  # ZYFA scales P per 64-key block (docs/numerics.md): the FP8 kernel steps keys by it
@@ -119,3 +120,18 @@ def padded_headdim(d: int) -> int:
     if d <= 0:
         raise ValueError(f"headdim must be positive, got {d}")
     return max(16, triton.next_power_of_2(d))
+
+
+@triton.jit
+def key_ranges(start_m, SEQ_Q, SEQ_K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, IS_CAUSAL: tl.constexpr):
+    """Key ranges of the query tile starting at ``start_m``: ``[0, full_hi)`` needs no mask for any
+    row of the tile, ``[full_hi, hi)`` is masked (causal diagonal, seqlen_k edge). Bottom-right
+    causal alignment: query i sits at key position ``i + SEQ_K - SEQ_Q``. Returns (full_hi, hi, offset)."""
+    offset = SEQ_K - SEQ_Q
+    if IS_CAUSAL:
+        hi = tl.maximum(tl.minimum(start_m + BLOCK_M + offset, SEQ_K), 0)
+        full_hi = tl.maximum(tl.minimum(start_m + offset + 1, SEQ_K), 0) // BLOCK_N * BLOCK_N
+    else:
+        hi = SEQ_K
+        full_hi = SEQ_K // BLOCK_N * BLOCK_N
+    return full_hi, hi, offset

@@ -12,7 +12,7 @@ import torch
 import triton
 import triton.language as tl
 
-from zyfa.kernels.triton._common import LOG2E, TileConfig, autotune_configs, interpreting, padded_headdim
+from zyfa.kernels.triton._common import LOG2E, TileConfig, autotune_configs, interpreting, key_ranges, padded_headdim
 
 _INTERPRET = interpreting()
 
@@ -93,13 +93,7 @@ def _attn_fwd_bf16(Q, K, V, Out, Lse, t,
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM_V_PAD], dtype=tl.float32)
     # -- key ranges: [0, full_hi) unmasked for every row of the tile, [full_hi, hi) masked ----
-    offset = SEQ_K - SEQ_Q  # bottom-right causal alignment
-    if IS_CAUSAL:
-        hi = tl.maximum(tl.minimum(start_m + BLOCK_M + offset, SEQ_K), 0)
-        full_hi = tl.maximum(tl.minimum(start_m + offset + 1, SEQ_K), 0) // BLOCK_N * BLOCK_N
-    else:
-        hi = SEQ_K
-        full_hi = SEQ_K // BLOCK_N * BLOCK_N
+    full_hi, hi, offset = key_ranges(start_m, SEQ_Q, SEQ_K, BLOCK_M, BLOCK_N, IS_CAUSAL)
     acc, l_i, m_i = _attn_fwd_bf16_inner(acc, l_i, m_i, q, k_base, v_base, t,
                                          stride_ks, stride_vs, offs_m, offs_d, offs_dv,
                                          0, full_hi, offset, SEQ_K, HEAD_DIM, HEAD_DIM_V, BLOCK_N,
