@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from zyfa.trace.cdna4.isa import KernelArg  # one argument record for the model and the emulator
 from zyfa.trace.emu.errors import EmulationError
 
 _MODIFIER = re.compile(r"^[a-z_0-9]+:\S+$|^(off|offen|idxen|glc|slc|sc0|sc1|nt|lds|clamp|gds|"
@@ -36,14 +37,6 @@ class Inst:
             if key == name:
                 return value
         return default
-
-
-@dataclass(frozen=True)
-class KernelArg:
-    offset: int
-    size: int
-    value_kind: str
-    name: str = ""
 
 
 @dataclass(frozen=True)
@@ -115,8 +108,8 @@ def _parse_metadata_args(meta: str, kernel: str) -> tuple[KernelArg, ...]:
             for m in re.finditer(r"-\s+(\.[^\n]*\n(?:\s+\.[^\n]*\n)*)", block):
                 fields = dict(re.findall(r"\.(\w+):\s+(\S+)", m.group(1)))
                 if "offset" in fields and "value_kind" in fields:
-                    args.append(KernelArg(int(fields["offset"]), int(fields["size"]),
-                                          fields["value_kind"], fields.get("name", "")))
+                    args.append(KernelArg(name=fields.get("name", ""), offset=int(fields["offset"]),
+                                          size=int(fields["size"]), value_kind=fields["value_kind"]))
             if args:
                 return tuple(args)
     return ()
@@ -193,5 +186,4 @@ def from_cdna4_program(program) -> AsmKernel:
                                   for m in re.finditer(r"(\w+)\((\d+)\)", ins.text)]
         insts.append(Inst(i, ins.opcode, operands, tuple(mods), ins.text, i))
     d = program.descriptor
-    args = tuple(KernelArg(a.offset, a.size, a.value_kind, a.name) for a in d.args)
-    return AsmKernel(program.name, tuple(insts), dict(program.labels), dict(d.fields), args)
+    return AsmKernel(program.name, tuple(insts), dict(program.labels), dict(d.fields), tuple(d.args))
