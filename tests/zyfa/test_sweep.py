@@ -140,3 +140,20 @@ def test_small_sweep_on_local_ray_resumes(tmp_path, ray_local):
     best = Trace.load(paths["best"])
     assert best.meta.simulated and best.meta.source == "model"
     assert Trace.load(paths["baseline"]).meta.kernel == "sweep_scaling_none_softmax_exact"
+
+
+def test_greedy_moves_from_the_baseline_within_budget(tmp_path, ray_local):
+    spec = sweep.spec_from_dict({
+        "sweep": {"name": "greedy", "mode": "greedy", "budget": 4, "objective": "tflops"},
+        "shape": {"seqlen": "512", "heads": 1},
+        "params": {"softmax": ["exact", "lean"], "schedule": ["pingpong", "serial"]},
+        "baseline": {"softmax": "exact", "schedule": "pingpong"},
+    })
+    results = sweep.run_sweep(spec, tmp_path / "g", workers=2, progress=False)
+    assert 1 < len(results) <= 4 and results["error"].isna().all()
+    # coordinate ascent tried both softmax variants at the baseline schedule first
+    tried = set(zip(results["param.softmax"], results["param.schedule"]))
+    assert {("exact", "pingpong"), ("lean", "pingpong")} <= tried
+    # and its best point is the best of everything it evaluated
+    best = sweep.rank(results, "tflops", top=1).iloc[0]
+    assert best["tflops"] == results["tflops"].max()
