@@ -157,3 +157,15 @@ def test_greedy_moves_from_the_baseline_within_budget(tmp_path, ray_local):
     # and its best point is the best of everything it evaluated
     best = sweep.rank(results, "tflops", top=1).iloc[0]
     assert best["tflops"] == results["tflops"].max()
+
+
+def test_sweep_cli_bad_inputs(tmp_path, capsys):
+    from zyfa.cli.trace_main import main
+
+    assert main(["sweep", str(tmp_path / "missing.toml")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    spec = write(tmp_path, BASIC)
+    assert main(["sweep", str(spec), "--workers", "0"]) == 2
+    assert "--workers must be positive" in capsys.readouterr().err
+    assert main(["sweep", str(write(tmp_path, "[sweep]\nmode='x'\n[params]\nsoftmax=['lean']", "bad.toml"))]) == 2
+    assert "unknown sweep.mode 'x'" in capsys.readouterr().err
