@@ -19,8 +19,8 @@ import re
 import sys
 from pathlib import Path
 
-from zyfa.trace.cdna4 import timing
-from zyfa.trace.cdna4.isa import load_program
+from zyfa.gfx950 import timing
+from zyfa.gfx950.isa import load_program
 
 MFMA_MNEMONICS = (
     "v_mfma_f32_32x32x64_f8f6f4", "v_mfma_f32_16x16x128_f8f6f4", "v_mfma_scale_f32_32x32x64_f8f6f4",

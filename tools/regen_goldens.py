@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from zyfa.shapes import AttnShape
-from zyfa.trace.cdna4 import aiter
+from zyfa.kernels import aiter
 from zyfa.trace.cdna4.tracer import run_kernel_trace
 
 ROOT = Path(__file__).resolve().parents[1]

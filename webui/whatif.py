@@ -116,7 +116,8 @@ def default_simulator() -> tuple[Optional[Simulator], list[str], str]:
     """
     try:
         from zyfa.kernels.registry import kernels
-        from zyfa.trace.cdna4 import aiter, tracer  # noqa: F401  (tracer: simulate's engine must import)
+        from zyfa.kernels import aiter
+        from zyfa.trace.cdna4 import tracer  # noqa: F401  (tracer: simulate's engine must import)
     except ImportError as exc:
         return None, [], f"the CDNA4 cycle model (zyfa.trace.cdna4) is not available: {exc}"
     names = sorted(kernels())

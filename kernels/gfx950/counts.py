@@ -2,7 +2,7 @@
 
 ``tile_counts(generated)`` reads the first loop iteration's clusters of wave group 0 and sums,
 by opcode, the cycles each unit is busy, using the cycle model's timing table
-(``zyfa.trace.cdna4.timing.op_class``: passes x 4 cycles; transcendentals go to the TRANS unit).
+(``zyfa.gfx950.timing.op_class``: passes x 4 cycles; transcendentals go to the TRANS unit).
 Definitions:
   valu_cycles   VALU-unit cycles of softmax_j (mask and lazy rescale excluded: they run only on
                 diagonal tiles / when a row max grows)
@@ -42,7 +42,7 @@ def _cluster_insts(generated: Generated, name: str, group: int = 0) -> list:
 
 
 def _cycles(insts, unit: str) -> tuple[int, Counter]:
-    from zyfa.trace.cdna4 import timing
+    from zyfa.gfx950 import timing
     total, by_opcode = 0, Counter()
     for inst in insts:
         cls = timing.op_class(inst.opcode)

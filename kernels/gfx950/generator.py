@@ -191,7 +191,7 @@ class _Kernel:
         self.asm.cluster = resume
 
     def _check_counts(self, cluster: Cluster, insts: list[Instr]):
-        from zyfa.trace.cdna4.isa import classify
+        from zyfa.gfx950.isa import classify
         emitted: dict[str, int] = {}
         for inst in insts:
             if inst.cluster != cluster.name:
@@ -850,9 +850,9 @@ def _defs_uses(inst: Instr) -> tuple[set, list]:
 
 def pad_hazards(asm: Asm) -> int:
     """Insert ``s_nop`` so that every MFMA/VALU register hazard of the cycle model's table
-    (``zyfa.trace.cdna4.timing.HAZARDS``) is covered in program order. Branch paths are verified
-    separately by ``zyfa.trace.cdna4.hazards.check_hazards`` (tests). Returns the nops inserted."""
-    from zyfa.trace.cdna4 import timing
+    (``zyfa.gfx950.timing.HAZARDS``) is covered in program order. Branch paths are verified
+    separately by ``zyfa.gfx950.hazards.check_hazards`` (tests). Returns the nops inserted."""
+    from zyfa.gfx950 import timing
     rules = {rule.name: rule for rule in timing.HAZARDS}
     clock = 0  # wait states issued so far
     last: dict[int, tuple[int, str, int, frozenset]] = {}  # register -> (clock after producer, unit, passes, defs)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from zyfa.trace.cdna4 import aiter
+from zyfa.kernels import aiter
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("regen_goldens", ROOT / "tools" / "regen_goldens.py")

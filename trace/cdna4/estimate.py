@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from zyfa.trace.cdna4 import timing
+from zyfa.gfx950 import timing
 from zyfa.trace.cdna4.launch import Launch
 from zyfa.trace.cdna4.sim import CUSim, SimConfig
 

@@ -1,7 +1,7 @@
 """Resolve ``--kernel`` names into a cycle-model launch: program, kernel arguments, grid.
 
 Accepted: a name registered in :mod:`zyfa.kernels.registry` (our generated kernels, Triton AOT
-builds), ``aiter:NAME`` (:mod:`zyfa.trace.cdna4.aiter`), or a path to a ``.co``/``.hsaco``/``.s``
+builds), ``aiter:NAME`` (:mod:`zyfa.kernels.aiter`), or a path to a ``.co``/``.hsaco``/``.s``
 file (then the caller supplies ``kernargs``/``grid``/``workgroup_size`` or the defaults below
 apply: no kernel arguments, one workgroup, the metadata's workgroup size).
 """
@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Optional
 
 from zyfa.shapes import AttnShape
-from zyfa.trace.cdna4 import aiter
-from zyfa.trace.cdna4.isa import Program, disassemble, load_program, parse_asm
+from zyfa.kernels import aiter
+from zyfa.gfx950.isa import Program, disassemble, load_program, parse_asm
 
 DEFAULT_KERNEL = "zyfa-fp8"
 

@@ -1,6 +1,6 @@
 """Cycle model of one CDNA4 compute unit running gfx950 code: scalar-functional, vector-timed.
 
-The machine (every number from :mod:`zyfa.trace.cdna4.timing`):
+The machine (every number from :mod:`zyfa.gfx950.timing`):
 
 - One CU = 4 SIMDs. Wave ``i`` of a workgroup goes to SIMD ``i % 4``, slot ``i // 4`` (waves of
   later workgroups on the same CU take the next slots).
@@ -13,7 +13,7 @@ The machine (every number from :mod:`zyfa.trace.cdna4.timing`):
 - Register dependencies: a reader waits for ``start + latency`` of the writer. MFMA/VALU hazard
   wait states (timing.HAZARDS) are enforced in cycles (``wait_states * WAIT_STATE_CYCLES`` after
   the producer's issue): code that lacks them is timed as if it had them; the static checker
-  (:func:`zyfa.trace.cdna4.hazards.check_hazards`) reports them.
+  (:func:`zyfa.gfx950.hazards.check_hazards`) reports them.
 - Memory: LDS and global ops share one CU pipe each (bytes / bandwidth) and complete
   ``latency`` later, in order per wave; ``s_waitcnt vmcnt/lgkmcnt`` waits on those counters.
 - ``s_nop N`` holds the wave N+1 wait states, ``s_sleep N`` 64*N cycles, ``s_barrier`` until all
@@ -31,9 +31,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from zyfa.trace.cdna4 import scalar, timing
-from zyfa.trace.cdna4.hazards import consumer_reads
-from zyfa.trace.cdna4.isa import SGPR_BASE, Program
+from zyfa.gfx950 import scalar, timing
+from zyfa.gfx950.hazards import consumer_reads
+from zyfa.gfx950.isa import SGPR_BASE, Program
 
 UNIT_PIPE = {"MFMA": "MFMA", "VALU": "VALU", "TRANS": "VALU", "SALU": "SALU", "SMEM": "SMEM", "LDS": "LDS",
              "VMEM": "VMEM", "BRANCH": "OTHER", "BARRIER": "OTHER", "WAIT": "OTHER", "MISC": "OTHER"}

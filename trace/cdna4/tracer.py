@@ -16,7 +16,7 @@ from typing import Callable, Optional
 import pandas as pd
 
 from zyfa.shapes import AttnShape
-from zyfa.trace.cdna4 import timing
+from zyfa.gfx950 import timing
 from zyfa.trace.cdna4.estimate import Estimate, EstimateConfig, estimate
 from zyfa.trace.cdna4.launch import Launch, resolve
 from zyfa.trace.schema import Trace, TraceMeta

@@ -1,7 +1,7 @@
 """AITER's real gfx950 BF16 forward code objects (``fmha_v3_fwd``) in the emulator.
 
 The code object, its disassembly and its kernel-argument layout come from the cycle model's
-resolver (``zyfa.trace.cdna4.aiter``: the ``amd-aiter`` wheel, ``fmha_fwd_v3_args`` values as
+resolver (``zyfa.kernels.aiter``: the ``amd-aiter`` wheel, ``fmha_fwd_v3_args`` values as
 AITER's host dispatcher sets them); the five pointer arguments (R, Q, K, V, LSE) are replaced
 by this emulator's buffers (each followed by ``_TAIL_ROWS`` zero rows). Tensors are BSHD bf16, LSE (b, h, s_q) fp32 natural log. The
 reference is ``zyfa.numerics.bf16_attention``.
@@ -30,7 +30,8 @@ _TAIL_ROWS = 128
 
 
 def _program(name: str):
-    from zyfa.trace.cdna4 import aiter, isa
+    from zyfa.kernels import aiter
+    from zyfa.gfx950 import isa
 
     if name not in _PROGRAMS:
         path = aiter.resolve(name)
@@ -49,7 +50,7 @@ def emulate_aiter(name: str, shape: AttnShape, seed: int = 0, quantum: int | Non
     LDS reuse between barriers that relies on timing.
     """
     from zyfa import numerics
-    from zyfa.trace.cdna4 import aiter
+    from zyfa.kernels import aiter
 
     if not isinstance(shape, AttnShape):
         raise TypeError(f"shape must be a zyfa.shapes.AttnShape, got {type(shape).__name__}")

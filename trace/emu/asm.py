@@ -4,7 +4,7 @@ The emulator needs, per instruction, the opcode, the operand strings and the mod
 kernel, the ``.amdhsa_*`` descriptor fields (initial SGPR/VGPR layout, LDS size) and the
 kernel-argument layout from the ``.amdgpu_metadata`` block. Text from llvm-objdump (``//``
 comments, numeric branch offsets ``<sym+0x100>``) is accepted too. Programs parsed by
-``zyfa.trace.cdna4.isa`` are converted with :func:`from_cdna4_program`.
+``zyfa.gfx950.isa`` are converted with :func:`from_cdna4_program`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from zyfa.trace.cdna4.isa import KernelArg  # one argument record for the model and the emulator
+from zyfa.gfx950.isa import KernelArg  # one argument record for the model and the emulator
 from zyfa.trace.emu.errors import EmulationError
 
 _MODIFIER = re.compile(r"^[a-z_0-9]+:\S+$|^(off|offen|idxen|glc|slc|sc0|sc1|nt|lds|clamp|gds|"
@@ -170,7 +170,7 @@ def parse_asm(text: str, kernel: str | None = None) -> AsmKernel:
 
 
 def from_cdna4_program(program) -> AsmKernel:
-    """Convert a ``zyfa.trace.cdna4.isa.Program`` (the cycle model's front end, which also reads
+    """Convert a ``zyfa.gfx950.isa.Program`` (the cycle model's front end, which also reads
     llvm-objdump output of code objects) into the emulator's :class:`AsmKernel`."""
     insts = []
     for i, ins in enumerate(program.instructions):

@@ -16,12 +16,12 @@ _PROGRAMS: dict[int, Program] = {}
 
 
 def load_asm(text: str) -> AsmKernel:
-    """Parse assembly with the cycle model's front end (``zyfa.trace.cdna4.isa``), which
+    """Parse assembly with the cycle model's front end (``zyfa.gfx950.isa``), which
     llvm-mc-checks it; kernel arguments come from the ``.amdgpu_metadata`` block. Falls back to
     this package's own parser when that front end cannot be used (no llvm-mc-22)."""
     own = parse_asm(text)
     try:
-        from zyfa.trace.cdna4 import isa
+        from zyfa.gfx950 import isa
         program = isa.parse_asm(text.split(".amdgpu_metadata")[0])
     except (ImportError, ValueError, OSError, RuntimeError):
         return own

@@ -4,7 +4,7 @@ rocprof-trace-decoder classifies each traced instruction by hardware pipe
 (``rocprofiler_thread_trace_decoder_inst_category_t``); it reports MFMA and transcendental ops as
 plain VALU. The unit therefore comes from the ISA text whenever it is known, and from the decoder
 category only for instructions the disassembly does not cover. The text rules are the cycle
-model's (:func:`zyfa.trace.cdna4.isa.classify`), so a hardware trace and a model trace of one
+model's (:func:`zyfa.gfx950.isa.classify`), so a hardware trace and a model trace of one
 kernel put every instruction on the same unit.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from zyfa.trace.cdna4.isa import classify
+from zyfa.gfx950.isa import classify
 
 # rocprofiler_thread_trace_decoder_inst_category_t, trace_decoder_types.h (rocprof-trace-decoder 0.1.3+,
 # rocprofiler-sdk experimental/thread-trace/trace_decoder_types.h): value -> (name, schema unit)

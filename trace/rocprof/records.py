@@ -182,7 +182,7 @@ class RegionMap:
 
     @classmethod
     def from_program(cls, program, instruction_clusters=None, iteration_starts=None) -> "RegionMap":
-        """From a :class:`zyfa.trace.cdna4.isa.Program` (and one cluster name per instruction and
+        """From a :class:`zyfa.gfx950.isa.Program` (and one cluster name per instruction and
         the loop-iteration start indices, if known)."""
         base = program.instructions[0].pc
         labels = {program.instructions[i].pc - base: name for name, i in program.labels.items()
@@ -198,7 +198,7 @@ class RegionMap:
     @classmethod
     def from_build(cls, build) -> "RegionMap":
         """From a :class:`zyfa.kernels.registry.KernelBuild` (assembly text preferred, as the model)."""
-        from zyfa.trace.cdna4.isa import disassemble, parse_asm
+        from zyfa.gfx950.isa import disassemble, parse_asm
 
         if build.asm is not None:
             program = parse_asm(build.asm, kernel=build.symbol)

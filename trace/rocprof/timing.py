@@ -2,7 +2,7 @@
 
 Thread trace on gfx9 times the issue of an MFMA, not the matrix pipe finishing it. The schema
 defines an MFMA record's ``end`` as ``start + passes * 4``; the pass counts come from the one
-sourced timing table of the project, :mod:`zyfa.trace.cdna4.timing` (no numbers here).
+sourced timing table of the project, :mod:`zyfa.gfx950.timing` (no numbers here).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from zyfa.trace.rocprof.records import MfmaCycles
 
 def model_mfma_cycles() -> MfmaCycles:
     """``opcode -> cycles`` for MFMA mnemonics from the CDNA4 timing table (None for other units)."""
-    from zyfa.trace.cdna4.timing import op_class
+    from zyfa.gfx950.timing import op_class
 
     def cycles(opcode: str):
         cls = op_class(opcode)

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Optional
 
 from zyfa.shapes import AttnShape
-from zyfa.trace.cdna4.isa import disassemble
+from zyfa.gfx950.isa import disassemble
 from zyfa.trace.errors import TracerUnavailable
 from zyfa.trace.rocprof.records import RegionMap, annotate, wave_records
 from zyfa.trace.rocprof.sdk import (DECODER_LIBRARY, FALLBACK_HINT, SDK_LIBRARY, ThreadTraceParams,

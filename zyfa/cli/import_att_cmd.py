@@ -53,7 +53,7 @@ def _regions(args):
     dim (its schedule clusters, as the cycle model uses them)."""
     from pathlib import Path
 
-    from zyfa.trace.cdna4.isa import load_program
+    from zyfa.gfx950.isa import load_program
     from zyfa.trace.rocprof.records import RegionMap
 
     if Path(args.program).suffix in (".s", ".co", ".hsaco", ".o", ".elf"):

@@ -175,8 +175,8 @@ def test_assembles_and_round_trips_through_objdump():
 
 
 def test_no_hazards_in_zyfa_fp8(generated):
-    from zyfa.trace.cdna4.hazards import check_hazards
-    from zyfa.trace.cdna4.isa import parse_asm
+    from zyfa.gfx950.hazards import check_hazards
+    from zyfa.gfx950.isa import parse_asm
     program = parse_asm(generated["zyfa-fp8"].asm, encode=False)
     assert check_hazards(program) == []
     assert program.descriptor.fields["accum_offset"] == generated["zyfa-fp8"].vgprs
@@ -185,8 +185,8 @@ def test_no_hazards_in_zyfa_fp8(generated):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["zyfa-fp8-exact", "aiter-like-fp8", "zyfa-bf16"])
 def test_no_hazards_other_variants(generated, name):
-    from zyfa.trace.cdna4.hazards import check_hazards
-    from zyfa.trace.cdna4.isa import parse_asm
+    from zyfa.gfx950.hazards import check_hazards
+    from zyfa.gfx950.isa import parse_asm
     assert check_hazards(parse_asm(generated[name].asm, encode=False)) == []
 
 

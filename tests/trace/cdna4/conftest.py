@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from zyfa.trace.cdna4 import aiter
+from zyfa.kernels import aiter
 
 LLVM = ("llvm-mc-22", "ld.lld-22", "llvm-objdump-22", "llvm-readelf-22")
 

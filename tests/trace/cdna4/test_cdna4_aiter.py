@@ -5,9 +5,9 @@ import struct
 import pytest
 
 from zyfa.shapes import AttnShape
-from zyfa.trace.cdna4 import aiter
+from zyfa.kernels import aiter
 from zyfa.trace.cdna4.estimate import EstimateConfig, _interpolate, _sample_xs, dispatch, estimate, occupancy
-from zyfa.trace.cdna4.isa import disassemble
+from zyfa.gfx950.isa import disassemble
 from zyfa.trace.cdna4.launch import resolve
 from zyfa.trace.cdna4.sim import CUSim
 

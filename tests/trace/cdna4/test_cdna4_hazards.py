@@ -2,8 +2,8 @@
 
 import pytest
 
-from zyfa.trace.cdna4.hazards import check_hazards
-from zyfa.trace.cdna4.isa import disassemble, parse_asm
+from zyfa.gfx950.hazards import check_hazards
+from zyfa.gfx950.isa import disassemble, parse_asm
 
 
 def check(body: str):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from zyfa.trace.cdna4.isa import (AGPR_BASE, SGPR_BASE, Instruction, KernelDescriptor, Program, classify, disassemble,
+from zyfa.gfx950.isa import (AGPR_BASE, SGPR_BASE, Instruction, KernelDescriptor, Program, classify, disassemble,
                                   parse_asm, parse_objdump, register_keys)
 
 SNIPPET = """

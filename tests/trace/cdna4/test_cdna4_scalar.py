@@ -4,8 +4,8 @@ import struct
 
 import pytest
 
-from zyfa.trace.cdna4 import scalar
-from zyfa.trace.cdna4.isa import parse_asm
+from zyfa.gfx950 import scalar
+from zyfa.gfx950.isa import parse_asm
 
 
 def run(body: str, kernarg: bytes = b"") -> scalar.State:

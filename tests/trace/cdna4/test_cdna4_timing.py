@@ -7,8 +7,8 @@ import struct
 
 import pytest
 
-from zyfa.trace.cdna4 import timing
-from zyfa.trace.cdna4.isa import parse_asm
+from zyfa.gfx950 import timing
+from zyfa.gfx950.isa import parse_asm
 from zyfa.trace.cdna4.sim import CUSim, SimConfig
 
 
@@ -175,7 +175,7 @@ def test_trip_count_from_kernel_argument_and_loop_extrapolation():
 
 
 def test_data_dependent_branch_policy():
-    from zyfa.trace.cdna4.scalar import ScalarUnknown
+    from zyfa.gfx950.scalar import ScalarUnknown
 
     # exec after s_and_saveexec with a vector compare is data: the policy decides, and it is counted
     body = """

@@ -5,7 +5,7 @@ import struct
 
 import pytest
 
-from zyfa.trace.cdna4.isa import disassemble, parse_asm
+from zyfa.gfx950.isa import disassemble, parse_asm
 from zyfa.trace.cdna4.sim import CUSim
 
 BLOCK_M, BLOCK_N, D = 128, 64, 128

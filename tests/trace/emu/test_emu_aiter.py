@@ -14,7 +14,7 @@ from zyfa.shapes import AttnShape
 
 def _available():
     try:
-        from zyfa.trace.cdna4 import aiter
+        from zyfa.kernels import aiter
         aiter.code_object_dir(download=False)
     except Exception:  # any failure means: no local code objects
         return False

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Optional
 
 from zyfa.shapes import AttnShape
-from zyfa.trace.cdna4.isa import Program
+from zyfa.gfx950.isa import Program
 
 CACHE = Path(os.environ.get("ZYFA_CACHE", Path.home() / ".cache" / "zyfa")) / "aiter"
 SUBDIR = "aiter_meta/hsa/gfx950/fmha_v3_fwd"
@@ -175,7 +175,7 @@ def kernargs(program: Program, path: Path, shape: AttnShape) -> bytes:
         if a.name == "pad":
             continue
         if a.name not in values:
-            raise ValueError(f"{path}: kernel argument {a.name!r} has no known value (update zyfa.trace.cdna4.aiter)")
+            raise ValueError(f"{path}: kernel argument {a.name!r} has no known value (update zyfa.kernels.aiter)")
         fmt = {4: "<I", 8: "<Q"}.get(a.size)
         if fmt is None:
             raise ValueError(f"{path}: kernel argument {a.name!r} has unsupported size {a.size}")

@@ -9,8 +9,8 @@ reports each producer closer than its rule in :data:`timing.HAZARDS` requires.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from zyfa.trace.cdna4 import timing
-from zyfa.trace.cdna4.isa import Instruction, Program, is_vector_key, register_keys
+from zyfa.gfx950 import timing
+from zyfa.gfx950.isa import Instruction, Program, is_vector_key, register_keys
 
 _MAX_WAIT_STATES = 24  # > the largest rule (16 passes + 4)
 
@@ -91,7 +91,7 @@ def _predecessors(program: Program) -> list[list[int]]:
 def check_hazards(program: Program) -> list[Violation]:
     """Every MFMA/VALU register hazard in ``program`` not covered by enough wait states."""
     if not isinstance(program, Program):
-        raise TypeError(f"program must be a zyfa.trace.cdna4.isa.Program, got {type(program).__name__}")
+        raise TypeError(f"program must be a zyfa.gfx950.isa.Program, got {type(program).__name__}")
     preds = _predecessors(program)
     insts = program.instructions
     violations: list[Violation] = []

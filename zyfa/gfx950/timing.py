@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from zyfa.trace.cdna4.isa import UNITS, Instruction, classify, is_vector_key, register_keys
+from zyfa.gfx950.isa import UNITS, Instruction, classify, is_vector_key, register_keys
 
 
 @dataclass(frozen=True)

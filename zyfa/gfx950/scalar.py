@@ -13,7 +13,7 @@ import re
 import struct
 from typing import Callable, Optional
 
-from zyfa.trace.cdna4.isa import AGPR_BASE, SGPR_BASE, Instruction
+from zyfa.gfx950.isa import AGPR_BASE, SGPR_BASE, Instruction
 
 M32 = 0xFFFFFFFF
 KERNARG_BASE = 0x7F00_0000_0000  # address the model gives the kernel-argument segment
