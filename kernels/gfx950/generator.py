@@ -534,8 +534,8 @@ class _Kernel:
                 e("v_cmp_lt_i32", "vcc", 32 * t + r, self.v_rel)
                 e("v_cndmask_b32", self.S[16 * t + r], self.v_cneginf, self.S[16 * t + r], "vcc")
 
-    def row_max(self, values: Reg, out: Reg):
-        """out = max over `values` in this lane, then over both lane halves (same query)."""
+    def lane_max(self, values: Reg, out: Reg):
+        """out = max over `values` in this lane (v_max3 chain: ceil((n - 1) / 2) VALU ops)."""
         e = self.e
         e("v_max3_f32", out, values[0], values[1], values[2])
         i = 3
@@ -544,6 +544,11 @@ class _Kernel:
             i += 2
         if i < values.count:
             e("v_max_f32", out, values[i], out)
+
+    def row_max(self, values: Reg, out: Reg):
+        """out = max over `values` in this lane, then over both lane halves (same query)."""
+        e = self.e
+        self.lane_max(values, out)
         e("v_mov_b32", self.v_tmp, out)
         e("v_permlane32_swap_b32", self.v_tmp, out)
         e("v_max_f32", out, self.v_tmp, out)
@@ -558,16 +563,33 @@ class _Kernel:
             for i in range(vals.count):
                 self.e("v_fma_f32", vals[i], vals[i], self.Tp[0], self.Cp[0])
 
+    def block_exponents(self, mx: tuple, bm: tuple):
+        """bm[beta] = max(ceil(t * mx), -2^30) of both 64-key blocks, from the lane-local maxima
+        mx[beta] (both clobbered), with ONE lane-half exchange for the two blocks.
+
+        ``v_permlane32_swap_b32 mx0, mx1`` leaves ``mx0 = [mx0_lo, mx1_lo]`` and ``mx1 = [mx0_hi,
+        mx1_hi]`` (lanes 0-31 | 32-63), so one ``v_max_f32`` gives block 0's row max in the low
+        lanes and block 1's in the high lanes. The exponent is computed once on that mixed
+        register and then copied to both halves by a second swap of two copies. 7 VALU ops for
+        both blocks instead of 12 (mov + swap + max and mul + ceil + max per block); the values
+        are the same maxima, so the result is bit-identical (docs/numerics.md, step 2)."""
+        e = self.e
+        e("v_permlane32_swap_b32", mx[0], mx[1])
+        e("v_max_f32", mx[0], mx[0], mx[1])
+        e("v_mul_f32", mx[0], self.hc[0], mx[0])
+        e("v_ceil_f32", mx[0], mx[0])
+        e("v_max_f32", bm[0], NEG_BIG, mx[0])
+        e("v_mov_b32", bm[1], bm[0])
+        e("v_permlane32_swap_b32", bm[0], bm[1])
+
     def softmax_block_scaled(self, label_id: str):
         c, e = self.c, self.e
         lean = c.softmax == "lean"
         blocks = BLOCK_N // SCALE_BLOCK
         mx, bm, sc = (self.v_mx0, self.v_mx1), (self.v_bm0, self.v_bm1), (self.v_sc0, self.v_sc1)
         for beta in range(blocks):
-            self.row_max(self.S[32 * beta:32 * beta + 32], mx[beta])
-            e("v_mul_f32", bm[beta], self.hc[0], mx[beta])
-            e("v_ceil_f32", bm[beta], bm[beta])
-            e("v_max_f32", bm[beta], NEG_BIG, bm[beta])
+            self.lane_max(self.S[32 * beta:32 * beta + 32], mx[beta])
+        self.block_exponents(mx, bm)
         # lazy rescale: only lanes whose block max exceeds the reference rescale O and L
         e("v_max_f32", self.v_tmp, bm[0], bm[1])
         limit = self.v_ref

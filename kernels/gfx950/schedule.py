@@ -166,8 +166,10 @@ def valu_groups(config: KernelConfig) -> tuple[Group, ...]:
     """VALU/TRANS instructions of one softmax cluster (per wave, 32 queries x 128 keys).
 
     Per lane: 64 scores (two 64-key blocks of 32). Derivation, per tile:
-      block max: 15 v_max3 + 1 v_max per block, + 3 to combine lane halves (mov, permlane32_swap, max)
-    lean/exact with block scaling, per block: bm = ceil(t*mx) clamped (3), scale byte (4),
+      block max: 15 v_max3 + 1 v_max per block (lane-local)
+    lean/exact with block scaling, per tile: lane halves of both blocks joined and bm = ceil(t*mx)
+      clamped for both blocks by one shared exchange (7: swap, max, mul, ceil, max, mov, swap);
+      per block: scale byte (4),
       lean: FMA constant (1) + 32 FMAs (16 v_pk_fma if packed) + 32 v_cvt_u32_f32 (SDWA byte insert),
       exact: constant (1) + the FMAs + 32 v_exp (TRANS) + 16 v_cvt_pk_fp8;
       per tile: max of the two block maxima + compare for the lazy rescale (2, + 1 add of the
@@ -180,8 +182,8 @@ def valu_groups(config: KernelConfig) -> tuple[Group, ...]:
     """
     fmas = SCORES_PER_LANE // (2 if config.fma == "packed" else 1)
     if config.scaling == "block":
-        per_block = 16 + 3 + 3 + 4 + 1 + fmas // 2 + (32 if config.softmax == "lean" else 16)
-        valu = 2 * per_block + 2 + (1 if config.rescale_threshold else 0)
+        per_block = 16 + 4 + 1 + fmas // 2 + (32 if config.softmax == "lean" else 16)
+        valu = 2 * per_block + 7 + 2 + (1 if config.rescale_threshold else 0)
         trans = 0 if config.softmax == "lean" else 64
     else:
         valu = 32 + 3 + 2 + 2 + 1 + 1 + fmas + 1 + 64 + 64 + 32 + 1

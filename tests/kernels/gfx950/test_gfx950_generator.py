@@ -103,18 +103,21 @@ def test_build_meta_clusters_map_instructions(generated):
 
 # -- static counts (per 32 x 128 tile, cycle model timing table) -------------------------------------------
 def test_static_counts_per_tile(generated):
-    # per 64-key block: 15 v_max3 + 1 v_max, 3 to join lane halves, 3 for bm, 4 for the scale byte,
-    # 1 FMA constant, 32 v_fma; lean: 32 v_cvt_u32 (SDWA); exact: 16 v_cvt_pk_fp8 (+32 v_exp on TRANS)
-    per_block_lean = 16 + 3 + 3 + 4 + 1 + 32 + 32
-    per_block_exact = 16 + 3 + 3 + 4 + 1 + 32 + 16
+    # per 64-key block: 15 v_max3 + 1 v_max (lane-local), 4 for the scale byte, 1 FMA constant,
+    # 32 v_fma; lean: 32 v_cvt_u32 (SDWA); exact: 16 v_cvt_pk_fp8 (+32 v_exp on TRANS).
+    # per tile: both blocks' lane halves joined and bm computed by one shared exchange (swap, max,
+    # mul, ceil, max, mov, swap = 7), the lazy-rescale max + compare (2)
+    per_block_lean = 16 + 4 + 1 + 32 + 32
+    per_block_exact = 16 + 4 + 1 + 32 + 16
     lean, exact = tile_counts(generated["zyfa-fp8"]), tile_counts(generated["zyfa-fp8-exact"])
-    assert lean.valu_cycles == 4 * (2 * per_block_lean + 2) == 736
+    assert lean.valu_cycles == 4 * (2 * per_block_lean + 7 + 2) == 716
     assert lean.trans_cycles == 0
-    assert exact.valu_cycles == 4 * (2 * per_block_exact + 2) == 608
+    assert exact.valu_cycles == 4 * (2 * per_block_exact + 7 + 2) == 588
     assert exact.trans_cycles == 4 * 64
     assert lean.valu_by_opcode["v_cvt_u32_f32_sdwa"] == 4 * 64 and lean.valu_by_opcode["v_fma_f32"] == 4 * (64 + 2)
+    assert lean.valu_by_opcode["v_permlane32_swap_b32"] == 4 * 2
     packed = tile_counts(generate(KernelConfig("packed", fma="packed")))
-    assert packed.valu_cycles == 736 - 4 * 32 and packed.valu_by_opcode["v_pk_fma_f32"] == 4 * 32
+    assert packed.valu_cycles == 716 - 4 * 32 and packed.valu_by_opcode["v_pk_fma_f32"] == 4 * 32
     for counts in (lean, exact):
         assert (counts.mfma, counts.mfma_rowsum, counts.mfma_cycles) == (18, 2, 18 * 64)
         assert counts.mask_cycles == 4 * (2 * 64 + 1)
@@ -128,7 +131,7 @@ def test_static_counts_per_tile(generated):
 
 def test_rescale_threshold_adds_one_compare_operand():
     lazy = generate(KernelConfig("lazy8", rescale_threshold=8))
-    assert tile_counts(lazy).valu_cycles == 736 + 4
+    assert tile_counts(lazy).valu_cycles == 716 + 4
     assert "v_add_f32 v{0}, 0x41000000".format(lazy.registers["tmp2"][1:]) in lazy.asm  # ref + 8.0
     with pytest.raises(ValueError, match="rescale_threshold must be an int in \\[0, 64\\]"):
         KernelConfig("x", rescale_threshold=65)
