@@ -17,6 +17,7 @@ import torch
 # Modules that register backends when imported. Missing optional dependencies (no triton, no ROCm)
 # are not errors: the backend simply does not appear.
 _PLUGIN_MODULES = (
+    "zyfa.reference",
     "zyfa.numerics",
     "zyfa.kernels.triton.backend",
     "zyfa.kernels.gfx950.backend",
@@ -87,6 +88,8 @@ class Backend:
     ``forward(args) -> (out, softmax_lse)`` with ``out`` of shape (batch, seqlen_q, nheads,
     headdim_v) and ``softmax_lse`` float32 (batch, nheads, seqlen_q). ``unsupported(args)``
     returns why these inputs cannot run here, or None. ``priority``: higher wins under "auto".
+    ``differentiable``: ``forward`` is built from autograd-aware torch ops (otherwise the
+    interface makes a backward through it fail with "forward only").
     """
 
     name: str
@@ -94,6 +97,7 @@ class Backend:
     unsupported: UnsupportedFn
     priority: int = 0
     description: str = ""
+    differentiable: bool = False
 
 
 _REGISTRY: dict[str, Backend] = {}

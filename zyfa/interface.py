@@ -7,6 +7,7 @@ Two layers: ``_flash_attn_forward`` (validated arguments -> backend) and ``flash
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Optional
 
 import torch
@@ -48,11 +49,43 @@ def _check_descale(name: str, descale, q: torch.Tensor, batch: int, nheads_k: in
         raise ValueError(f"{name} must have shape (batch, nheads_k) = {(batch, nheads_k)}, got {tuple(descale.shape)}")
     if descale.device != q.device:
         raise ValueError(f"{name} is on {descale.device} but q is on {q.device}")
+    if descale.device.type == "meta":  # no values to check: shape inference only
+        return descale
     if not bool(torch.isfinite(descale).all()):
         raise ValueError(f"{name} contains non-finite values (NaN or inf)")
     if not bool((descale > 0).all()):
         raise ValueError(f"{name} must be positive, got min {descale.min().item()}")
     return descale
+
+
+def _is_int(x) -> bool:
+    """Python/numpy integers and bools (not floats, strings or tensors)."""
+    return isinstance(x, numbers.Integral)
+
+
+def _real(name: str, x) -> float:
+    """``x`` as a float; a string, tensor of several values or None is a TypeError naming ``name``."""
+    if isinstance(x, (str, bytes)) or not isinstance(x, (numbers.Real, torch.Tensor)) or \
+            (isinstance(x, torch.Tensor) and x.numel() != 1):
+        raise TypeError(f"{name} must be a real number, got {x!r}")
+    return float(x)
+
+
+def _window(window_size, seqlen_q: int, seqlen_k: int) -> tuple[int, int]:
+    """(left, right) as ints >= -1. Entries wider than the problem are clamped to seqlen_q + seqlen_k,
+    which allows the same keys (so 10**20 means "unbounded" without overflowing int64)."""
+    try:
+        if isinstance(window_size, (str, bytes)):
+            raise TypeError
+        left, right = window_size
+    except (TypeError, ValueError):
+        raise ValueError(f"window_size must be a pair of ints (left, right), got {window_size!r}") from None
+    if not all(_is_int(w) and not isinstance(w, bool) for w in (left, right)):
+        raise TypeError(f"window_size entries must be ints, got {window_size!r}")
+    if left < -1 or right < -1:
+        raise ValueError(f"window_size entries must be >= -1 (-1 = unbounded), got {window_size!r}")
+    widest = seqlen_q + seqlen_k
+    return int(min(left, widest)), int(min(right, widest))
 
 
 def _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
@@ -85,16 +118,13 @@ def _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, a
         )
     if softmax_scale is None:
         softmax_scale = headdim ** -0.5
-    softmax_scale = float(softmax_scale)
+    softmax_scale = _real("softmax_scale", softmax_scale)
     if not math.isfinite(softmax_scale) or softmax_scale <= 0:
         raise ValueError(f"softmax_scale must be a positive finite number, got {softmax_scale}")
-    try:
-        left, right = (int(w) for w in window_size)
-    except (TypeError, ValueError):
-        raise ValueError(f"window_size must be a pair of ints (left, right), got {window_size!r}") from None
-    if left < -1 or right < -1:
-        raise ValueError(f"window_size entries must be >= -1 (-1 = unbounded), got {window_size!r}")
-    softcap = float(softcap)
+    if not _is_int(causal) or causal not in (0, 1):
+        raise TypeError(f"causal must be a bool, got {causal!r}")
+    left, right = _window(window_size, seqlen_q, seqlen_k)
+    softcap = _real("softcap", softcap)
     if not math.isfinite(softcap) or softcap < 0:
         raise ValueError(f"softcap must be >= 0 (0 disables it), got {softcap}")
     if alibi_slopes is not None:
@@ -113,9 +143,44 @@ def _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, a
     )
 
 
+def _check_auto(args: AttentionArgs, backend: str) -> None:
+    """``auto`` never leaves the ZYFA FP8 numerics silently: FP8 inputs with a feature that no
+    ZYFA-numerics backend implements are an error that names the explicit alternative."""
+    if backend != "auto" or not args.is_fp8:
+        return
+    features = [name for name, on in (("window_size", args.is_local), ("softcap", args.softcap > 0),
+                                      ("alibi_slopes", args.alibi_slopes is not None)) if on]
+    if features:
+        raise NotImplementedError(
+            f"{', '.join(features)} with float8_e4m3fn inputs: no backend implements this in the ZYFA "
+            "FP8 numerics (docs/numerics.md); pass backend='reference' to run it on the dequantised "
+            "inputs in fp32 (not bit-exact to any FP8 kernel)")
+
+
+class _ForwardOnly(torch.autograd.Function):
+    """Identity whose backward says that the backend has no backward pass (instead of torch's
+    generic "does not require grad")."""
+
+    @staticmethod
+    def forward(ctx, backend: str, *inputs_and_out):
+        ctx.backend = backend
+        return inputs_and_out[-1].view_as(inputs_and_out[-1])
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise RuntimeError(f"zyfa backend {ctx.backend!r} is forward only (prefill inference): it has no "
+                           "backward pass; use backend='reference' (dense PyTorch) for gradients")
+
+
 def _flash_attn_forward(args: AttentionArgs, backend: str) -> tuple[torch.Tensor, torch.Tensor]:
+    _check_auto(args, backend)
     impl = select_backend(backend, args)
-    return impl.forward(args)
+    out, lse = impl.forward(args)
+    inputs = (args.q, args.k, args.v)
+    if not impl.differentiable and torch.is_grad_enabled() and any(x.requires_grad for x in inputs):
+        out = _ForwardOnly.apply(impl.name, *inputs, out)
+        lse = _ForwardOnly.apply(impl.name, *inputs, lse)
+    return out, lse
 
 
 def flash_attn_func(
@@ -158,7 +223,9 @@ def flash_attn_func(
         1 0
         1 1
 
-    A row that is masked entirely yields output 0 (and softmax_lse = +inf).
+    A row that is masked entirely yields output 0 (and softmax_lse = +inf). A NaN in the inputs
+    reaches exactly the rows that read it (a NaN in v only the output column it sits in); a
+    masked key contributes nothing, whatever its value.
 
     If window_size != (-1, -1), sliding-window (local) attention: query i attends to keys in
     [i + seqlen_k - seqlen_q - window_size[0], i + seqlen_k - seqlen_q + window_size[1]].
@@ -185,7 +252,8 @@ def flash_attn_func(
             probability matrix, which zyfa never materialises), as FlashAttention-2 does.
         q_descale, k_descale, v_descale: float32 (batch_size, nheads_k), positive and finite;
             FP8 inputs only.
-        backend: "auto" (best available for the inputs' device and dtype), "reference" (dense
+        backend: "auto" (best available for the inputs' device and dtype; FP8 inputs always get
+            the ZYFA numerics, so FP8 with window/softcap/alibi must name "reference"), "reference" (dense
             PyTorch, fp32), "oracle" (fp64), or a kernel backend listed by
             :func:`zyfa.available_backends` (e.g. "triton", "gfx950").
 

@@ -41,6 +41,7 @@ from typing import Iterator, Optional
 import torch
 
 from zyfa.backends import AttentionArgs, Backend, register_backend
+from zyfa.reference import masked_pv
 
 # -- constants (docs/numerics.md) ----------------------------------------------------------------
 E4M3_MAX = 448.0                  # largest finite float8_e4m3fn (bit pattern 0x7e)
@@ -52,6 +53,7 @@ KEY_BLOCK = 64                    # keys per block, aligned to key 0
 LEANP_BIAS = 120.5                # code of 2^8 (120) + 0.5: trunc(y) rounds half up
 MAGIC = 1.5 * 2.0**23             # fp32 ulp is 1 in [2^23, 2^24): low mantissa bits = integer
 E8M0_MIN_EXP = -127               # smallest E8M0 scale exponent; below it a block is dropped
+BM_LIMIT = 2.0**18                # |bm| bound: 120.5 - 8*bm (and the magic constant) exact in fp32
 
 VARIANTS = ("zyfa", "leanp", "roundedsum", "blockscale", "naive")
 ROUNDINGS = ("trunc", "magic")
@@ -369,7 +371,8 @@ class _Mask:
 
 
 def _blocks(ops: _Operands, variant: str, rounding: str, p_round) -> Iterator[tuple]:
-    """Per key block: (first row r0, key start k0, P used in P @ V, the sum added to l, scale).
+    """Per key block: (first row r0, key start k0, P used in P @ V, the sum added to l, scale,
+    allowed-key mask (rows r0:, block keys), rows whose allowed scores contain a NaN).
 
     ``scale`` (fp32, per row) is the log2 of the factor the block's P carries: ``bm - 8`` for the
     block-scaled variants, the running max ``m`` for naive/BF16 (exact softmax).
@@ -384,34 +387,55 @@ def _blocks(ops: _Operands, variant: str, rounding: str, p_round) -> Iterator[tu
         if variant in ("naive", "bf16"):
             # -- exact softmax with a running fp32 max; P rounded after exp2 --------------------
             x = mask.fill_(ops.t * s, -math.inf)
+            nan_rows = torch.isnan(x).any(dim=-1)
             m_new = torch.maximum(m[..., r0:], x.amax(dim=-1))
             m[..., r0:] = m_new
             p = _exp2_f32(x - m_new[..., None])
-            yield r0, k0, p_round(p), _tree_sum(p), m_new
+            yield r0, k0, p_round(p), _tree_sum(p), m_new, allowed, nan_rows
             continue
         # -- per-block power-of-two scaling: bm = ceil(fp32(t * max s)) --------------------------
         mx = mask.amax(s)
+        nan_rows = torch.isnan(mx[..., 0])
         bm = torch.ceil(ops.t * mx)
+        _check_bm_range(bm)
         if variant in ("leanp", "zyfa"):
             code = mask.fill_(lean_p_code(s, 8.0 * ops.t, bm, rounding), 0)
             P = code.view(torch.float8_e4m3fn).to(torch.float64)  # exact: equals decode_e4m3 (tested)
-            yield r0, k0, P, _tree_sum(P).to(torch.float32), (bm - 8.0)[..., 0]
+            yield r0, k0, P, _tree_sum(P).to(torch.float32), (bm - 8.0)[..., 0], allowed, nan_rows
             continue
         x = mask.fill_(ops.t * s, -math.inf)
         p = _exp2_f32(x - (bm - 8.0))
         P = round_e4m3(p)
-        yield r0, k0, P, _tree_sum(P if variant == "roundedsum" else p), (bm - 8.0)[..., 0]
+        yield r0, k0, P, _tree_sum(P if variant == "roundedsum" else p), (bm - 8.0)[..., 0], allowed, nan_rows
+
+
+def _check_bm_range(bm: torch.Tensor) -> None:
+    """The spec's fp32 Lean P constants are exact only for |bm| <= 2^18 (docs/numerics.md, "Range"):
+    beyond, the codes would be garbage, so the emulator refuses instead of returning them."""
+    big = torch.isfinite(bm) & (bm.abs() > BM_LIMIT)
+    if bool(big.any()):
+        worst = float(bm[big].abs().max())
+        raise ValueError(
+            f"log2-domain score t * max(q.k) = {worst:.3g} is outside the ZYFA FP8 range |t * s| <= 2^18 "
+            f"(t = softmax_scale * log2(e) * q_descale * k_descale; docs/numerics.md, Range): the "
+            "spec's fp32 constants are not exact there. Use backend='reference' for such logits")
 
 
 def _forward(ops: _Operands, variant: str, rounding: str, p_round):
-    """Online softmax over key blocks; returns (out fp32 (b, hk, g, sq, dv), lse, m, l)."""
+    """Online softmax over key blocks; returns (out fp32 (b, hk, g, sq, dv), lse, m, l).
+
+    NaN (docs/numerics.md, "Non-finite inputs"): a row with a NaN among its allowed scores gets
+    out = lse = NaN; a NaN in v at an allowed key makes that output column NaN; a disallowed key
+    contributes nothing (no 0 * NaN)."""
     shape = (*ops.shape, ops.sq)
     m = torch.full(shape, -math.inf, dtype=torch.float32, device=ops.q.device)
     l = torch.zeros(shape, dtype=torch.float32, device=ops.q.device)
     acc = torch.zeros(*shape, ops.v.shape[-1], dtype=torch.float32, device=ops.q.device)
+    nan_rows = torch.zeros(shape, dtype=torch.bool, device=ops.q.device)
     exact = variant in ("naive", "bf16")
-    for r0, k0, P, psum, scale in _blocks(ops, variant, rounding, p_round):
-        pv = torch.matmul(P.to(torch.float64), ops.v[..., k0:k0 + ops.block, :]).to(torch.float32)
+    for r0, k0, P, psum, scale, allowed, bad in _blocks(ops, variant, rounding, p_round):
+        nan_rows[..., r0:] |= bad
+        pv = masked_pv(P.to(torch.float64), allowed, ops.v[..., k0:k0 + ops.block, :]).to(torch.float32)
         m_old = m[..., r0:]
         if exact:
             alpha = _exp2_f32(m_old - scale)
@@ -427,15 +451,16 @@ def _forward(ops: _Operands, variant: str, rounding: str, p_round):
         if bool((shift != 0).any()):  # exact no-op otherwise
             acc[..., r0:, :] = _ldexp_f32(acc[..., r0:, :], shift[..., None])
             l[..., r0:] = _ldexp_f32(l[..., r0:], shift)
-        acc[..., r0:, :] += torch.where(keep[..., None], _ldexp_f32(pv, e[..., None]), 0.0)
+        # a dropped block (e < -127) still passes on a NaN it read
+        acc[..., r0:, :] += torch.where(keep[..., None] | torch.isnan(pv), _ldexp_f32(pv, e[..., None]), 0.0)
         l[..., r0:] += torch.where(keep, _ldexp_f32(psum, e), 0.0)
         m[..., r0:] = m_new
     # -- epilogue --------------------------------------------------------------------------------
-    empty = l == 0
+    empty = (l == 0) & ~nan_rows
     out = (acc / torch.where(empty, 1.0, l)[..., None]) * ops.v_scale
-    out = out.masked_fill(empty[..., None], 0.0)
+    out = out.masked_fill(empty[..., None], 0.0).masked_fill(nan_rows[..., None], math.nan)
     log2_l = torch.log2(l.to(torch.float64)).to(torch.float32)  # rounded once: same bits on every device
-    lse = ((m + log2_l) * LN2_F32).masked_fill(empty, math.inf)
+    lse = ((m + log2_l) * LN2_F32).masked_fill(empty, math.inf).masked_fill(nan_rows, math.nan)
     return out, lse, m, l
 
 
@@ -514,7 +539,7 @@ def zyfa_fp8_attention(q8, k8, v8, q_descale=None, k_descale=None, v_descale=Non
     ops = _fp8_operands(q8, k8, v8, q_descale, k_descale, v_descale, causal, softmax_scale,
                         variant, rounding, block)
     out, lse, _, _ = _forward(ops, variant, rounding, round_e4m3)
-    return _to_bshd(out).to(torch.bfloat16), lse.reshape(lse.shape[0], -1, ops.sq)
+    return _to_bshd(out).to(torch.bfloat16), lse.reshape(lse.shape[0], lse.shape[1] * lse.shape[2], ops.sq)
 
 
 def bf16_attention(q, k, v, causal=True, softmax_scale=None, block=KEY_BLOCK):
@@ -526,7 +551,7 @@ def bf16_attention(q, k, v, causal=True, softmax_scale=None, block=KEY_BLOCK):
     q, k, v = (x.to(torch.bfloat16) for x in (q, k, v))
     ops = _bf16_operands(q, k, v, causal, softmax_scale, block)
     out, lse, _, _ = _forward(ops, "bf16", "trunc", _round_bf16)
-    return _to_bshd(out).to(torch.bfloat16), lse.reshape(lse.shape[0], -1, ops.sq)
+    return _to_bshd(out).to(torch.bfloat16), lse.reshape(lse.shape[0], lse.shape[1] * lse.shape[2], ops.sq)
 
 
 def _round_bf16(p: torch.Tensor) -> torch.Tensor:
@@ -599,7 +624,7 @@ def attention_row_kl(q, k, v, q8, k8, v8, q_descale=None, k_descale=None, v_desc
     k64 = torch.nn.functional.pad(k.to(torch.float64), (0, 0, 0, 0, 0, pad)).permute(0, 2, 1, 3)[:, :, None]
     _, _, m, l = _forward(ops, variant, rounding, p_round)
     kl = torch.zeros(*ops.shape, ops.sq, dtype=torch.float64, device=q64.device)
-    for (r0, _, P, _, scale_exp), ref in zip(_blocks(ops, variant, rounding, p_round),
+    for (r0, _, P, _, scale_exp, _, _), ref in zip(_blocks(ops, variant, rounding, p_round),
                                              _reference_log2_probs(q64, k64, ops, scale)):
         log2_w = (scale_exp.to(torch.float64) - m[..., r0:].to(torch.float64)) - torch.log2(l[..., r0:].to(torch.float64))
         p = P.to(torch.float64) * torch.exp2(log2_w)[..., None]
@@ -627,6 +652,9 @@ def _emulator_unsupported(args: AttentionArgs) -> Optional[str]:
 
 
 def _emulator_forward(args: AttentionArgs):
+    if args.q.device.type == "meta":  # no data: shapes and dtypes only (torch.compile / shape inference)
+        out = torch.empty(*args.q.shape[:3], args.headdim_v, dtype=torch.bfloat16, device="meta")
+        return out, torch.empty(args.batch, args.nheads, args.seqlen_q, dtype=torch.float32, device="meta")
     return zyfa_fp8_attention(args.q, args.k, args.v, args.q_descale, args.k_descale, args.v_descale,
                               causal=args.causal, softmax_scale=args.softmax_scale)
 

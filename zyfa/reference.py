@@ -38,6 +38,33 @@ def key_window(seqlen_q: int, seqlen_k: int, causal: bool, window_size: tuple[in
     return allowed
 
 
+def masked_pv(p: torch.Tensor, allowed: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """``p @ v`` summed over the allowed keys only.
+
+    ``p`` (..., rows, keys) is 0 at disallowed keys, but ``0 * NaN`` and ``0 * inf`` are NaN, so
+    a plain product leaks a non-finite value of ``v`` (..., keys, dim) into rows that never read
+    its key. Here a disallowed key contributes exactly nothing; an allowed key's non-finite value
+    keeps its IEEE meaning (``p * inf = inf`` for p > 0, ``0 * inf = NaN``, NaN stays NaN,
+    ``inf - inf = NaN``). ``allowed``: bool, broadcastable to ``p``. Finite ``v``: one matmul.
+    """
+    if v.device.type == "meta" or bool(torch.isfinite(v).all()):
+        return torch.matmul(p, v)
+    finite = torch.isfinite(v)
+    out = torch.matmul(p, torch.where(finite, v, 0.0))
+    allowed = allowed.expand(p.shape)
+    read = allowed.to(p.dtype)
+    positive = (allowed & (p != 0)).to(p.dtype)
+
+    def hits(rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
+        return torch.matmul(rows, cols.to(p.dtype)) > 0
+
+    nan = hits(read, torch.isnan(v)) | hits(read - positive, torch.isinf(v))
+    pos_inf, neg_inf = hits(positive, v == math.inf), hits(positive, v == -math.inf)
+    special = torch.where(pos_inf, math.inf, -math.inf)
+    special = torch.where(nan | (pos_inf & neg_inf), math.nan, special)
+    return torch.where(nan | pos_inf | neg_inf, out + special.to(out.dtype), out)
+
+
 def _dequantised(x: torch.Tensor, descale, dtype) -> torch.Tensor:
     """``x`` (b, s, h, d) in ``dtype``; FP8 multiplied by its (b, h_k) descale, which Q's heads
     share in groups of h // h_k (FlashAttention-3 convention)."""
@@ -87,7 +114,7 @@ def attention_dense(args: AttentionArgs, dtype: torch.dtype = torch.float32):
         empty = ~allowed.any(dim=-1)
         probs = torch.exp(scores - row_lse.masked_fill(empty, 0.0)[..., None])
         probs = probs.masked_fill(~allowed, 0.0)
-        out[:, :, start:stop] = torch.matmul(probs, v)
+        out[:, :, start:stop] = masked_pv(probs, allowed, v)
         lse[:, :, start:stop] = row_lse.float().masked_fill(empty, math.inf)
     return out.transpose(1, 2), lse
 
@@ -120,6 +147,7 @@ register_backend(
         unsupported=_always_supported,
         priority=0,
         description="dense PyTorch, fp32 accumulate, any device (slow; correctness baseline)",
+        differentiable=True,
     )
 )
 register_backend(
@@ -129,5 +157,6 @@ register_backend(
         unsupported=_oracle_unsupported,
         priority=-1,
         description="dense PyTorch in fp64, returns fp64 output (tests and accuracy studies)",
+        differentiable=True,
     )
 )
