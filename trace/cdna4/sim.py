@@ -8,8 +8,11 @@ The machine (every number from :mod:`zyfa.gfx950.timing`):
   most one instruction, and each execution unit (MFMA, VALU incl. TRANS, SALU, SMEM, LDS, VMEM,
   branch/other) accepts at most one. Among eligible waves the higher ``s_setprio`` wins, then
   the one that issued least recently (round robin).
-- MFMA occupies the SIMD's XDL pipe ``passes * 4`` cycles. A VALU op may issue while an MFMA
-  runs (co-issue) once the MFMA's source-read window is over; packed-FP32 ops wait for the pipe.
+- MFMA occupies the SIMD's XDL pipe ``passes * 4`` cycles (a scaled MFMA issued to an idle pipe
+  starts one pass late). A VALU op may issue while an MFMA runs (co-issue) once the MFMA's
+  source-read window is over; packed-FP32 and DOT ops only ``NumPasses + 2`` (+1) passes after it.
+- Transcendentals (TRANS) hold the wave's VALU issue one pass and the SIMD's trans pipe 4 passes
+  (quarter rate); ordinary VALU ops may issue in between.
 - Register dependencies: a reader waits for ``start + latency`` of the writer. MFMA/VALU hazard
   wait states (timing.HAZARDS) are enforced in cycles (``wait_states * WAIT_STATE_CYCLES`` after
   the producer's issue): code that lacks them is timed as if it had them; the static checker
@@ -113,7 +116,7 @@ def _mem_bytes(opcode: str) -> int:
 
 class _Static:
     __slots__ = ("inst", "pipe", "unit", "cycles", "latency", "reads", "hz_reads", "vdefs", "sdefs",
-                 "co_issue", "src_read", "vmcnt", "lgkmcnt", "nop", "sleep", "bytes", "fn", "is_branch",
+                 "co_issue", "src_read", "packed_after", "scaled", "issue_cycles", "vmcnt", "lgkmcnt", "nop", "sleep", "bytes", "fn", "is_branch",
                  "target", "passes", "is_mfma", "vdefs_sorted", "hz_waits", "operand_text", "index")
 
     def __init__(self, program: Program, index: int):
@@ -142,6 +145,10 @@ class _Static:
                 waits.append(rule.wait_states(cls.passes) * timing.WAIT_STATE_CYCLES if rule else 0)
             self.hz_waits = tuple(waits)
         self.src_read = timing.mfma_src_read_passes(inst) * timing.CYCLES_PER_PASS if self.is_mfma else 0
+        self.packed_after = (timing.packed_after_mfma_passes(inst, cls.passes) * timing.CYCLES_PER_PASS
+                             if self.is_mfma else 0)
+        self.scaled = self.is_mfma and inst.base.startswith("v_mfma_scale_")
+        self.issue_cycles = cls.issue_cycles
         self.vmcnt = self.lgkmcnt = None
         if inst.opcode.startswith("s_waitcnt") and inst.operands:
             for name, value in _WAITCNT.findall(inst.operands[0]):
@@ -259,8 +266,11 @@ class CUSim:
                 self.waves.append(_Wave(wid, g, wid % simds, wid // simds, st))
         self.n_wg = len(workgroups)
         self.simds = simds
-        self.pipe_free = [dict.fromkeys(("MFMA", "VALU", "SALU", "SMEM", "LDS", "VMEM", "OTHER"), 0) for _ in range(simds)]
+        self.pipe_free = [dict.fromkeys(("MFMA", "VALU", "TRANS", "SALU", "SMEM", "LDS", "VMEM", "OTHER"), 0)
+                          for _ in range(simds)]
         self.mfma_src_until = [0] * simds
+        self.mfma_packed_until = [0] * simds
+        self.scaled_idle_delay = int(timing.SCALED_MFMA_IDLE_START_PASSES.value) * timing.CYCLES_PER_PASS
         self.mfma_busy = [0] * simds
         self.lds_free = 0
         self.vmem_free = 0
@@ -314,8 +324,12 @@ class CUSim:
             src = self.mfma_src_until[w.simd]
             if src > best:
                 best, reason = src, "unit_busy"
-            if not s.co_issue and pf["MFMA"] > best:
-                best, reason = pf["MFMA"], "unit_busy"
+            if not s.co_issue:
+                packed = self.mfma_packed_until[w.simd]
+                if packed > best:
+                    best, reason = packed, "unit_busy"
+            if s.unit == "TRANS" and pf["TRANS"] > best:
+                best, reason = pf["TRANS"], "unit_busy"
         if s.vmcnt is not None and len(w.vm) > s.vmcnt:
             need = w.vm[len(w.vm) - s.vmcnt - 1]
             if need > best:
@@ -397,13 +411,18 @@ class CUSim:
         simd = w.simd
         pf = self.pipe_free[simd]
         start = t
-        end = t + max(s.cycles, 1)
+        if s.scaled and (pf["MFMA"] < t or not self.mfma_busy[simd]):
+            start = t + self.scaled_idle_delay  # idle XDL pipe: a scaled MFMA starts one pass late
+        end = start + max(s.cycles, 1)
         if s.is_mfma:
             pf["MFMA"] = start + s.cycles
-            self.mfma_src_until[simd] = start + s.src_read
+            self.mfma_src_until[simd] = t + s.src_read
+            self.mfma_packed_until[simd] = t + s.packed_after
             self.mfma_busy[simd] += s.cycles
         elif s.pipe == "VALU":
-            pf["VALU"] = start + s.cycles
+            pf["VALU"] = start + s.issue_cycles
+            if s.unit == "TRANS":
+                pf["TRANS"] = start + s.cycles
         elif s.pipe in ("SALU", "SMEM", "OTHER"):
             pf[s.pipe] = start + timing.CYCLES_PER_PASS
         if s.unit == "LDS":
@@ -706,5 +725,6 @@ class CUSim:
             for key in pf:
                 pf[key] += d
         self.mfma_src_until = [x + d for x in self.mfma_src_until]
+        self.mfma_packed_until = [x + d for x in self.mfma_packed_until]
         self.lds_free += d
         self.vmem_free += d

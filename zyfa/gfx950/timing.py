@@ -13,8 +13,13 @@ Sources (short names used in the rows):
   SISched   LLVM llvm/lib/Target/AMDGPU/SISchedule.td (SICommonWriteRes, SIDPGFX940FullSpeedModel)
   Hazard    LLVM llvm/lib/Target/AMDGPU/GCNHazardRecognizer.cpp (checkMAIHazards90A,
             checkMAIVALUHazards; gfx950 adds one wait state to the XDL write -> read rules)
-  Design    /work/shared/design/README.md section 2 (CDNA4 facts, with the MI355X data sheet)
+  Design    docs/cdna4-facts.md "Machine" (CDNA4 facts, with the MI355X data sheet)
   ISA       AMD CDNA4 ISA guide (s_nop, s_sleep, s_setprio semantics)
+  PR233721  LLVM PR #233721 (and #184084): gfx950 VALU-while-MFMA rules fitted to MI350X thread
+            traces (docs/cdna4-facts.md "VALU issue while an MFMA runs")
+  PR126727  LLVM PR #126727 / #126132: gfx950 XDL write -> VALU read/overwrite = NumPasses + 4
+  LDSblog   ROCm blog "FP8 GEMM Optimization on AMD CDNA4" (AMD, 2026-03-10): LDS reads 256 B/clk/CU
+Every source is summarised, with links, in docs/cdna4-facts.md.
 """
 
 from __future__ import annotations
@@ -63,7 +68,7 @@ PARAMS: dict[str, Param] = {
     "smem_latency": Param(64, "cycles", "scalar-cache hit; SISched WriteSMEM 5 passes is a lower bound", guess=True),
     # LDS
     "lds_latency": Param(64, "cycles", "Design: LDS ~64-128 cycles; low end chosen", guess=True),
-    "lds_bytes_per_cycle": Param(128, "bytes/cycle/CU", "assumption: a CDNA3-class LDS delivering 128 B/clk per CU; no gfx950 source here", guess=True),
+    "lds_bytes_per_cycle": Param(256, "bytes/cycle/CU", "LDSblog: CDNA4 LDS reads 256 B/clk per CU (CDNA3: 128); writes not stated, modelled the same", guess=False),
     # global memory
     "global_latency": Param(700, "cycles", "Design: buffer_load ~500-900 cycles; mid-point chosen", guess=True),
     "global_bytes_per_cycle": Param(64, "bytes/cycle/CU", "assumption: 64 B/clk per CU from L2 (one 64 B line per clock); no gfx950 source here", guess=True),
@@ -95,6 +100,7 @@ class OpClass:
     guess: bool = False
     co_issue: bool = True
     flops: int = 0
+    issue_passes: Optional[int] = None  # TRANS: passes the wave's VALU issue is held (default: passes)
 
     def __post_init__(self):
         if self.unit not in UNITS:
@@ -110,9 +116,21 @@ class OpClass:
     def latency_cycles(self) -> int:
         return self.latency_passes * CYCLES_PER_PASS
 
+    @property
+    def issue_cycles(self) -> int:
+        """Cycles the SIMD's VALU issue is held (TRANS: one pass; others: the whole op)."""
+        return (self.passes if self.issue_passes is None else self.issue_passes) * CYCLES_PER_PASS
+
 
 def _mfma(name, passes, m, n, k, source, guess=False):
     return OpClass(name, "MFMA", passes, passes, source, guess=guess, flops=2 * m * n * k)
+
+
+# Scaled MFMA (v_mfma_scale_*): same rate as unscaled back to back; when the XDL pipe was idle it
+# starts one pass late (PR233721).
+SCALED_MFMA_IDLE_START_PASSES = Param(1, "passes", "PR233721: a scaled MFMA issued to an idle XDL pipe starts 1 pass late; back to back: same rate as unscaled")
+# Packed FP32 / DOT after an MFMA: NumPasses + PACKED_AFTER_MFMA_PASSES (+1 if A >= 16 B per lane)
+PACKED_AFTER_MFMA_PASSES = Param(2, "passes", "PR233721: packed FP32 and DOT cannot issue until NumPasses+2 after an MFMA (+1 if its A operand is >= 16 B per lane)")
 
 
 # (regex on the base mnemonic, class), first match wins; like SISchedule.td's InstRW instregex.
@@ -136,11 +154,17 @@ TABLE: tuple[tuple[str, OpClass], ...] = (
     (r"^v_smfmac_\w+_32x32x\w+$", _mfma("Write8PassMAI_smfmac32", 8, 32, 32, 32, "SISched gfx940 ^V_SMFMAC_.32_32X32X -> Write8PassMAI; gfx950 fp8 shapes unverified", guess=True)),
     (r"^v_smfmac_\w+_16x16x\w+$", _mfma("Write4PassMAI_smfmac16", 4, 16, 16, 64, "SISched gfx940 ^V_SMFMAC_.32_16X16X -> Write4PassMAI; gfx950 fp8 shapes unverified", guess=True)),
     (r"^v_mfma_\w+$", _mfma("Write16PassMAI_unknown", 16, 0, 0, 0, "no table row for this MFMA: worst-case 16 passes, flops not counted", guess=True)),
-    # transcendental: quarter-rate latency, one VALU pass of issue (SISched WriteTrans32 latency 4)
-    (r"^v_(exp|log|rcp|rsq|sqrt|sin|cos)(_legacy|_iflag)?_f(16|32)$", OpClass("WriteTrans32", "TRANS", 1, 4, "SISched WriteTrans32 (latency 4, ResourceCycles 1); Design lists transcendentals as 4 passes", guess=True)),
-    (r"^v_(rcp|rsq|sqrt)_f64$", OpClass("WriteTrans64", "TRANS", 1, 4, "SISched gfx940 WriteTrans64 latency 4")),
-    # packed FP32: one pass, no co-issue with MFMA (Design section 2)
-    (r"^v_pk_(fma|mul|add|mov)_f32$", OpClass("WritePackedF32", "VALU", 1, 1, "Design: packed FP32 1 pass, cannot co-issue with MFMA", co_issue=False)),
+    # transcendental: quarter rate (SISched: "these are quarter rate", WriteTrans32 latency 4 passes).
+    # ``passes`` = 4: the transcendental pipe takes one every 4 passes; the wave's VALU issue slot is
+    # held one pass (``issue_passes``), so independent ordinary VALU ops may issue in between (gfx940+
+    # has a separate trans pipe: GCNHazardRecognizer's trans -> VALU forwarding hazard). That overlap
+    # is the guess; no public gfx950 measurement exists (docs/cdna4-facts.md).
+    (r"^v_(exp|log|rcp|rsq|sqrt|sin|cos)(_legacy|_iflag)?_f(16|32)$", OpClass("WriteTrans32", "TRANS", 4, 4, "SISched WriteTrans32 latency 4, 'quarter rate'; separate trans pipe (Hazard: gfx940 trans forwarding) so ordinary VALU issues in between", guess=True, issue_passes=1)),
+    (r"^v_(rcp|rsq|sqrt)_f64$", OpClass("WriteTrans64", "TRANS", 4, 4, "SISched gfx940 WriteTrans64 latency 4, quarter rate", guess=True, issue_passes=1)),
+    # packed FP32 and DOT: one pass, no co-issue with a running MFMA: may not issue until
+    # NumPasses + 2 (+1 if the MFMA's A operand >= 16 B/lane) passes after it (PR233721)
+    (r"^(v_pk_(fma|mul|add)_f32|v_pk_mov_b32)$", OpClass("WritePackedF32", "VALU", 1, 1, "PR233721: packed FP32 (v_pk_fma/mul/add_f32, v_pk_mov_b32) 1 pass, issues NumPasses+2 (+1 if A >= 16 B) after an MFMA", co_issue=False)),
+    (r"^v_dot\w+$", OpClass("WriteDot", "VALU", 1, 1, "PR233721: DOT ops issue NumPasses+2 (+1 if A >= 16 B) after an MFMA; latency SISched Write32Bit 1", co_issue=False)),
     # conversions to/from f32: SICommonWriteRes WriteFloatCvt latency 4, issue one pass
     (r"^v_cvt_(f32_[iu]32|[iu]32_f32|f32_f16|f16_f32|rpi_i32_f32|flr_i32_f32|off_f32_i4)$", OpClass("WriteFloatCvt", "VALU", 1, 4, "SISched WriteFloatCvt latency 4, ResourceCycles 1")),
     # integer multiply, f64: full speed on gfx940+ (SIDPGFX940FullSpeedModel)
@@ -179,14 +203,24 @@ def op_class(opcode: str) -> OpClass:
 
 
 # -- MFMA source-read window (co-issue rule) -------------------------------------------------------
+def _operand_bytes(inst: Instruction) -> tuple[int, int]:
+    """Bytes per lane of an MFMA's A and B operands (4 per VGPR)."""
+    a, b = (4 * len(_vector_keys(op)) for op in inst.operands[1:3])
+    return a, b
+
+
 def mfma_src_read_passes(inst: Instruction) -> int:
-    """Passes after an MFMA issues during which its SIMD's VALU cannot issue (the MFMA is still
-    reading its A/B sources): 1 + source bytes per lane / 16 (Design section 2, from LLVM's
-    gfx950 model fitted to MI350 traces; A and B counted, C accumulates in place)."""
-    regs = 0
-    for operand in inst.operands[1:3]:
-        regs += sum(1 for key in _vector_keys(operand))
-    return 1 + (4 * regs) // 16
+    """Passes after an MFMA issues during which its SIMD's ordinary VALU cannot issue (the MFMA is
+    still reading its sources): 1 + (the wider of A and B, bytes per lane) / 16 (PR233721, fitted to
+    MI350X thread traces): FP8 32x32x64 (32 B) blocks 3 of its 16 passes, BF16 32x32x16 (16 B) 2."""
+    return 1 + max(_operand_bytes(inst)) // 16
+
+
+def packed_after_mfma_passes(inst: Instruction, passes: int) -> int:
+    """Passes after an MFMA issues before a packed-FP32 or DOT op may issue on its SIMD:
+    NumPasses + 2, +1 when A is >= 16 B per lane (PR233721)."""
+    a, _ = _operand_bytes(inst)
+    return passes + int(PACKED_AFTER_MFMA_PASSES.value) + (1 if a >= 16 else 0)
 
 
 def _vector_keys(operand: str):
@@ -217,7 +251,7 @@ HAZARDS: tuple[HazardRule, ...] = (
     HazardRule("mfma_write_mfma_srcc_same", "MFMA", "MFMA_C_SAME", 0, 0,
                "Hazard/Design: back-to-back dependent accumulation (same C/D) needs no extra wait"),
     HazardRule("mfma_write_valu_read", "MFMA", "VALU", 1, 4,
-               "Hazard: XDL write VGPR -> VALU read NumPasses+3 on gfx940, +1 on gfx950 = 8/12/20 for 4/8/16 passes (Design)"),
+               "PR126727: XDL write VGPR -> VALU read/overwrite NumPasses+4 on gfx950 (gfx940: +3) = 8/12/20 for 4/8/16 passes"),
     HazardRule("mfma_write_mem_read", "MFMA", "MEM", 1, 4,
                "Hazard: XDL write VGPR -> VMEM/LDS/export read NumPasses+3 on gfx940, +1 on gfx950"),
     HazardRule("valu_write_mfma_read", "VALU", "MFMA_AB", 0, 2,

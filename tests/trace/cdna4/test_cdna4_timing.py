@@ -46,14 +46,36 @@ def test_mfma_then_valu_reading_its_result():
 
 
 def test_valu_co_issues_with_mfma_after_source_reads_but_packed_fp32_does_not():
-    # independent VALU: the MFMA reads 4+4 VGPRs = 32 bytes per lane -> 1 + 32/16 = 3 passes = 12 cycles
+    # LLVM PR #233721: ordinary VALU from pass 1 + (wider of A, B bytes per lane) / 16.
+    # BF16 32x32x16: A = B = 4 VGPRs = 16 B -> 1 + 1 = 2 passes = 8 cycles
     _, res = simulate("v_mfma_f32_32x32x16_bf16 v[0:15], v[16:19], v[20:23], v[0:15]\n v_add_f32 v30, v31, v32")
     (add,) = rows(res, opcode="v_add_f32")
-    assert add["issue"] == 12 and add["end"] == 16  # runs while the MFMA (0..32) still executes
-    _, res = simulate("v_mfma_f32_32x32x16_bf16 v[0:15], v[16:19], v[20:23], v[0:15]\n"
-                      " v_pk_fma_f32 v[40:41], v[42:43], v[44:45], v[40:41]")
-    (pk,) = rows(res, opcode="v_pk_fma_f32")
-    assert pk["issue"] == 32 and pk["stall_reason"] == "unit_busy"
+    assert add["issue"] == 8 and add["end"] == 12  # runs while the MFMA (0..32) still executes
+    # FP8 32x32x64: A = B = 8 VGPRs = 32 B -> 1 + 2 = 3 of its 16 passes = 12 cycles
+    _, res = simulate("v_mfma_f32_32x32x64_f8f6f4 v[0:15], v[16:23], v[24:31], v[0:15]\n v_add_f32 v40, v41, v42")
+    (add,) = rows(res, opcode="v_add_f32")
+    assert add["issue"] == 12 and add["stall_reason"] == "unit_busy"
+    # packed FP32 / DOT: NumPasses + 2, + 1 because A is 16 B -> 8 + 3 = 11 passes = 44 cycles
+    for op in ("v_pk_fma_f32 v[40:41], v[42:43], v[44:45], v[40:41]", "v_pk_mov_b32 v[40:41], v[42:43], v[44:45]",
+               "v_dot2_f32_bf16 v40, v41, v42, v40"):
+        _, res = simulate(f"v_mfma_f32_32x32x16_bf16 v[0:15], v[16:19], v[20:23], v[0:15]\n {op}")
+        (pk,) = rows(res, opcode=op.split()[0])
+        assert pk["issue"] == 44 and pk["stall_reason"] == "unit_busy", op
+    # A of 8 B (16x16x16 bf16: 2 VGPRs): no +1 -> 4 + 2 = 6 passes = 24 cycles
+    _, res = simulate("v_mfma_f32_16x16x16_bf16 v[0:3], v[16:17], v[20:21], v[0:3]\n"
+                      " v_pk_mul_f32 v[40:41], v[42:43], v[44:45]")
+    (pk,) = rows(res, opcode="v_pk_mul_f32")
+    assert pk["issue"] == 24
+
+
+def test_scaled_mfma_starts_one_pass_late_on_an_idle_pipe_only():
+    body = "v_mfma_scale_f32_32x32x64_f8f6f4 v[0:15], v[16:23], v[24:31], v[0:15], v32, v33\n"
+    _, res = simulate(body * 2)
+    first, second = rows(res, opcode="v_mfma_scale_f32_32x32x64_f8f6f4")
+    assert (first["issue"], first["start"], first["end"]) == (0, 4, 68)  # idle pipe: one pass late
+    assert (second["issue"], second["start"], second["end"]) == (68, 68, 132)  # back to back: unscaled rate
+    _, res = simulate("v_mfma_f32_32x32x64_f8f6f4 v[0:15], v[16:23], v[24:31], v[0:15]\n" * 2)
+    assert [r["start"] for r in rows(res)[:2]] == [0, 64]
 
 
 def test_valu_write_then_mfma_read_needs_two_wait_states():
@@ -66,13 +88,19 @@ def test_valu_write_then_mfma_read_needs_two_wait_states():
     assert mfma["issue"] == 4 + 2 * 4 and mfma["stall_reason"] == "nop"
 
 
-def test_transcendental_latency():
-    # v_exp_f32 occupies the VALU one pass but its result is ready 4 passes (16 cycles) after start
+def test_transcendental_quarter_rate():
+    # v_exp_f32 holds the wave's VALU issue one pass, the trans pipe 4 passes; result after 4 passes
     _, res = simulate("v_exp_f32 v1, v2\n v_add_f32 v3, v1, v1\n v_add_f32 v4, v5, v6")
     exp, add1, add2 = rows(res)[:3]
-    assert (exp["unit"], exp["end"] - exp["start"]) == ("TRANS", 4)
+    assert (exp["unit"], exp["end"] - exp["start"]) == ("TRANS", 16)
     assert add1["issue"] == 16 and add1["stall_reason"] == "dependency"
     assert add2["issue"] == 20
+    # independent: a second exp waits for the trans pipe (quarter rate), a plain VALU op does not
+    _, res = simulate("v_exp_f32 v1, v2\n v_add_f32 v4, v5, v6\n v_exp_f32 v7, v8\n v_exp_f32 v9, v10")
+    exp1, add, exp2, exp3 = rows(res)[:4]
+    assert add["issue"] == 4
+    assert (exp2["issue"], exp2["stall_reason"]) == (16, "unit_busy")
+    assert exp3["issue"] == 32
 
 
 def test_s_nop_and_s_sleep():
@@ -92,7 +120,8 @@ def test_s_waitcnt_lds_and_global():
     second_done = max(4, 1024 / lds_bpc) + 1024 / lds_bpc + lds_lat  # queued behind the first on the pipe
     waits = rows(res, opcode="s_waitcnt")
     assert waits[0]["issue"] == -(-first_done // 4) * 4 and waits[0]["stall_reason"] == "waitcnt"
-    assert waits[1]["issue"] == -(-second_done // 4) * 4
+    # ... and no earlier than two issue slots after the first wait (the v_add_f32 in between)
+    assert waits[1]["issue"] == max(-(-second_done // 4) * 4, waits[0]["issue"] + 8)
     g_bpc, g_lat = timing.param("global_bytes_per_cycle"), timing.param("global_latency")
     _, res = simulate("buffer_load_dword v1, v2, s[4:7], 0 offen\n s_waitcnt vmcnt(0)\n v_add_f32 v3, v1, v1")
     (wait,) = rows(res, opcode="s_waitcnt")
