@@ -104,7 +104,7 @@ def test_build_meta_clusters_map_instructions(generated):
 # -- static counts (per 32 x 128 tile, cycle model timing table) -------------------------------------------
 def test_static_counts_per_tile(generated):
     # per 64-key block: 15 v_max3 + 1 v_max (lane-local), 4 for the scale byte, 1 FMA constant,
-    # 32 v_fma; lean: 32 v_cvt_u32 (SDWA); exact: 16 v_cvt_pk_fp8 (+32 v_exp on TRANS).
+    # 32 v_fma; lean: 32 v_cvt_u32 (SDWA); exact: 16 v_cvt_pk_fp8 (+32 v_exp on TRANS, quarter rate).
     # per tile: both blocks' lane halves joined and bm computed by one shared exchange (swap, max,
     # mul, ceil, max, mov, swap = 7), the lazy-rescale max + compare (2)
     per_block_lean = 16 + 4 + 1 + 32 + 32
@@ -113,7 +113,7 @@ def test_static_counts_per_tile(generated):
     assert lean.valu_cycles == 4 * (2 * per_block_lean + 7 + 2) == 716
     assert lean.trans_cycles == 0
     assert exact.valu_cycles == 4 * (2 * per_block_exact + 7 + 2) == 588
-    assert exact.trans_cycles == 4 * 64
+    assert exact.trans_cycles == 16 * 64  # quarter rate: each v_exp_f32 holds the trans pipe 4 passes
     assert lean.valu_by_opcode["v_cvt_u32_f32_sdwa"] == 4 * 64 and lean.valu_by_opcode["v_fma_f32"] == 4 * (64 + 2)
     assert lean.valu_by_opcode["v_permlane32_swap_b32"] == 4 * 2
     packed = tile_counts(generate(KernelConfig("packed", fma="packed")))
