@@ -1,8 +1,10 @@
 """Pieces shared by the Triton attention kernels: constants, per-arch autotune tables, launch helpers.
 
 Autotune configurations live in one table keyed by (architecture, kernel): ``sm_90`` for Hopper,
-``gfx950`` for CDNA4, ``default`` otherwise. Triton's autotuner keeps the winner per problem key
-in memory and, with ``cache_results=True``, on disk under Triton's cache directory.
+``gfx950`` for CDNA4, ``default`` otherwise; each entry has tiers by padded head width, so that a
+wide head (MLA 192, 256) gets tiles that fit the shared memory. Triton's autotuner keeps the
+winner per problem key in memory and, with ``cache_results=True``, on disk under Triton's cache
+directory.
 """
 
 from __future__ import annotations
@@ -68,21 +70,29 @@ class TileConfig:
         return triton.Config(self.meta(fp8), num_warps=self.num_warps, num_stages=self.num_stages)
 
 
-# (arch, kernel) -> candidate configs for the autotuner (small lists: each candidate is one compile).
-AUTOTUNE_CONFIGS: dict[tuple[str, str], tuple[TileConfig, ...]] = {
-    # sm_90 lists: the fastest configs of the H200 probe (benchmarks/results/h200_run2/probe.txt)
-    ("sm_90", "fp8"): (
-        TileConfig(64, 4, 3), TileConfig(64, 4, 4), TileConfig(128, 8, 3), TileConfig(128, 8, 4),
-    ),
-    ("sm_90", "bf16"): (
-        TileConfig(128, 8, 3, block_n=128), TileConfig(128, 8, 2, block_n=128), TileConfig(128, 8, 3),
-        TileConfig(64, 4, 3, block_n=128),
-    ),
+# (arch, kernel) -> {head-width tier: candidate configs}. A kernel runs the configs of the smallest tier
+# >= max(HEAD_DIM_PAD, HEAD_DIM_V_PAD) (:func:`tier_configs`); the autotuner gets all of them and
+# :func:`prune_for_headdim` drops the other tiers per problem. Small lists: each candidate is one compile.
+HEAD_TIERS = (128, 256)
+AUTOTUNE_CONFIGS: dict[tuple[str, str], dict[int, tuple[TileConfig, ...]]] = {
+    # sm_90 tier 128: the fastest configs of the H200 probe (benchmarks/results/h200_run2/probe.txt).
+    # Tier 256 (MLA 192, 256): the 128 list asks for 262144-458752 B of shared memory at a padded
+    # width of 256 (Hopper allows 232448 per block); these halve the key tile or the pipeline depth
+    # (196608, 163840, 229376, 131072 B at 256/256 with Triton 3.6; tests/kernels/triton/
+    # test_hopper_smem.py compiles every one for sm_90). Not timed on the H200 yet.
+    ("sm_90", "fp8"): {
+        256: (TileConfig(64, 4, 3), TileConfig(64, 4, 4), TileConfig(128, 8, 3), TileConfig(128, 8, 4)),
+    },
+    ("sm_90", "bf16"): {
+        128: (TileConfig(128, 8, 3, block_n=128), TileConfig(128, 8, 2, block_n=128), TileConfig(128, 8, 3),
+              TileConfig(64, 4, 3, block_n=128)),
+        256: (TileConfig(128, 8, 2), TileConfig(64, 4, 2), TileConfig(64, 4, 3), TileConfig(128, 8, 2, block_n=32)),
+    },
     # gfx950 lists: not measured (no MI355X here); fp8 uses the scaled MFMA for PV (see aot.py)
-    ("gfx950", "fp8"): (TileConfig(128, 8, 2, scaled_pv=True), TileConfig(128, 4, 2, scaled_pv=True)),
-    ("gfx950", "bf16"): (TileConfig(128, 8, 2), TileConfig(256, 8, 2), TileConfig(128, 4, 2)),
-    ("default", "fp8"): (TileConfig(128, 8, 2), TileConfig(64, 4, 2)),
-    ("default", "bf16"): (TileConfig(128, 8, 2), TileConfig(64, 4, 2)),
+    ("gfx950", "fp8"): {256: (TileConfig(128, 8, 2, scaled_pv=True), TileConfig(128, 4, 2, scaled_pv=True))},
+    ("gfx950", "bf16"): {256: (TileConfig(128, 8, 2), TileConfig(256, 8, 2), TileConfig(128, 4, 2))},
+    ("default", "fp8"): {256: (TileConfig(128, 8, 2), TileConfig(64, 4, 2))},
+    ("default", "bf16"): {256: (TileConfig(128, 8, 2), TileConfig(64, 4, 2))},
 }
 # Interpreter runs (CPU tests) use one small tile so the tests stay fast.
 INTERPRET_CONFIG = TileConfig(16, 1, 1, block_n=BLOCK_KEYS)
@@ -103,23 +113,69 @@ def device_arch(device: torch.device | None = None) -> str:
     return f"sm_{props.major}{props.minor}"
 
 
+def _kind(fp8: bool) -> str:
+    return "fp8" if fp8 else "bf16"
+
+
+def _table(fp8: bool, arch: str) -> dict[int, tuple[TileConfig, ...]]:
+    return AUTOTUNE_CONFIGS.get((arch, _kind(fp8)), AUTOTUNE_CONFIGS[("default", _kind(fp8))])
+
+
+def head_tier(headdim_pad: int, headdim_v_pad: int) -> int:
+    """The config tier of a problem: the smallest of :data:`HEAD_TIERS` >= both padded widths."""
+    width = max(headdim_pad, headdim_v_pad)
+    for tier in HEAD_TIERS:
+        if width <= tier:
+            return tier
+    raise ValueError(f"padded head width {width} exceeds the largest tier {HEAD_TIERS[-1]}")
+
+
+def tier_configs(fp8: bool, arch: str, headdim_pad: int, headdim_v_pad: int) -> tuple[TileConfig, ...]:
+    """The candidate configs for one problem: the table's smallest tier that covers its padded width."""
+    table = _table(fp8, arch)
+    need = head_tier(headdim_pad, headdim_v_pad)
+    return table[min(t for t in table if t >= need)]
+
+
+def _with_ws(configs) -> list[TileConfig]:
+    configs = list(configs)
+    if os.environ.get("ZYFA_TRITON_WS", "0") == "1":
+        configs += [replace(c, warp_specialize=True) for c in configs]
+    return configs
+
+
 def autotune_configs(fp8: bool, arch: str | None = None) -> list[triton.Config]:
-    """The autotune candidates for ``arch`` (``ZYFA_TRITON_WS=1`` adds warp-specialised twins)."""
+    """All autotune candidates for ``arch``, every tier (``ZYFA_TRITON_WS=1`` adds warp-specialised twins)."""
     if interpreting():
         return [INTERPRET_CONFIG.to_triton(fp8)]
     arch = arch or device_arch()
-    kind = "fp8" if fp8 else "bf16"
-    configs = list(AUTOTUNE_CONFIGS.get((arch, kind), AUTOTUNE_CONFIGS[("default", kind)]))
-    if os.environ.get("ZYFA_TRITON_WS", "0") == "1":
-        configs += [replace(c, warp_specialize=True) for c in configs]
-    return [c.to_triton(fp8) for c in configs]
+    configs = dict.fromkeys(c for tier in _table(fp8, arch).values() for c in tier)
+    return [c.to_triton(fp8) for c in _with_ws(configs)]
 
 
-def padded_headdim(d: int) -> int:
-    """Next power of two >= d (Triton tiles are powers of two; MLA's 192 runs as 256, masked)."""
+def prune_for_headdim(fp8: bool, arch: str | None = None):
+    """``early_config_prune`` for ``triton.autotune``: keeps the configs of the problem's tier."""
+    arch = arch or device_arch()
+
+    def prune(configs, named_args, **kwargs):
+        if interpreting():
+            return configs
+        tier = tier_configs(fp8, arch, kwargs["HEAD_DIM_PAD"], kwargs["HEAD_DIM_V_PAD"])
+        wanted = [c.to_triton(fp8).all_kwargs() for c in _with_ws(tier)]
+        return [c for c in configs if c.all_kwargs() in wanted]
+
+    return prune
+
+
+def padded_headdim(d: int, fp8: bool = False) -> int:
+    """Next power of two >= d (Triton tiles are powers of two; MLA's 192 runs as 256, masked).
+
+    At least 16, and 32 for the FP8 kernel: Hopper's fp8 tensor-core product has K = 32, and
+    Triton refuses a narrower fp8 ``tl.dot`` (a 16-wide Q K^T fails to compile for sm_90).
+    """
     if d <= 0:
         raise ValueError(f"headdim must be positive, got {d}")
-    return max(16, triton.next_power_of_2(d))
+    return max(32 if fp8 else 16, triton.next_power_of_2(d))
 
 
 @triton.jit

@@ -92,10 +92,11 @@ def _kernel_fn(kernel: str):
 
 def _constexprs(v: AotVariant) -> dict:
     from zyfa.kernels.triton._common import BLOCK_KEYS, padded_headdim
-    const = dict(HEAD_DIM=v.headdim, HEAD_DIM_V=v.headdim_v, HEAD_DIM_PAD=padded_headdim(v.headdim),
-                 HEAD_DIM_V_PAD=padded_headdim(v.headdim_v), IS_CAUSAL=v.causal, BLOCK_M=v.block_m,
+    fp8 = v.kernel == "fp8"
+    const = dict(HEAD_DIM=v.headdim, HEAD_DIM_V=v.headdim_v, HEAD_DIM_PAD=padded_headdim(v.headdim, fp8),
+                 HEAD_DIM_V_PAD=padded_headdim(v.headdim_v, fp8), IS_CAUSAL=v.causal, BLOCK_M=v.block_m,
                  BLOCK_N=BLOCK_KEYS, WARP_SPEC=False, INTERPRET=False)
-    if v.kernel == "fp8":
+    if fp8:
         const.update(ROWSUM_MMA=False, ACC_IN_DOT=False, SCALED_PV=True, PROTON=False, IMPRECISE_ACC=None)
     return const
 
@@ -132,26 +133,42 @@ def _metadata_int(notes_key: str, notes: str) -> int:
     return int(match.group(1)) if match else -1
 
 
-@functools.lru_cache(maxsize=None)
-def compile_gfx950(variant: AotVariant) -> AotKernel:
-    """Compiles ``variant`` for gfx950 on this machine (Triton caches the result on disk)."""
+def _compile(kernel: str, const: dict, target: tuple, num_warps: int, num_stages: int,
+             divisible: bool = False):
+    """``triton.compile`` of one kernel for ``target`` (``("hip", "gfx950", 64)``, ``("cuda", 90, 128)``).
+
+    ``divisible`` marks every pointer and stride argument 16-divisible, as Triton's launcher
+    specialises them for contiguous tensors whose head dims are multiples of 16: that lets the
+    compiler pipeline K/V loads through shared memory (``cp.async``), the largest footprint.
+    Returns (compiled kernel, its argument names, their signature types).
+    """
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    fn = _kernel_fn(variant.kernel)
-    const = _constexprs(variant)
-    pointers = _POINTER_TYPES[variant.kernel]
+    fn = _kernel_fn(kernel)
+    pointers = _POINTER_TYPES[kernel]
     signature = {name: pointers.get(name) or ("constexpr" if name in const else _FLOAT_ARGS.get(name, "i32"))
                  for name in fn.arg_names}
-    src = ASTSource(fn=fn, signature=signature, constexprs=const)
-    compiled = triton.compile(src, target=GPUTarget("hip", ARCH, WAVE_SIZE),
-                              options={"num_warps": variant.num_warps, "num_stages": variant.num_stages})
+    attrs = None
+    if divisible:
+        attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(fn.arg_names)
+                 if signature[name].startswith("*") or (name.startswith("stride_") and signature[name] == "i32")}
+    src = ASTSource(fn=fn, signature=signature, constexprs=const, attrs=attrs)
+    compiled = triton.compile(src, target=GPUTarget(*target), options={"num_warps": num_warps, "num_stages": num_stages})
+    return compiled, fn.arg_names, signature
+
+
+@functools.lru_cache(maxsize=None)
+def compile_gfx950(variant: AotVariant) -> AotKernel:
+    """Compiles ``variant`` for gfx950 on this machine (Triton caches the result on disk)."""
+    compiled, arg_names, signature = _compile(variant.kernel, _constexprs(variant), ("hip", ARCH, WAVE_SIZE),
+                                              variant.num_warps, variant.num_stages)
     hsaco = compiled.asm["hsaco"]
     entries, size = _kernarg_layout(hsaco)
     explicit = [off for kind, off, _ in entries if not kind.startswith("hidden_")]
     hidden = tuple(e for e in entries if e[0].startswith("hidden_"))
-    names = tuple(n for n in fn.arg_names if signature[n] != "constexpr")
+    names = tuple(n for n in arg_names if signature[n] != "constexpr")
     if len(explicit) != len(names) + SCRATCH_POINTERS:
         raise RuntimeError(f"code object lists {len(explicit)} explicit kernel arguments, expected {len(names)} + "
                            f"{SCRATCH_POINTERS} scratch pointers (Triton's AMD calling convention changed?)")
@@ -160,6 +177,32 @@ def compile_gfx950(variant: AotVariant) -> AotKernel:
                      arg_types=tuple(signature[n] for n in names), kernarg_offsets=tuple(explicit),
                      hidden_args=hidden, kernarg_size=size, lds_bytes=int(compiled.metadata.shared),
                      vgprs=_metadata_int("vgpr_count", asm), sgprs=_metadata_int("sgpr_count", asm))
+
+
+# -- Hopper (sm_90) builds: shared memory per tile config, checked on the CPU ----
+HOPPER_TARGET = ("cuda", 90, 32)  # sm_90, 32 threads per warp (as Triton's CUDA driver reports it)
+# Largest dynamic shared memory one block of an sm_90 GPU may opt into: 227 KB (CUDA C++ Programming
+# Guide, "Technical Specifications per Compute Capability", compute capability 9.0), the value that
+# Triton's OutOfResources message quotes on an H200 ("Hardware limit: 232448").
+HOPPER_SMEM_PER_BLOCK = 232448
+
+
+def hopper_shared_bytes(kernel: str, headdim: int, headdim_v: int, config, causal: bool = True) -> int:
+    """Shared memory (bytes) that ``config`` (a ``TileConfig``) asks for on sm_90 at these head dims.
+
+    Compiles for Hopper on this machine (no GPU needed) with the launch specialisation that costs
+    the most shared memory (16-divisible pointers and strides; the FP8 kernel's transposed V has
+    key stride 1, as :func:`~zyfa.kernels.triton.attn_fp8.attention_fp8` launches it on CUDA).
+    """
+    from zyfa.kernels.triton._common import padded_headdim
+    fp8 = kernel == "fp8"
+    const = dict(HEAD_DIM=headdim, HEAD_DIM_V=headdim_v, HEAD_DIM_PAD=padded_headdim(headdim, fp8),
+                 HEAD_DIM_V_PAD=padded_headdim(headdim_v, fp8), IS_CAUSAL=causal, INTERPRET=False,
+                 **config.meta(fp8))
+    if fp8:
+        const.update(PROTON=False, stride_vs=1)
+    compiled, _, _ = _compile(kernel, const, HOPPER_TARGET, config.num_warps, config.num_stages, divisible=True)
+    return int(compiled.metadata.shared)
 
 
 # -- launch description for a shape ----

@@ -12,7 +12,9 @@ import torch
 import triton
 import triton.language as tl
 
-from zyfa.kernels.triton._common import LOG2E, TileConfig, autotune_configs, interpreting, key_ranges, padded_headdim
+from zyfa.kernels.triton._common import (
+    LOG2E, TileConfig, autotune_configs, interpreting, key_ranges, padded_headdim, prune_for_headdim,
+)
 
 _INTERPRET = interpreting()
 
@@ -61,7 +63,8 @@ def _attn_fwd_bf16_inner(acc, l_i, m_i, q, k_base, v_base, t,
     return acc, l_i, m_i
 
 
-@triton.autotune(configs=autotune_configs(fp8=False), key=["SEQ_Q", "SEQ_K", "HEAD_DIM", "HEAD_DIM_V", "IS_CAUSAL"],
+@triton.autotune(configs=autotune_configs(fp8=False), prune_configs_by={"early_config_prune": prune_for_headdim(fp8=False)},
+                 key=["SEQ_Q", "SEQ_K", "HEAD_DIM", "HEAD_DIM_V", "IS_CAUSAL"],
                  cache_results=not _INTERPRET)
 @triton.jit
 def _attn_fwd_bf16(Q, K, V, Out, Lse, t,

@@ -24,7 +24,7 @@ import triton.language as tl
 import triton.profiler.language as pl
 
 from zyfa.kernels.triton._common import (
-    LOG2E, TileConfig, autotune_configs, interpreting, key_ranges, padded_headdim,
+    LOG2E, TileConfig, autotune_configs, interpreting, key_ranges, padded_headdim, prune_for_headdim,
 )
 
 _INTERPRET = interpreting()
@@ -134,7 +134,8 @@ def _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
     return acc, l_i, m_i
 
 
-@triton.autotune(configs=autotune_configs(fp8=True), key=["SEQ_Q", "SEQ_K", "HEAD_DIM", "HEAD_DIM_V", "IS_CAUSAL"],
+@triton.autotune(configs=autotune_configs(fp8=True), prune_configs_by={"early_config_prune": prune_for_headdim(fp8=True)},
+                 key=["SEQ_Q", "SEQ_K", "HEAD_DIM", "HEAD_DIM_V", "IS_CAUSAL"],
                  cache_results=not _INTERPRET)
 @triton.jit
 def _attn_fwd_fp8(Q, K, V, Out, Lse, T, DV,
@@ -266,7 +267,7 @@ def attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_sca
         out.stride(0), out.stride(1), out.stride(2),
         lse.stride(0), lse.stride(1), t.stride(0),
         h, h // h_k, s_q, s_k,
-        HEAD_DIM=d, HEAD_DIM_V=d_v, HEAD_DIM_PAD=padded_headdim(d), HEAD_DIM_V_PAD=padded_headdim(d_v),
+        HEAD_DIM=d, HEAD_DIM_V=d_v, HEAD_DIM_PAD=padded_headdim(d, fp8=True), HEAD_DIM_V_PAD=padded_headdim(d_v, fp8=True),
         **launch,
     )
     return out, lse

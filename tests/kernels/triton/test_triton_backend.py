@@ -46,6 +46,7 @@ def test_tileconfig_validates():
     with pytest.raises(ValueError, match="num_stages"):
         TileConfig(64, 4, 0)
     assert padded_headdim(192) == 256 and padded_headdim(128) == 128 and padded_headdim(8) == 16
+    assert padded_headdim(8, fp8=True) == 32 and padded_headdim(64, fp8=True) == 64
 
 
 def test_kernel_wrappers_reject_bad_arguments():
