@@ -28,10 +28,10 @@ def main(argv=None) -> int:
 
     from zyfa.shapes import parse_shape
     from zyfa.trace.cdna4.estimate import EstimateConfig, estimate
-    from zyfa.trace.cdna4.launch import default_kernel, resolve
-    from zyfa.cli.kernel_cmd import _kernel_dtype
+    from zyfa.kernels.registry import DEFAULT_KERNEL, spec_of
+    from zyfa.trace.cdna4.launch import prepare
 
-    kernel = args.kernel or default_kernel()[0]
+    kernel = args.kernel or DEFAULT_KERNEL
     cmd = [sys.executable, "-m", "zyfa.cli.trace_main", "kernel", "--shape", args.shape, "--kernel", kernel,
            "--samples", str(args.samples)]
     with tempfile.TemporaryDirectory() as out:
@@ -43,11 +43,9 @@ def main(argv=None) -> int:
         return proc.returncode
     print(f"end to end: {' '.join(cmd[2:])}: {wall:.2f} s wall (target <= 10 s)")
 
-    shape = parse_shape(args.shape, dtype=_kernel_dtype(kernel))
-    if kernel.startswith("aiter:"):
-        shape = shape.with_(causal="causal" in kernel)
+    shape = spec_of(kernel).fit(parse_shape(args.shape))
     t0 = time.perf_counter()
-    launch = resolve(kernel, shape)
+    launch = prepare(kernel, shape)
     t_resolve = time.perf_counter() - t0
     cpu0 = time.process_time()
     est = estimate(launch, EstimateConfig(samples=args.samples))

@@ -13,10 +13,10 @@ import argparse
 import time
 
 from zyfa.analyzer import summary
-from zyfa.kernels.registry import kernels
+from zyfa.kernels.registry import kernels, spec_of
 from zyfa.shapes import parse_shape
 from zyfa.trace.cdna4.estimate import EstimateConfig
-from zyfa.trace.cdna4.tracer import run_kernel_trace
+from zyfa.trace.cdna4.tracer import simulate
 
 ROWS = ("zyfa-fp8", "zyfa-fp8-exact", "aiter-like-fp8", "zyfa-bf16", "aiter:fwd_hd128_bf16_causal")
 
@@ -35,13 +35,14 @@ def main():
         if not name.startswith("aiter:") and name not in registered:
             print(f"| {name} | - | not registered | | | | |")
             continue
-        dtype = "bf16" if "bf16" in name else "fp8"
-        shape = parse_shape(args.shape, heads=args.heads, dtype=dtype)
         start = time.perf_counter()
         try:
-            trace, est = run_kernel_trace(name, shape, config=EstimateConfig(clock_mhz=args.clock))
+            spec = spec_of(name)
+            dtype = spec.dtype
+            shape = spec.fit(parse_shape(args.shape, heads=args.heads))
+            trace, est = simulate(name, shape, config=EstimateConfig(clock_mhz=args.clock))
         except Exception as exc:  # a missing wheel or an unsupported shape is a row, not a crash
-            print(f"| {name} | {dtype} | unavailable: {exc} | | | | |")
+            print(f"| {name} | - | unavailable: {exc} | | | | |")
             continue
         s = summary(trace, "steady")
         pct = lambda v: "n/a" if v is None else f"{100 * v:.1f} %"

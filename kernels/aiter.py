@@ -20,13 +20,21 @@ the same wheel's ``aiter_meta/hsa/gfx950/fmha_v3_fwd/codegen.py``:
 - launch: block 512 threads (256 for hd192), grid ``(ceil(ceil(s/ts_qo) / tg_div), heads,
   batch)`` with tg_div = 2 for causal masks (each workgroup takes a pair of query tiles).
 
+What a code object computes (dtype, head dim, mask) comes from the same ``codegen.py``'s
+selector table, ``FmhaFwdV3Buf<fmha_fwd_kernel_selector<DataType, HDim, MaskType, kIsSEQPad,
+kIsHDPad, kStoreLSE, GPUArch[, ..., group]>>`` -> ``"<file>.co"`` (:func:`selectors`), and
+becomes the kernel's :class:`zyfa.kernels.spec.KernelSpec` (:func:`spec`), never a guess from
+the file name.
+
 Tensors are laid out BSHD (``(batch, seqlen, heads, headdim)``, the ``flash_attn_func`` layout).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -34,13 +42,18 @@ import zipfile
 from pathlib import Path
 from typing import Optional
 
+from zyfa.gfx950.isa import Program, disassemble
+from zyfa.kernels.spec import KernelBuild, KernelSpec
 from zyfa.shapes import AttnShape
-from zyfa.gfx950.isa import Program
 
 CACHE = Path(os.environ.get("ZYFA_CACHE", Path.home() / ".cache" / "zyfa")) / "aiter"
 SUBDIR = "aiter_meta/hsa/gfx950/fmha_v3_fwd"
 TS_QO = {128: 256, 192: 128}  # FmhaFwdV3Ts in codegen.py
 BLOCK = {128: 512, 192: 256}  # bdx in launch_kernel
+HEADDIM_V = {128: 128, 192: 128}  # V head dim of each QK head dim (fmha_fwd_hd192_hd128_* in codegen.py)
+DTYPES = {"FmhaFwdBf16": "bf16"}  # codegen.py DataType -> AttnShape dtype (its FmhaFwdFp16 rows are commented out)
+_SELECTOR = re.compile(r"FmhaFwdV3Buf<fmha_fwd_kernel_selector<\s*(\w+)\s*,\s*(\d+)\s*,\s*(\d+)\s*,([^>]*)>>"
+                       r"[^\"]*\"([\w.]+\.co)\"")
 _POINTERS = {"R": 0x7E00_0000_0000, "Q": 0x7E10_0000_0000, "K": 0x7E20_0000_0000,
              "V": 0x7E30_0000_0000, "LSE": 0x7E40_0000_0000}
 
@@ -113,33 +126,57 @@ def is_fmha_v3(program: Program) -> bool:
     return {"Q", "K", "V", "seq_len", "kv_seq_len", "Ts", "gqa", "msk_opt"} <= names
 
 
-def is_causal(path: Path) -> bool:
-    return "causal" in Path(path).stem
+def selectors(folder: Path) -> dict[str, dict]:
+    """Code-object stem -> ``{"dtype", "headdim", "causal", "group"}`` from ``folder/codegen.py``'s
+    ``FmhaFwdV3Buf`` table (module docstring). Unknown data types are left out."""
+    return _selectors(str(folder))
 
 
-def headdim(path: Path) -> int:
-    return 192 if "hd192" in Path(path).stem else 128
+@functools.lru_cache(maxsize=4)
+def _selectors(folder: str) -> dict[str, dict]:
+    path = Path(folder) / "codegen.py"
+    if not path.is_file():
+        raise AiterUnavailable(f"{path} is missing: the kernels' data type, head dim and mask are read from it")
+    out = {}
+    for m in _SELECTOR.finditer(path.read_text()):
+        dtype_name, hdim, mask, rest, filename = m.groups()
+        if dtype_name in DTYPES:
+            out[Path(filename).stem] = {"dtype": DTYPES[dtype_name], "headdim": int(hdim), "causal": int(mask) != 0,
+                                        "group": rest.rstrip().endswith("true")}
+    return out
 
 
-def check_shape(path: Path, shape: AttnShape) -> None:
-    stem = Path(path).stem
-    if shape.headdim != headdim(path):
-        raise ValueError(f"AITER kernel {stem} needs headdim {headdim(path)}, shape has {shape.headdim} (use --headdim)")
-    if shape.causal != is_causal(path):
-        raise ValueError(f"AITER kernel {stem} is {'causal' if is_causal(path) else 'non-causal'}, shape causal={shape.causal}")
-    if "bf16" in stem and shape.dtype != "bf16":
-        raise ValueError(f"AITER kernel {stem} is BF16; the shape's dtype is {shape.dtype!r} (pass a bf16 shape)")
+def facts(path: Path) -> dict:
+    """What the code object at ``path`` computes (:func:`selectors` of its folder)."""
+    path = Path(path)
+    table = selectors(path.parent)
+    if path.stem not in table:
+        raise ValueError(f"{path}: not in the FmhaFwdV3Buf table of {path.parent / 'codegen.py'}: its data type, "
+                         "head dim and mask are unknown")
+    return table[path.stem]
+
+
+def spec(name: str) -> KernelSpec:
+    """The :class:`KernelSpec` of ``aiter:NAME`` (or of an fmha v3 code object's path)."""
+    path = Path(name) if Path(name).suffix == ".co" and Path(name).is_file() else resolve(name)
+    f = facts(path)
+    return KernelSpec(
+        name=name if name.startswith("aiter:") else path.stem,
+        description="AITER gfx950 fmha v3 forward code object (amd-aiter wheel)",
+        build=lambda shape: KernelBuild(name=name, code_object=path, meta={"code_object": str(path.resolve())}),
+        kernargs=lambda shape: kernargs(disassemble(path), path, shape),
+        grid=lambda shape: grid(path, shape),
+        workgroup_size=BLOCK[f["headdim"]],
+        dtype=f["dtype"], causal=f["causal"], headdim=f["headdim"], headdim_v=HEADDIM_V[f["headdim"]],
+    )
 
 
 def grid(path: Path, shape: AttnShape) -> tuple[int, int, int]:
     """Launch grid of ``fmha_fwd_v3_kernel::launch_kernel`` (batch mode)."""
-    ts_qo = TS_QO[headdim(path)]
-    tg_div = 2 if is_causal(path) else 1
+    f = facts(path)
+    ts_qo = TS_QO[f["headdim"]]
+    tg_div = 2 if f["causal"] else 1
     return (math.ceil(math.ceil(shape.seqlen_q / ts_qo) / tg_div), shape.heads, shape.batch)
-
-
-def workgroup_size(path: Path) -> int:
-    return BLOCK[headdim(path)]
 
 
 def kernargs(program: Program, path: Path, shape: AttnShape) -> bytes:
@@ -159,7 +196,7 @@ def kernargs(program: Program, path: Path, shape: AttnShape) -> bytes:
         "R": _POINTERS["R"], "Q": _POINTERS["Q"], "K": _POINTERS["K"], "V": _POINTERS["V"], "LSE": _POINTERS["LSE"],
         "scalar": struct.unpack("<I", struct.pack("<f", 1.0 / math.sqrt(d)))[0],
         "seq_len": sq, "kv_seq_len": sk,
-        "Seqs": q_row * esize, "Ts": TS_QO[headdim(path)] * q_row * esize, "Hs": d * esize, "Bs": sq * q_row * esize,
+        "Seqs": q_row * esize, "Ts": TS_QO[facts(path)["headdim"]] * q_row * esize, "Hs": d * esize, "Bs": sq * q_row * esize,
         "gqa": h // hk,
         "k_Seqs": k_row * esize, "k_Hs": d * esize, "k_Bs": sk * k_row * esize,
         "v_Seqs": v_row * esize, "v_Hs": dv * esize, "v_Bs": sk * v_row * esize,

@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 
 from zyfa.shapes import AttnShape
 from zyfa.kernels import aiter
-from zyfa.trace.cdna4.tracer import run_kernel_trace
+from zyfa.trace.cdna4.tracer import simulate
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN_DIR = ROOT / "tests" / "data" / "golden"
@@ -52,7 +52,7 @@ def code_object_sha256(kernel: str):
 def simulate_case(name: str) -> tuple[pa.Table, dict]:
     """(records table without schema metadata, deterministic metadata) of one golden case."""
     kernel, shape = CASES[name]
-    trace, _ = run_kernel_trace(kernel, shape)
+    trace, _ = simulate(kernel, shape)
     meta = trace.meta.to_dict()
     meta.pop("provenance")  # command, commit, date: differ run to run
     meta["code_object_sha256"] = code_object_sha256(kernel)

@@ -8,11 +8,13 @@ through the CDNA4 cycle model (:mod:`zyfa.trace.cdna4`); tests may pass another 
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional
 
+from zyfa.kernels import aiter, registry
+from zyfa.kernels.gfx950 import schedule
 from zyfa.shapes import AttnShape
+from zyfa.trace.cdna4 import tracer
 from zyfa.trace.schema import Trace
 
 Simulator = Callable[["WhatIf"], Trace]
@@ -63,64 +65,31 @@ class WhatIf:
         return " ".join(parts) + f" · b{self.batch} h{self.heads} s{self.seqlen} d{self.headdim}"
 
 
-def kernel_dtype(kernel: str) -> str:
-    """Input dtype of a kernel: the registry's entry, else ``bf16`` if the name says so, else ``fp8``."""
-    from zyfa.kernels.registry import kernels
-
-    spec = kernels().get(kernel)
-    if spec is not None:
-        return spec.dtype
-    return "bf16" if "bf16" in kernel else "fp8"
-
-
 def simulate(request: WhatIf) -> Trace:
-    """Re-simulate ``request`` on the CDNA4 cycle model.
+    """Re-simulate ``request`` on the CDNA4 cycle model (:func:`zyfa.trace.cdna4.tracer.simulate`,
+    the path ``zyfa-trace kernel`` and the sweeps take).
 
-    Without parameter overrides the kernel is run as registered (``zyfa.trace.cdna4.tracer.
-    run_kernel_trace``; any registered, ``aiter:`` or file kernel). With overrides the kernel must
-    be a gfx950 generator variant: its :class:`~zyfa.kernels.gfx950.KernelConfig` gets the new
-    values (which validates them), is generated and assembled, and the resulting program is
-    launched exactly as the registry would launch the variant.
+    The shape takes the kernel's own dtype and, where compiled in, its mask (facts of its spec).
+    Parameter overrides apply to a gfx950 generator variant's configuration (which validates
+    them); the trace is then named ``kernel[param=value,...]``.
     """
     if not isinstance(request, WhatIf):
         raise TypeError(f"simulate: request must be a WhatIf, got {type(request).__name__}")
-    from zyfa.trace.cdna4.estimate import estimate
-    from zyfa.trace.cdna4.tracer import run_kernel_trace, to_trace
-
-    command = f"zyfa-ui what-if: {request.label}"
-    if not request.params:
-        return run_kernel_trace(request.kernel, request.shape.with_(dtype=kernel_dtype(request.kernel)))[0]
-    from zyfa.kernels.gfx950 import VARIANTS, config_for
-    from zyfa.trace.cdna4.launch import from_config
-
-    if request.kernel not in VARIANTS:
-        raise ValueError(f"what-if parameters apply to gfx950 generator kernels ({', '.join(VARIANTS)}), "
-                         f"not {request.kernel!r}")
-    shape = request.shape.with_(dtype=VARIANTS[request.kernel].dtype)
-    base = config_for(request.kernel, shape)
-    fields = set(base.__dataclass_fields__) - {"name"}
-    unknown = sorted(k for k, _ in request.params if k not in fields)
-    if unknown:
-        raise ValueError(f"unknown generator parameter(s) {unknown}; KernelConfig has {sorted(fields)}")
-    name = request.kernel + "[" + ",".join(f"{k}={v}" for k, v in request.params) + "]"
-    config = replace(base, name=re.sub(r"[^A-Za-z0-9_-]", "_", name), **dict(request.params))
-    launch = replace(from_config(config, shape, origin="what-if"), name=name)  # trace named "kernel[param=value]"
-    return to_trace(launch, estimate(launch), command=command)
+    spec = registry.spec_of(request.kernel)  # None: a code-object file, nothing known about it
+    shape = request.shape if spec is None else spec.fit(request.shape)
+    trace, _ = tracer.simulate(request.kernel, shape, dict(request.params),
+                               command=f"zyfa-ui what-if: {request.label}")
+    return trace
 
 
 def default_simulator() -> tuple[Optional[Simulator], list[str], str]:
-    """``(simulate, kernels the page offers, "")``, or ``(None, [], why not)`` without the cycle model.
+    """``(simulate, kernels the page offers, "")``; the third item ("why not") stays empty: the
+    cycle model is part of zyfa (a custom simulator passed to ``create_app`` may be absent).
 
     Kernels: every registered one, plus AITER's code objects when already on disk (the page
     never triggers the amd-aiter wheel download; ``zyfa-trace kernel --list`` does).
     """
-    try:
-        from zyfa.kernels.registry import kernels
-        from zyfa.kernels import aiter
-        from zyfa.trace.cdna4 import tracer  # noqa: F401  (tracer: simulate's engine must import)
-    except ImportError as exc:
-        return None, [], f"the CDNA4 cycle model (zyfa.trace.cdna4) is not available: {exc}"
-    names = sorted(kernels())
+    names = sorted(registry.kernels())
     try:
         names += sorted(f"aiter:{p.stem}" for p in aiter.code_object_dir(download=False).glob("*.co"))
     except aiter.AiterUnavailable:
@@ -129,9 +98,5 @@ def default_simulator() -> tuple[Optional[Simulator], list[str], str]:
 
 
 def generator_parameters() -> dict[str, tuple]:
-    """Schedule parameters the page offers, with their choices (empty without the generator)."""
-    try:
-        from zyfa.kernels.gfx950 import schedule
-    except ImportError:
-        return {}
+    """Schedule parameters the page offers, with their choices."""
     return {"softmax": schedule.SOFTMAX, "scaling": schedule.SCALING, "schedule": schedule.SCHEDULES}

@@ -407,6 +407,6 @@ def save_best_and_baseline(results: pd.DataFrame, spec: SweepSpec, out_dir) -> d
         chosen["baseline"] = Point(best.shape, params)
     paths = {}
     for label, point in chosen.items():
-        trace, _, _ = simulate(point.shape, point.params)
+        trace, _ = simulate(point.shape, point.params)
         paths[label] = trace.save(Path(out_dir) / label)
     return paths

@@ -11,15 +11,17 @@ import re
 from dataclasses import replace
 from typing import Optional
 
+from zyfa.analyzer import summary
+from zyfa.kernels.gfx950 import KernelConfig
 from zyfa.shapes import AttnShape, parse_shape
+from zyfa.trace.cdna4 import tracer
+from zyfa.trace.cdna4.estimate import EstimateConfig
 
 # generator parameters a sweep may set (KernelConfig fields other than the name and head dims)
 SWEEPABLE = ("dtype", "softmax", "scaling", "schedule", "fma", "rescale_threshold")
 
 
-def kernel_config(shape: AttnShape, params: dict):
-    from zyfa.kernels.gfx950.schedule import KernelConfig
-
+def kernel_config(shape: AttnShape, params: dict) -> KernelConfig:
     unknown = set(params) - set(SWEEPABLE)
     if unknown:
         known = ", ".join(SWEEPABLE)
@@ -30,40 +32,28 @@ def kernel_config(shape: AttnShape, params: dict):
     return replace(base, **params)
 
 
-def launch_for(shape: AttnShape, params: dict):
-    """A cycle-model Launch of the generated kernel for ``params`` on ``shape``."""
-    from zyfa.trace.cdna4.launch import from_config
-
-    return from_config(kernel_config(shape, params), shape, origin="sweep")
-
-
 def simulate(shape_fields: dict, params: dict, clock_mhz: Optional[float] = None):
-    """(trace, estimate, launch) of one point."""
-    from zyfa.trace.cdna4.estimate import EstimateConfig, estimate
-    from zyfa.trace.cdna4.tracer import to_trace
-
+    """(trace, estimate) of one point, through the one simulate path (:func:`zyfa.trace.cdna4.tracer.simulate`)."""
     fields_ = dict(shape_fields)
     shape = parse_shape(str(fields_.pop("seqlen")), **fields_)
-    launch = launch_for(shape, params)
     config = EstimateConfig() if clock_mhz is None else EstimateConfig(clock_mhz=clock_mhz)
-    est = estimate(launch, config)
-    return to_trace(launch, est, command=f"zyfa-trace sweep point {params}"), est, launch
+    return tracer.simulate(kernel_config(shape, params), shape, config=config,
+                           command=f"zyfa-trace sweep point {params}")
 
 
 def evaluate_cycle_model(shape_fields: dict, params: dict) -> dict:
-    from zyfa.analyzer import summary
-
-    trace, est, launch = simulate(shape_fields, params)
+    trace, est = simulate(shape_fields, params)
     steady = summary(trace, window="steady")
+    build = est.launch.meta  # the generator's build meta: register and LDS use
     return {
-        "kernel": launch.name,
+        "kernel": trace.meta.kernel,
         "tflops": est.tflops,  # whole kernel, predicted by the model
         "predicted_ms": est.seconds * 1e3,
         "cycles": est.cycles,
         "mfma_busy": steady.get("mfma_busy"),
         "pingpong_overlap": steady.get("pingpong_overlap"),
         "valu_cycles_per_block": steady.get("valu_cycles_per_block"),
-        "vgprs": launch.meta["vgprs"],
-        "agprs": launch.meta["agprs"],
-        "lds_bytes": launch.meta["lds_bytes"],
+        "vgprs": build["vgprs"],
+        "agprs": build["agprs"],
+        "lds_bytes": build["lds_bytes"],
     }

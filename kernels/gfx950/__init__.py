@@ -1,20 +1,22 @@
 """Hand-scheduled gfx950 attention kernels generated from Python (see README.md in this folder).
 
-Importing the package registers ``zyfa-fp8`` (Lean P + two-wave ping-pong + per-64-key pow2
-scaled MFMA + rounded row sum), ``zyfa-fp8-exact`` (same with v_exp softmax), ``aiter-like-fp8``
-(AITER v3 numerics and structure) and ``zyfa-bf16`` in :mod:`zyfa.kernels.registry`.
+``SPECS`` describes ``zyfa-fp8`` (Lean P + two-wave ping-pong + per-64-key pow2 scaled MFMA +
+rounded row sum), ``zyfa-fp8-exact`` (same with v_exp softmax), ``aiter-like-fp8`` (AITER v3
+numerics and structure) and ``zyfa-bf16``; :mod:`zyfa.kernels.registry` registers them.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from zyfa.kernels import registry
 from zyfa.kernels.gfx950 import kernargs
 from zyfa.kernels.gfx950.schedule import ROWS_PER_WG, VARIANTS, WAVES, KernelConfig
+from zyfa.kernels.spec import KernelBuild, KernelSpec
 from zyfa.shapes import AttnShape
 
-__all__ = ["config_for", "build_for", "build_config", "grid", "VARIANTS", "KernelConfig"]
+__all__ = ["config_for", "build_for", "build_config", "grid", "SPECS", "VARIANTS", "KernelConfig", "WORKGROUP_SIZE"]
+
+WORKGROUP_SIZE = WAVES * 64  # threads of every generated kernel
 
 
 def config_for(name: str, shape: AttnShape) -> KernelConfig:
@@ -47,11 +49,11 @@ def _branch_assumptions(built) -> list[dict]:
     return out
 
 
-def build_for(name: str, shape: AttnShape) -> registry.KernelBuild:
+def build_for(name: str, shape: AttnShape) -> KernelBuild:
     return build_config(config_for(name, shape))
 
 
-def build_config(config: KernelConfig) -> registry.KernelBuild:
+def build_config(config: KernelConfig) -> KernelBuild:
     """Generate, assemble and describe any :class:`KernelConfig` (registered or not: the
     sweep and the web UI's what-if build variants this way)."""
     from zyfa.kernels.gfx950.build import build
@@ -70,7 +72,7 @@ def build_config(config: KernelConfig) -> registry.KernelBuild:
         "iteration_starts": list(gen.tile_starts),
         "branch_assumptions": _branch_assumptions(built),
     }
-    return registry.KernelBuild(name=config.name, asm=gen.asm, code_object=built.code_object, symbol=gen.symbol, meta=meta)
+    return KernelBuild(name=config.name, asm=gen.asm, code_object=built.code_object, symbol=gen.symbol, meta=meta)
 
 
 def _kernargs(name: str, shape: AttnShape) -> bytes:
@@ -86,17 +88,16 @@ _DESCRIPTIONS = {
 }
 
 
-def _register():
-    for name, config in VARIANTS.items():
-        registry.register_kernel(registry.KernelSpec(
-            name=name,
-            description=_DESCRIPTIONS[name],
-            build=lambda shape, name=name: build_for(name, shape),
-            kernargs=lambda shape, name=name: _kernargs(name, shape),
-            grid=grid,
-            workgroup_size=WAVES * 64,
-            dtype=config.dtype,
-        ))
-
-
-_register()
+SPECS: tuple[KernelSpec, ...] = tuple(
+    KernelSpec(
+        name=name,
+        description=_DESCRIPTIONS[name],
+        build=lambda shape, name=name: build_for(name, shape),
+        kernargs=lambda shape, name=name: _kernargs(name, shape),
+        grid=grid,
+        workgroup_size=WORKGROUP_SIZE,
+        dtype=config.dtype,
+        causal=None,  # the mask is a kernel argument (kernargs.mask_offset)
+        variant=config,
+    )
+    for name, config in VARIANTS.items())

@@ -6,7 +6,7 @@ and returns the AMDGCN assembly and the code object (hsaco). The FP8 build turns
 E8M0 scale, which the AMD backend lowers to ``v_mfma_scale_f32_32x32x64_f8f6f4`` (the write-up's
 "removes the factor for free"); QK^T stays ``v_mfma_f32_32x32x64_f8f6f4``.
 
-Registers ``triton-fp8`` and ``triton-bf16`` in :mod:`zyfa.kernels.registry`. Kernel arguments
+``SPECS`` describes ``triton-fp8`` and ``triton-bf16`` (registered by :mod:`zyfa.kernels.registry`). Kernel arguments
 follow Triton's AMD calling convention as the code object's metadata lays it out: the kernel's
 non-constexpr parameters in order (pointers 8 bytes, i32 4 bytes), then Triton's two scratch
 pointers (global and profile scratch, null here), then the HIP hidden arguments the code uses
@@ -26,7 +26,7 @@ import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from zyfa.kernels.registry import KernelBuild, KernelSpec, register_kernel
+from zyfa.kernels.spec import KernelBuild, KernelSpec
 from zyfa.shapes import AttnShape
 
 ARCH = "gfx950"
@@ -299,8 +299,9 @@ def _spec(kernel: str, description: str) -> KernelSpec:
         build=lambda shape: build(kernel, shape),
         kernargs=lambda shape: pack_kernargs(compile_gfx950(AotVariant.for_shape(kernel, shape)), shape),
         grid=lambda shape: grid(shape, AotVariant.for_shape(kernel, shape)),
-        workgroup_size=base.workgroup_size, dtype=kernel, arch=ARCH)
+        workgroup_size=base.workgroup_size, dtype=kernel, arch=ARCH,
+        causal=None)  # the build follows the shape's mask (AotVariant.for_shape)
 
 
-register_kernel(_spec("fp8", "Triton FP8 kernel (ZYFA numerics, scaled-MFMA PV), AOT-compiled for gfx950"))
-register_kernel(_spec("bf16", "Triton BF16 kernel, AOT-compiled for gfx950"))
+SPECS = (_spec("fp8", "Triton FP8 kernel (ZYFA numerics, scaled-MFMA PV), AOT-compiled for gfx950"),
+         _spec("bf16", "Triton BF16 kernel, AOT-compiled for gfx950"))

@@ -69,6 +69,7 @@ class Estimate:
     notes: list = field(default_factory=list)
     simulated: int = 0  # instructions issued in detail, probes included
     extrapolated: int = 0  # instructions covered by skipped loop periods
+    launch: Optional[Launch] = None  # what was estimated (program, grid, build meta: registers, LDS)
 
     @property
     def simulated_instructions(self) -> int:
@@ -243,4 +244,4 @@ def estimate(launch: Launch, config: EstimateConfig = EstimateConfig(),
     return Estimate(cycles=cycles, seconds=seconds, tflops=tflops, clock_mhz=float(config.clock_mhz), occupancy=occ,
                     flops_ratio=flops_ratio, samples=public, cu_result=rep_result, representative_x=rep_x,
                     work_axis=work_axis, wall_seconds=time.perf_counter() - wall, notes=notes,
-                    simulated=simulated, extrapolated=extrapolated)
+                    simulated=simulated, extrapolated=extrapolated, launch=launch)

@@ -1,22 +1,20 @@
-"""Resolve ``--kernel`` names into a cycle-model launch: program, kernel arguments, grid.
+"""A kernel launch as the cycle model runs it: the parsed program, kernel arguments, grid.
 
-Accepted: a name registered in :mod:`zyfa.kernels.registry` (our generated kernels, Triton AOT
-builds), ``aiter:NAME`` (:mod:`zyfa.kernels.aiter`), or a path to a ``.co``/``.hsaco``/``.s``
-file (then the caller supplies ``kernargs``/``grid``/``workgroup_size`` or the defaults below
-apply: no kernel arguments, one workgroup, the metadata's workgroup size).
+Kernel resolution (names, ``aiter:NAME``, paths, generator configurations) is
+:func:`zyfa.kernels.registry.resolve`; it hands over a
+:class:`~zyfa.kernels.spec.LaunchDescription`, which :func:`from_description` parses into the
+model's :class:`Launch` (:func:`prepare` does both).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Optional
 
+from zyfa.gfx950.isa import Program, load_program, parse_asm
+from zyfa.kernels import registry
+from zyfa.kernels.spec import LaunchDescription
 from zyfa.shapes import AttnShape
-from zyfa.kernels import aiter
-from zyfa.gfx950.isa import Program, disassemble, load_program, parse_asm
-
-DEFAULT_KERNEL = "zyfa-fp8"
 
 
 @dataclass(frozen=True)
@@ -62,85 +60,23 @@ class Launch:
             raise ValueError(f"Launch.workgroup_size must be 1..1024, got {self.workgroup_size!r}")
 
 
-def list_kernels() -> list[tuple[str, str]]:
-    """(name, description) of every kernel ``--kernel`` accepts here."""
-    from zyfa.kernels.registry import kernels
-
-    out = [(name, spec.description) for name, spec in sorted(kernels().items())]
-    try:
-        out += [(f"aiter:{stem}", "AITER gfx950 fmha v3 forward code object (amd-aiter wheel)") for stem in aiter.available()]
-    except aiter.AiterUnavailable as exc:
-        out.append(("aiter:NAME", f"unavailable here: {exc}"))
-    out.append(("PATH.co|.hsaco|.s", "any gfx950 code object or llvm-mc assembly file"))
-    return out
-
-
-def default_kernel() -> tuple[str, str]:
-    """(name, why): ``zyfa-fp8`` if registered, else the first registered kernel, else AITER's
-    BF16 causal forward."""
-    from zyfa.kernels.registry import kernels
-
-    registered = kernels()
-    if DEFAULT_KERNEL in registered:
-        return DEFAULT_KERNEL, "default"
-    for name in ("zyfa-fp8-exact", "aiter-like-fp8", "zyfa-bf16", "triton-fp8", "triton-bf16"):
-        if name in registered:
-            return name, f"{DEFAULT_KERNEL} is not registered; using {name}"
-    if registered:
-        name = sorted(registered)[0]
-        return name, f"{DEFAULT_KERNEL} is not registered; using {name}"
-    return "aiter:fwd_hd128_bf16_causal", "no kernel is registered; using AITER's BF16 causal forward"
-
-
-def resolve(name: str, shape: AttnShape) -> Launch:
-    """A :class:`Launch` for kernel ``name`` on ``shape``."""
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"kernel name must be a non-empty string, got {name!r}")
-    if not isinstance(shape, AttnShape):
-        raise TypeError(f"shape must be a zyfa.shapes.AttnShape, got {type(shape).__name__}")
-    if name.startswith("aiter:"):
-        path = aiter.resolve(name)
-        aiter.check_shape(path, shape)
-        program = disassemble(path)
-        return Launch(name=name, program=program, kernargs=aiter.kernargs(program, path, shape),
-                      grid=aiter.grid(path, shape), workgroup_size=aiter.workgroup_size(path), shape=shape,
-                      origin="aiter", meta={"code_object": str(path)})
-    if Path(name).suffix in (".co", ".hsaco", ".s") and Path(name).exists():
-        program = load_program(name)
-        if aiter.is_fmha_v3(program):  # an AITER fmha v3 forward code object given by path
-            path = Path(name)
-            aiter.check_shape(path, shape)
-            return Launch(name=path.stem, program=program, kernargs=aiter.kernargs(program, path, shape),
-                          grid=aiter.grid(path, shape), workgroup_size=aiter.workgroup_size(path), shape=shape,
-                          origin="aiter", meta={"code_object": str(path.resolve())})
-        wg = program.descriptor.workgroup_size or 64
-        return Launch(name=Path(name).name, program=program, kernargs=bytes(program.descriptor.kernarg_size),
-                      grid=(1, 1, 1), workgroup_size=wg, shape=shape, origin="file",
-                      meta={"path": str(Path(name).resolve()), "note": "no kernel arguments known: zero-filled; one workgroup"})
-    from zyfa.kernels.registry import get_kernel
-
-    spec = get_kernel(name)
-    return from_build(spec.build(shape), shape, spec.kernargs(shape), spec.grid(shape), spec.workgroup_size,
-                      origin="registry")
-
-
-def from_build(build, shape: AttnShape, kernargs: bytes, grid, workgroup_size: int, origin: str) -> Launch:
-    """A :class:`Launch` of a :class:`zyfa.kernels.registry.KernelBuild` (its meta carries the
-    schedule clusters, loop-iteration starts and branch directions into the simulation)."""
+def from_description(desc: LaunchDescription) -> Launch:
+    """The model's :class:`Launch` of a resolved kernel (its build meta carries the schedule
+    clusters, loop-iteration starts and branch directions into the simulation)."""
+    if not isinstance(desc, LaunchDescription):
+        raise TypeError(f"expected a zyfa.kernels.spec.LaunchDescription, got {type(desc).__name__}")
+    build = desc.build
     if build.asm is not None:
-        program = parse_asm(build.asm, kernel=build.symbol, workgroup_size=workgroup_size,
-                            source=f"{origin}:{build.name}")
+        program = parse_asm(build.asm, kernel=build.symbol, workgroup_size=desc.workgroup_size,
+                            source=f"{desc.origin}:{build.name}")
     elif build.code_object is not None:
-        program = disassemble(build.code_object, build.symbol)
+        program = load_program(build.code_object, build.symbol)
     else:
         raise ValueError(f"kernel {build.name!r}: its build has neither assembly nor a code object")
-    return Launch(name=build.name, program=program, kernargs=bytes(kernargs), grid=tuple(int(g) for g in grid),
-                  workgroup_size=workgroup_size, shape=shape, origin=origin, meta=dict(build.meta))
+    return Launch(name=desc.name, program=program, kernargs=bytes(desc.kernargs), grid=tuple(desc.grid),
+                  workgroup_size=desc.workgroup_size, shape=desc.shape, origin=desc.origin, meta=dict(build.meta))
 
 
-def from_config(config, shape: AttnShape, origin: str = "config") -> Launch:
-    """A :class:`Launch` of any gfx950 generator :class:`KernelConfig` (sweeps, what-if)."""
-    from zyfa.kernels.gfx950 import build_config, grid, kernargs
-    from zyfa.kernels.gfx950.schedule import WAVES
-
-    return from_build(build_config(config), shape, kernargs.pack(shape), grid(shape), WAVES * 64, origin)
+def prepare(kernel, shape: AttnShape, overrides=None) -> Launch:
+    """:func:`zyfa.kernels.registry.resolve` then :func:`from_description`."""
+    return from_description(registry.resolve(kernel, shape, overrides))

@@ -1,5 +1,10 @@
 """The CDNA4 cycle model as a tracer: kernel + shape -> :class:`zyfa.trace.schema.Trace`.
 
+:func:`simulate` is the one path from a kernel (a name, ``aiter:NAME``, a code-object path or a
+gfx950 generator configuration, with optional generator-parameter overrides) and a shape to a
+trace and a whole-kernel estimate; ``zyfa-trace kernel``, the sweeps and the web UI's what-if
+all call it.
+
 The trace holds the detailed records of one CU running the representative workgroup(s)
 (``cu`` = 0); loop periods that were extrapolated have no records (their count is in
 ``meta.extra``). ``meta.extra`` also carries the whole-kernel prediction and how it was made.
@@ -11,14 +16,14 @@ import datetime
 import subprocess
 import sys
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Mapping, Optional
 
 import pandas as pd
 
 from zyfa.shapes import AttnShape
 from zyfa.gfx950 import timing
 from zyfa.trace.cdna4.estimate import Estimate, EstimateConfig, estimate
-from zyfa.trace.cdna4.launch import Launch, resolve
+from zyfa.trace.cdna4.launch import Launch, prepare
 from zyfa.trace.schema import Trace, TraceMeta
 
 
@@ -61,15 +66,20 @@ def to_trace(launch: Launch, est: Estimate, command: Optional[str] = None) -> Tr
     return Trace(df, meta)
 
 
-def run_kernel_trace(kernel: str, shape: AttnShape, out_dir=None, config: EstimateConfig = EstimateConfig(),
-                     progress: Optional[Callable] = None) -> tuple[Trace, Estimate]:
-    """Run ``kernel`` on ``shape`` through the cycle model; save the trace under ``out_dir``
-    (``<out_dir>/<kernel>.parquet`` + ``.json``) when given."""
-    launch = resolve(kernel, shape)
+def simulate(kernel, shape: AttnShape, overrides: Optional[Mapping] = None,
+             config: EstimateConfig = EstimateConfig(), progress: Optional[Callable] = None,
+             command: Optional[str] = None) -> tuple[Trace, Estimate]:
+    """Run ``kernel`` on ``shape`` through the cycle model: ``(trace, estimate)``.
+
+    ``kernel`` and ``overrides`` as :func:`zyfa.kernels.registry.resolve` takes them;
+    ``config``: samples, clock, branch policy; ``progress(iterable)`` may wrap the sampled
+    workgroups (e.g. ``tqdm``); ``command``: the provenance command line (default ``sys.argv``)."""
+    launch = prepare(kernel, shape, overrides)
     est = estimate(launch, config, progress=progress)
-    trace = to_trace(launch, est)
-    if out_dir is not None:
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        trace.save(out / launch.name.replace(":", "_").replace("/", "_"))
-    return trace, est
+    return to_trace(launch, est, command=command), est
+
+
+def save(trace: Trace, out_dir) -> Path:
+    """Write ``trace`` as ``<out_dir>/<kernel>.parquet`` + ``.json`` (``:`` and ``/`` in the
+    kernel name become ``_``); returns the Parquet path."""
+    return trace.save(Path(out_dir) / trace.meta.kernel.replace(":", "_").replace("/", "_"))

@@ -15,6 +15,9 @@ import time
 import numpy as np
 import torch
 
+from zyfa import numerics
+from zyfa.gfx950 import isa
+from zyfa.kernels import aiter
 from zyfa.shapes import AttnShape
 from zyfa.trace.emu.asm import from_cdna4_program
 from zyfa.trace.emu.attention import EmulationResult, make_inputs
@@ -30,9 +33,6 @@ _TAIL_ROWS = 128
 
 
 def _program(name: str):
-    from zyfa.kernels import aiter
-    from zyfa.gfx950 import isa
-
     if name not in _PROGRAMS:
         path = aiter.resolve(name)
         cdna4_program = isa.disassemble(path)
@@ -49,13 +49,11 @@ def emulate_aiter(name: str, shape: AttnShape, seed: int = 0, quantum: int | Non
     come out wrong when a workgroup takes two tiles (measured at b1 h1 s512), consistent with
     LDS reuse between barriers that relies on timing.
     """
-    from zyfa import numerics
-    from zyfa.kernels import aiter
-
     if not isinstance(shape, AttnShape):
         raise TypeError(f"shape must be a zyfa.shapes.AttnShape, got {type(shape).__name__}")
     path, cdna4_program, program = _program(name)
-    aiter.check_shape(path, shape)
+    spec = aiter.spec(f"aiter:{name}")
+    spec.check(shape)
     inputs = make_inputs(shape, seed)
     b, sq, h, dv = shape.batch, shape.seqlen_q, shape.heads, shape.headdim_v
     host = {"Q": inputs["q"], "K": inputs["k"], "V": inputs["v"],
@@ -71,7 +69,7 @@ def emulate_aiter(name: str, shape: AttnShape, seed: int = 0, quantum: int | Non
             addresses[arg.name] = memory.put(raw, tail=_TAIL_ROWS * raw.nbytes // raw.shape[1])
             struct.pack_into("<Q", args, arg.offset, addresses[arg.name])
     start = time.perf_counter()
-    stats = run_kernel(program, Launch(aiter.grid(path, shape), (aiter.workgroup_size(path), 1, 1)),
+    stats = run_kernel(program, Launch(aiter.grid(path, shape), (spec.workgroup_size, 1, 1)),
                        bytes(args), memory, quantum=quantum)
     seconds = time.perf_counter() - start
     out = torch.from_numpy(memory.get(addresses["R"], host["R"].numel() * 2).view(np.int16).copy())

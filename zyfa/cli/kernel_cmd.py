@@ -15,8 +15,16 @@ amd-aiter wheel, downloaded once into ~/.cache/zyfa/aiter) or a .co/.hsaco/.s pa
 from __future__ import annotations
 
 import argparse
-import importlib
-from pathlib import Path
+
+from tqdm import tqdm
+
+from zyfa.analyzer import summary
+from zyfa.kernels import registry
+from zyfa.shapes import parse_shape
+from zyfa.trace import proton, rocprof
+from zyfa.trace.cdna4 import tracer
+from zyfa.trace.cdna4.estimate import EstimateConfig
+from zyfa.trace.errors import TracerUnavailable
 
 BACKENDS = ("model", "proton", "rocprof")
 
@@ -42,34 +50,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--emulate", action="store_true", help="also run the functional emulator on the kernel")
 
 
-def _kernel_dtype(name: str) -> str | None:
-    if name.startswith("aiter:"):
-        return "bf16" if "bf16" in name else "fp8"
-    try:
-        from zyfa.kernels.registry import kernels
-
-        spec = kernels().get(name)
-    except ImportError:
-        return None
-    return spec.dtype if spec is not None else None
-
-
 def _shape(args, kernel: str):
-    from zyfa.shapes import parse_shape
-
-    causal = None
-    if kernel.startswith("aiter:"):
-        causal = "causal" in kernel
-    shape = parse_shape(args.shape, batch=args.batch, heads=args.heads, heads_k=args.heads_k,
-                        headdim=args.headdim, headdim_v=args.headdim_v, dtype=args.dtype or _kernel_dtype(kernel))
-    return shape if causal is None else shape.with_(causal=causal)
+    """The problem: the command line's sizes, the kernel's own dtype unless --dtype is given, and
+    its mask when compiled in (facts of its spec; a bare code-object file has none)."""
+    spec = registry.spec_of(kernel)
+    shape = parse_shape(args.shape, batch=args.batch, heads=args.heads, heads_k=args.heads_k, headdim=args.headdim,
+                        headdim_v=args.headdim_v, dtype=args.dtype or (spec.dtype if spec is not None else None))
+    return shape if spec is None else spec.fit(shape, dtype=False)
 
 
 def _summary_values(trace) -> tuple[dict, str]:
-    try:
-        from zyfa.analyzer import summary
-    except ImportError:
-        return {}, "zyfa.analyzer is not installed: schedule metrics unavailable"
     return summary(trace, window="steady"), "analyzer, steady-state window"
 
 
@@ -82,10 +72,8 @@ def _num(value, fmt="{:.0f}") -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from zyfa.trace.cdna4 import launch as launch_mod
-
     if args.list:
-        for name, description in launch_mod.list_kernels():
+        for name, description in registry.list_kernels():
             print(f"{name:36s} {description}")
         return 0
     if args.samples < 1:
@@ -94,31 +82,25 @@ def run(args: argparse.Namespace) -> int:
     if args.clock is not None and not 0 < args.clock < 10000:
         print(f"error: --clock must be in (0, 10000) MHz, got {args.clock}")
         return 2
-    kernel, why = (args.kernel, "") if args.kernel else launch_mod.default_kernel()
+    kernel = args.kernel or registry.DEFAULT_KERNEL
     try:
         shape = _shape(args, kernel)
     except ValueError as exc:
         print(f"error: {exc}")
         return 2
-    if why and why != "default":
-        print(f"note: {why}")
 
     if args.backend != "model":
         return _hardware_backend(args, kernel, shape)
-
-    from tqdm import tqdm
-
-    from zyfa.trace.cdna4.estimate import EstimateConfig
-    from zyfa.trace.cdna4.tracer import run_kernel_trace
 
     config = EstimateConfig(samples=args.samples, unknown_branch=args.unknown_branch,
                             **({"clock_mhz": args.clock} if args.clock else {}))
     progress = lambda xs: tqdm(xs, desc="cycle model: workgroups", unit="wg", leave=False, disable=None)
     try:
-        trace, est = run_kernel_trace(kernel, shape, args.out, config, progress=progress)
+        trace, est = tracer.simulate(kernel, shape, config=config, progress=progress)
     except (ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}")
         return 2
+    saved = tracer.save(trace, args.out) if args.out else None
     values, origin = _summary_values(trace)
     print(f"CDNA4 cycle model (simulated, not measured) — {trace.meta.kernel} on {shape}, gfx950 @ {est.clock_mhz:.0f} MHz")
     print(f"  grid {tuple(trace.meta.grid)} x {trace.meta.workgroup_size} threads, {est.occupancy} workgroup(s)/CU")
@@ -129,8 +111,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"  predicted TFLOP/s    {est.tflops:.0f}  (simulated; FLOPs = {shape.flops:.4g}, causal halved)")
     for note in est.notes:
         print(f"  - {note}")
-    if args.out:
-        print(f"  trace: {Path(args.out) / trace.meta.kernel.replace(':', '_').replace('/', '_')}.parquet")
+    if saved is not None:
+        print(f"  trace: {saved}")
     print(f"  wall time {est.wall_seconds:.2f} s; {est.simulated_instructions} instructions simulated, "
           f"{est.extrapolated_instructions} extrapolated")
     if args.emulate:
@@ -139,17 +121,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _hardware_backend(args, kernel, shape) -> int:
-    from zyfa.trace.errors import TracerUnavailable
-
-    module_name = {"proton": "zyfa.trace.proton", "rocprof": "zyfa.trace.rocprof"}[args.backend]
+    module = {"proton": proton, "rocprof": rocprof}[args.backend]
     try:
-        module = importlib.import_module(module_name)
         trace = module.run_kernel_trace(kernel, shape, args.out or "zyfa-trace-out")
     except TracerUnavailable as exc:
         print(f"{args.backend} tracer unavailable: {exc}")
-        return 2
-    except ImportError as exc:
-        print(f"{args.backend} tracer unavailable: cannot import {module_name} ({exc})")
         return 2
     except ValueError as exc:
         print(f"error: {exc}")
@@ -159,10 +135,9 @@ def _hardware_backend(args, kernel, shape) -> int:
 
 
 def _emulate(kernel: str, shape) -> None:
-    try:
-        from zyfa.trace.emu import emulate_kernel
-    except ImportError:
-        print("functional emulator: zyfa.trace.emu.emulate_kernel is not available in this build")
-        return
+    # lazy: the emulator imports torch, which only --emulate needs (start-up cost measured in
+    # zyfa/cli/README.md)
+    from zyfa.trace.emu import emulate_kernel
+
     result = emulate_kernel(kernel, shape)
     print(f"functional emulator: {result}")

@@ -8,7 +8,7 @@ from zyfa.shapes import AttnShape
 from zyfa.kernels import aiter
 from zyfa.trace.cdna4.estimate import EstimateConfig, _interpolate, _sample_xs, dispatch, estimate, occupancy
 from zyfa.gfx950.isa import disassemble
-from zyfa.trace.cdna4.launch import resolve
+from zyfa.trace.cdna4.launch import prepare as resolve
 from zyfa.trace.cdna4.sim import CUSim
 
 SHAPE = AttnShape(batch=1, heads=8, heads_k=8, seqlen_q=2048, seqlen_k=2048, headdim=128, dtype="bf16")
@@ -78,7 +78,7 @@ def test_bad_inputs(aiter_causal):
         aiter.resolve("aiter:fwd_hd64_nonexistent")
     with pytest.raises(ValueError, match="needs headdim 128"):
         resolve("aiter:fwd_hd128_bf16_causal", SHAPE.with_(headdim=64, headdim_v=64))
-    with pytest.raises(ValueError, match="BF16"):
+    with pytest.raises(ValueError, match="takes dtype .bf16."):
         resolve("aiter:fwd_hd128_bf16_causal", SHAPE.with_(dtype="fp8"))
     with pytest.raises(ValueError, match="samples"):
         EstimateConfig(samples=0)

@@ -6,12 +6,12 @@ from zyfa.kernels.gfx950 import config_for
 from zyfa.kernels.gfx950.counts import tile_counts
 from zyfa.kernels.gfx950.generator import generate
 from zyfa.shapes import parse_shape
-from zyfa.trace.cdna4.tracer import run_kernel_trace
+from zyfa.trace.cdna4.tracer import simulate
 
 
 def test_iteration_is_one_tile_and_matches_static_counts():
     shape = parse_shape("1k", heads=1)
-    trace, _ = run_kernel_trace("zyfa-fp8", shape)
+    trace, _ = simulate("zyfa-fp8", shape)
     df = trace.df
     static = tile_counts(generate(config_for("zyfa-fp8", shape)))
     softmax = df[(df.unit == "VALU") & (df.region == "softmax_j")]

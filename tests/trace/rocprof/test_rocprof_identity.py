@@ -22,7 +22,7 @@ import pytest
 
 from zyfa.shapes import AttnShape
 from zyfa.trace.rocprof import import_att_dir
-from zyfa.trace.cdna4.launch import resolve
+from zyfa.trace.cdna4.launch import prepare as resolve
 from zyfa.trace.rocprof.isa import CATEGORIES
 from zyfa.trace.rocprof.records import RegionMap
 from zyfa.trace.rocprof.sdk import disassembly, kernel_entries
@@ -76,7 +76,7 @@ def test_importer_and_model_agree_on_every_instruction(tmp_path, kernel, dtype):
     if not all(shutil.which(t) for t in ("llvm-mc-22", "ld.lld-22", "llvm-objdump-22", "llvm-readelf-22")):
         pytest.skip("LLVM 22 tools not available")
     from zyfa.kernels.registry import get_kernel
-    from zyfa.trace.cdna4.tracer import run_kernel_trace as model_trace
+    from zyfa.trace.cdna4.tracer import simulate as model_trace
 
     shape = AttnShape(batch=1, heads=1, heads_k=1, seqlen_q=256, seqlen_k=256, dtype=dtype)
     model, _ = model_trace(kernel, shape)
