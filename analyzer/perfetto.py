@@ -25,6 +25,7 @@ import numpy as np
 from zyfa.analyzer.arrays import UNIT_CODES, arrays_of
 from zyfa.analyzer.intervals import dense_ids, grouped_cummax
 from zyfa.analyzer.window import WindowSpec, resolve_window
+from zyfa.trace.safeio import write_text
 from zyfa.trace.schema import UNITS, Trace
 
 LANES = ("MFMA", "VALU", "TRANS", "scalar", "memory", "region")
@@ -163,8 +164,5 @@ def _running_max_per_track(end: np.ndarray, new_track: np.ndarray) -> np.ndarray
 
 
 def write_perfetto(trace: Trace, path: str | Path, window: WindowSpec = "whole") -> Path:
-    """Write :func:`trace_events` to ``path`` (JSON); returns the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(trace_events(trace, window), separators=(",", ":")))
-    return path
+    """Write :func:`trace_events` to ``path`` (JSON; temporary file + rename); returns the path."""
+    return write_text(path, json.dumps(trace_events(trace, window), separators=(",", ":")))

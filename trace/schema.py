@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
@@ -26,6 +27,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+
+from zyfa.trace.safeio import MAX_JSON_BYTES, MAX_TRACE_BYTES, SafeIOError, atomic_path, check_regular, loads_json, read_bytes
 
 SCHEMA_VERSION = 1
 META_KEY = b"zyfa.trace.meta"
@@ -410,53 +413,68 @@ class Trace:
 
     # persistence -----------------------------------------------------------------------------
     @staticmethod
-    def _paths(path: str | Path) -> tuple[Path, Path]:
+    def files(path: str | Path) -> tuple[Path, Path]:
+        """(``<stem>.parquet``, ``<stem>.json``) of a trace named by either file or the stem."""
         path = Path(path)
         stem = path.with_suffix("") if path.suffix in (".parquet", ".json") else path
         return stem.with_name(stem.name + ".parquet"), stem.with_name(stem.name + ".json")
 
+    _paths = files
+
     def save(self, path: str | Path) -> Path:
-        """Write ``<stem>.parquet`` and ``<stem>.json`` (``path`` may end in ``.parquet``); returns the Parquet path."""
+        """Write ``<stem>.parquet`` and ``<stem>.json`` (``path`` may end in ``.parquet``); returns the Parquet path.
+
+        Each file is written to a temporary file in its folder and renamed over the target, so a
+        crash or a full disk never leaves a truncated trace (callers decide about overwriting:
+        :func:`zyfa.trace.safeio.check_output`)."""
         parquet_path, json_path = self._paths(path)
-        parquet_path.parent.mkdir(parents=True, exist_ok=True)
         try:
             meta_json = json.dumps(self.meta.to_dict(), indent=2, sort_keys=True, default=_json_default)
         except TypeError as exc:
             raise TraceError(json_path, "extra", f"metadata is not JSON-serialisable: {exc}") from exc
-        pq.write_table(self.table.replace_schema_metadata({META_KEY: meta_json.encode()}), parquet_path)
-        json_path.write_text(meta_json + "\n")
+        with atomic_path(parquet_path) as tmp_parquet, atomic_path(json_path) as tmp_json:
+            pq.write_table(self.table.replace_schema_metadata({META_KEY: meta_json.encode()}), tmp_parquet)
+            tmp_json.write_text(meta_json + "\n")
         return parquet_path
 
     @classmethod
     def load(cls, path: str | Path) -> "Trace":
-        """Read and validate a saved trace (``.parquet``, its ``.json`` sidecar or the stem)."""
+        """Read and validate a saved trace (``.parquet``, its ``.json`` sidecar or the stem).
+
+        Regular files only (a FIFO or device is refused without being opened), the Parquet file at
+        most ``MAX_TRACE_BYTES``, the sidecar at most ``MAX_JSON_BYTES`` and 64 levels deep."""
         parquet_path, json_path = cls._paths(path)
-        if not parquet_path.exists():
+        if not os.path.lexists(parquet_path):
             if Path(path).is_file():
                 raise TraceError(path, "<file>", "not a trace file: give the .parquet, its .json sidecar or their "
                                                  "common stem")
             raise TraceError(parquet_path, "<file>", "no such trace file")
+        try:
+            check_regular(parquet_path, MAX_TRACE_BYTES, "trace file")
+        except SafeIOError as exc:
+            raise TraceError(parquet_path, "<file>", str(exc).removeprefix(f"{parquet_path}: ")) from None
         try:
             strings = [c.name for c in COLUMNS.values() if pa.types.is_string(c.type)]
             present = set(pq.read_schema(parquet_path).names)
             table = pq.read_table(parquet_path, read_dictionary=[c for c in strings if c in present])
         except (pa.ArrowException, OSError) as exc:
             raise TraceError(parquet_path, "<file>", f"unreadable or truncated Parquet file: {exc}") from exc
-        if json_path.exists():
+        if os.path.lexists(json_path):
             try:
-                meta_dict = json.loads(json_path.read_text())
-            except (json.JSONDecodeError, UnicodeDecodeError, OSError) as exc:
-                raise TraceError(json_path, "<metadata>", f"unreadable or truncated JSON sidecar: {exc}") from exc
+                meta_dict = loads_json(read_bytes(json_path, MAX_JSON_BYTES, "JSON sidecar"), json_path,
+                                       what="JSON sidecar")
+            except SafeIOError as exc:
+                raise TraceError(json_path, "<metadata>", str(exc).removeprefix(f"{json_path}: ")) from None
             meta_file = json_path
         else:
             embedded = (table.schema.metadata or {}).get(META_KEY)
             if embedded is None:
                 raise TraceError(parquet_path, "<metadata>", f"no sidecar {json_path.name} and no embedded metadata")
             try:
-                meta_dict = json.loads(embedded)
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                raise TraceError(parquet_path, "<metadata>", f"unreadable embedded metadata (and no sidecar "
-                                                             f"{json_path.name}): {exc}") from exc
+                meta_dict = loads_json(embedded, parquet_path, what="embedded metadata")
+            except SafeIOError as exc:
+                raise TraceError(parquet_path, "<metadata>", str(exc).removeprefix(f"{parquet_path}: ") +
+                                 f" (and no sidecar {json_path.name})") from None
             meta_file = parquet_path
         meta = TraceMeta.from_dict(meta_dict, file=meta_file)
         return cls(table, meta, _file=parquet_path, _strict=True)

@@ -202,7 +202,7 @@ def test_load_truncated_files(tmp_path):
         Trace.load(tmp_path / "missing.parquet")
     sidecar.unlink()
     sidecar.mkdir()  # a sidecar that cannot be read as a file
-    with pytest.raises(TraceError, match=r"t.json: field '<metadata>': unreadable or truncated"):
+    with pytest.raises(TraceError, match=r"t.json: field '<metadata>': a directory, not a regular JSON sidecar"):
         Trace.load(path)
     sidecar.rmdir()
     sidecar.write_text("{}")
@@ -212,7 +212,7 @@ def test_load_truncated_files(tmp_path):
     sidecar.unlink()
     table = pq.read_table(path)
     pq.write_table(table.replace_schema_metadata({k: v[:20] for k, v in table.schema.metadata.items()}), path)
-    with pytest.raises(TraceError, match=r"t.parquet: field '<metadata>': unreadable embedded metadata"):
+    with pytest.raises(TraceError, match=r"t.parquet: field '<metadata>': unreadable or truncated embedded metadata"):
         Trace.load(path)
 
 

@@ -21,12 +21,12 @@ is a ``rocprofiler_thread_trace_decoder_inst_category_t``. Timing semantics: rec
 from __future__ import annotations
 
 import bisect
-import json
 import re
 from pathlib import Path
 from typing import Any, Optional
 
 from zyfa.trace.rocprof.records import AttInstruction, AttWave, MfmaCycles, RegionMap, annotate, wave_records
+from zyfa.trace.safeio import SafeIOError, read_json
 from zyfa.trace.schema import Trace, TraceMeta
 
 DISPATCH_DIR = re.compile(r"^ui_output_agent_(\d+)_dispatch_(\d+)$")
@@ -78,12 +78,24 @@ def _select(path: Path, dispatch: Optional[int]) -> Path:
 # -- JSON helpers --------------------------------------------------------------------------------
 
 def _load(file: Path) -> Any:
-    if not file.is_file():
+    """Parsed JSON of one capture file: regular, size- and nesting-bounded (zyfa.trace.safeio)."""
+    if not file.exists() and not file.is_symlink():
         raise AttFormatError(file, "<file>", "missing (a decoded rocprofv3 --att directory always has it)")
     try:
-        return json.loads(file.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise AttFormatError(file, "<file>", f"not valid JSON (truncated copy?): {exc}") from exc
+        return read_json(file, what="JSON file")
+    except SafeIOError as exc:
+        raise AttFormatError(file, "<file>", str(exc).removeprefix(f"{file}: ")) from None
+
+
+def _confined(dispatch_dir: Path, name: str, file: Path, where: str) -> Path:
+    """``dispatch_dir / name`` for a plain file name that stays inside the capture directory
+    (no ``/``, ``..``, absolute path, or symlink leading out): filenames.json is data, not a path."""
+    if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
+        raise AttFormatError(file, where, f"wave file name {name!r} is not a plain file name in {dispatch_dir}")
+    target = dispatch_dir / name
+    if not target.resolve().is_relative_to(dispatch_dir.resolve()):
+        raise AttFormatError(file, where, f"wave file {name!r} leads outside the capture directory {dispatch_dir}")
+    return target
 
 
 def _key(obj: Any, key: str, file: Path, kind: type | tuple = object, where: str = "") -> Any:
@@ -183,20 +195,26 @@ def read_wave(file: Path, se: int, lines: dict[int, tuple[str, int, int]],
         raise AttFormatError(file, "wave", str(exc)) from exc
 
 
-def _wave_files(file: Path, data: Any) -> list[tuple[int, str]]:
-    """``filenames.json`` -> ``[(se, wave file name)]`` from ``wave_filenames[se][simd][slot][id]``."""
+def _wave_files(file: Path, data: Any) -> list[tuple[int, str, str]]:
+    """``filenames.json`` -> ``[(se, wave file name, its key)]`` from ``wave_filenames[se][simd][slot][id]``."""
     tree = _key(data, "wave_filenames", file, dict)
     out = []
+    if not isinstance(tree, dict):
+        raise AttFormatError(file, "wave_filenames", "expected an object {se: {simd: {slot: {id: [file, begin, end]}}}}")
     for se, simds in tree.items():
-        if not se.isdigit() or not isinstance(simds, dict):
+        if not (se.isascii() and se.isdigit()) or not isinstance(simds, dict):
             raise AttFormatError(file, f"wave_filenames.{se}", "expected a shader-engine number mapping SIMDs")
         for simd, slots in simds.items():
+            if not isinstance(slots or {}, dict):
+                raise AttFormatError(file, f"wave_filenames.{se}.{simd}", "expected an object {slot: {id: entry}}")
             for slot, ids in (slots or {}).items():
+                if not isinstance(ids or {}, dict):
+                    raise AttFormatError(file, f"wave_filenames.{se}.{simd}.{slot}", "expected an object {id: entry}")
                 for wid, entry in (ids or {}).items():
                     where = f"wave_filenames.{se}.{simd}.{slot}.{wid}"
                     if not (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[0], str)):
                         raise AttFormatError(file, where, f"expected [file, begin, end], got {entry!r}")
-                    out.append((int(se), entry[0]))
+                    out.append((int(se), entry[0], where))
     return out
 
 
@@ -279,8 +297,8 @@ def import_att_dir(path: str | Path, *, dispatch: Optional[int] = None, kernel: 
     wave_starts = _check_occupancy(occupancy, occ_file)
     entries = kernel_entries(code_labels)
     waves = []
-    for se, name in _wave_files(filenames_file, names):
-        waves.append(read_wave(dispatch_dir / name, se, lines, entries))
+    for se, name, where in _wave_files(filenames_file, names):
+        waves.append(read_wave(_confined(dispatch_dir, name, filenames_file, where), se, lines, entries))
     records, stats = wave_records(waves, mfma_cycles)
     if regions is not None:
         annotate(records, regions)

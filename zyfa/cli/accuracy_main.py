@@ -47,6 +47,7 @@ import torch
 
 import zyfa
 from zyfa import numerics
+from zyfa.cli.errors import Parser, add_debug_flag, guarded, pop_debug
 
 SOURCES = ("gaussian", "outliers", "real")
 FORMATS = ("table", "json", "csv")
@@ -290,7 +291,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="zyfa-accuracy", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    argv, debug = pop_debug(sys.argv[1:] if argv is None else list(argv))
+    parser = Parser(prog="zyfa-accuracy", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)
-    return run(parser.parse_args(argv))
+    add_debug_flag(parser)
+    args = parser.parse_args(argv)
+    return guarded("zyfa-accuracy", lambda: run(args), debug)

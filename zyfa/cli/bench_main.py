@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
+from zyfa.cli.errors import Parser, add_debug_flag, guarded, pop_debug
 from zyfa.shapes import AttnShape, parse_seqlen
 
 DEFAULT_SEQLENS = "1k,2k,4k,8k,16k,32k"
@@ -321,10 +322,12 @@ def format_row(r: BenchRow) -> str:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="zyfa-bench", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    argv, debug = pop_debug(sys.argv[1:] if argv is None else list(argv))
+    parser = Parser(prog="zyfa-bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)
-    return run(parser.parse_args(argv))
+    add_debug_flag(parser)
+    args = parser.parse_args(argv)
+    return guarded("zyfa-bench", lambda: run(args), debug)
 
 
 if __name__ == "__main__":

@@ -6,17 +6,24 @@
 DIR is a ``ui_output_agent_<agent>_dispatch_<id>`` directory or the rocprofv3 output directory
 holding it (capture with ``rocprofv3 --att -d DIR -- <app>`` on an MI3xx). Writes TRACE.parquet
 and TRACE.json; the trace is hardware data (source rocprof-att), cycles in shader clocks.
+An existing TRACE is kept unless --force; TRACE may not lie inside DIR (the capture is input).
+Wave-file names in filenames.json are confined to the dispatch directory.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+
+from zyfa.trace.safeio import SafeIOError, check_output
+from zyfa.trace.schema import Trace
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("directory", metavar="DIR", help="rocprofv3 --att output (or one ui_output_agent_* dir)")
     p.add_argument("-o", "--output", required=True, metavar="TRACE", help="output stem (writes .parquet + .json)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing TRACE")
     p.add_argument("--dispatch", type=int, default=None, help="dispatch id, when DIR holds several")
     p.add_argument("--kernel", default=None, help="kernel name to record (default: from occupancy.json)")
     p.add_argument("--arch", default=None, help="gfx target (default: from the *_code_object_id_*.out names)")
@@ -29,18 +36,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="dtype of a registered --program kernel (default: the kernel's own)")
 
 
-def run(args: argparse.Namespace) -> int:
-    from zyfa.trace.rocprof import AttFormatError, import_att_dir
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Every refusal before the capture is read: TRACE inside DIR or equal to --program, or existing."""
+    capture = Path(args.directory).resolve()
+    inputs = [args.program] if args.program and Path(args.program).exists() else []
+    for out in Trace.files(args.output):
+        if out.resolve().is_relative_to(capture):
+            raise SafeIOError(out, f"is inside the capture directory {args.directory} (an input); write the trace "
+                                   "elsewhere")
+        check_output(out, force=args.force, inputs=inputs)
 
-    try:
-        regions = None if args.program is None else _regions(args)
-        trace = import_att_dir(args.directory, dispatch=args.dispatch, kernel=args.kernel, arch=args.arch,
-                               clock_mhz=args.clock_mhz, mfma_cycles=_mfma_cycles(), regions=regions,
-                               provenance={"command": " ".join(sys.argv)})
-        path = trace.save(args.output)
-    except (AttFormatError, OSError, ValueError) as exc:
-        print(f"zyfa-trace import-att: {exc}", file=sys.stderr)
-        return 1
+
+def run(args: argparse.Namespace) -> int:
+    from zyfa.trace.rocprof import import_att_dir
+
+    _check_outputs(args)
+    regions = None if args.program is None else _regions(args)
+    trace = import_att_dir(args.directory, dispatch=args.dispatch, kernel=args.kernel, arch=args.arch,
+                           clock_mhz=args.clock_mhz, mfma_cycles=_mfma_cycles(), regions=regions,
+                           provenance={"command": " ".join(sys.argv)})
+    path = trace.save(args.output)
     extra = trace.meta.extra
     print(f"{trace.meta.kernel} ({trace.meta.arch}, {trace.meta.label}): {len(trace)} records from "
           f"{extra['waves']} waves, {extra['unmapped_records']} without a code address -> {path}")

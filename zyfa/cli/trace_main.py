@@ -10,6 +10,8 @@ import argparse
 import importlib
 import sys
 
+from zyfa.cli.errors import Parser, add_debug_flag, guarded, pop_debug
+
 # name -> (module in zyfa.cli, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "kernel": ("kernel_cmd", "run a kernel through a tracer (default: the CDNA4 cycle model) and summarise it"),
@@ -26,13 +28,14 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 def build_parser(command: str | None = None) -> tuple[argparse.ArgumentParser, dict[str, object]]:
     """The top-level parser. Only ``command``'s module is imported (its options added), so
     ``zyfa-trace kernel`` never imports the UI or torch-heavy subcommands."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="zyfa-trace",
         description=(
             "Trace-driven pipeline analysis of FP8/BF16 attention kernels for AMD CDNA4 (gfx950). "
             "Without an MI355X the tracer is the CDNA4 cycle model: its outputs are simulated."
         ),
     )
+    add_debug_flag(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     modules: dict[str, object] = {}
     for name, (module_name, help_text) in SUBCOMMANDS.items():
@@ -48,14 +51,16 @@ def build_parser(command: str | None = None) -> tuple[argparse.ArgumentParser, d
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
+    """Errors anywhere end as one stderr line naming the file/argument, exit code 2 (``--debug``,
+    accepted anywhere on the line, shows the traceback); Ctrl-C prints one line, exit code 130."""
+    argv, debug = pop_debug(sys.argv[1:] if argv is None else list(argv))
     command = next((a for a in argv if not a.startswith("-")), None)
     parser, modules = build_parser(command if command in SUBCOMMANDS else None)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 2
-    return int(modules[args.command].run(args) or 0)
+    return guarded(f"zyfa-trace {args.command}", lambda: modules[args.command].run(args), debug)
 
 
 if __name__ == "__main__":

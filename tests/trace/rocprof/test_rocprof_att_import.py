@@ -187,7 +187,7 @@ def test_missing_file(tiny_copy, name):
 def test_truncated_json(tiny_copy):
     f = tiny_copy / "se0_sm0_sl0_wv0.json"
     f.write_text(f.read_text()[:50])
-    with pytest.raises(AttFormatError, match="se0_sm0_sl0_wv0.json: field '<file>': not valid JSON"):
+    with pytest.raises(AttFormatError, match="se0_sm0_sl0_wv0.json: field '<file>': unreadable or truncated JSON"):
         import_att_dir(tiny_copy)
 
 

@@ -25,12 +25,12 @@ def test_import_att_writes_a_trace(tmp_path, capsys):
 
 
 def test_import_att_errors_go_to_stderr(tmp_path, capsys):
-    assert main(["import-att", str(tmp_path / "missing"), "-o", str(tmp_path / "x")]) == 1
+    assert main(["import-att", str(tmp_path / "missing"), "-o", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("zyfa-trace import-att:") and "does not exist" in err
     assert not (tmp_path / "x.parquet").exists()
     (tmp_path / "file").write_text("")  # an output stem under a plain file cannot be written
-    assert main(["import-att", str(TINY), "-o", str(tmp_path / "file" / "x")]) == 1
+    assert main(["import-att", str(TINY), "-o", str(tmp_path / "file" / "x")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("zyfa-trace import-att:") and "file" in err and "Traceback" not in err
 
@@ -53,7 +53,7 @@ def test_import_att_program_labels(tmp_path, capsys):
     assert main(["import-att", str(TINY), "-o", str(tmp_path / "hw"), "--program", str(tmp_path / "tiny.s")]) == 0
     recs = [r for r in Trace.load(tmp_path / "hw.parquet").table.to_pylist() if (r["cu"], r["simd"]) == (1, 0)]
     assert [r["region"] for r in recs] == [None] * 5 + ["lds_phase"] * 5  # ds_read_b128 sits at byte 28
-    assert main(["import-att", str(TINY), "-o", str(tmp_path / "y"), "--program", str(tmp_path / "absent.s")]) == 1
+    assert main(["import-att", str(TINY), "-o", str(tmp_path / "y"), "--program", str(tmp_path / "absent.s")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("zyfa-trace import-att: --program ") and "absent.s: no such file" in err
 
@@ -71,5 +71,5 @@ def test_program_regions_of_a_registered_kernel(tmp_path, capsys):
     build = get_kernel("zyfa-bf16").build(AttnShape(dtype="bf16"))
     assert list(regions.clusters.values()) == list(build.meta["instruction_clusters"])
     assert min(regions.clusters) == 0 and all(pc % 4 == 0 for pc in regions.clusters)
-    assert main(["import-att", str(TINY), "-o", str(tmp_path / "x"), "--program", "no-such-kernel"]) == 1
+    assert main(["import-att", str(TINY), "-o", str(tmp_path / "x"), "--program", "no-such-kernel"]) == 2
     assert "unknown kernel 'no-such-kernel'" in capsys.readouterr().err
