@@ -143,6 +143,14 @@ def check_output(path: str | Path, *, force: bool = False, inputs: Iterable[str 
     return path
 
 
+def check_folder(path: str | Path, flag: str = "folder") -> Path:
+    """``path`` as an output folder: an existing directory, or nothing yet (created on write)."""
+    path = Path(path)
+    if os.path.lexists(path) and not path.is_dir():
+        raise SafeIOError(path, f"{flag}: exists and is not a directory")
+    return path
+
+
 @contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yields a temporary path in ``path``'s folder; on success it is renamed over ``path``

@@ -79,7 +79,14 @@ def simulate(kernel, shape: AttnShape, overrides: Optional[Mapping] = None,
     return to_trace(launch, est, command=command), est
 
 
+def output_stem(kernel_name: str, out_dir) -> Path:
+    """``<out_dir>/<kernel>``: ``:``, ``/`` and ``\\`` in the name become ``_`` and a leading ``.``
+    is escaped, so the trace stays inside ``out_dir`` whatever the name."""
+    name = kernel_name.replace(":", "_").replace("/", "_").replace("\\", "_")
+    return Path(out_dir) / (f"_{name}" if name.startswith(".") else name)
+
+
 def save(trace: Trace, out_dir) -> Path:
-    """Write ``trace`` as ``<out_dir>/<kernel>.parquet`` + ``.json`` (``:`` and ``/`` in the
-    kernel name become ``_``); returns the Parquet path."""
-    return trace.save(Path(out_dir) / trace.meta.kernel.replace(":", "_").replace("/", "_"))
+    """Write ``trace`` as ``<out_dir>/<kernel>.parquet`` + ``.json`` (:func:`output_stem`);
+    returns the Parquet path."""
+    return trace.save(output_stem(trace.meta.kernel, out_dir))

@@ -10,11 +10,13 @@ import argparse
 import sys
 from typing import Callable
 
+from zyfa.trace.errors import TracerUnavailable
+
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
 
 # exceptions whose message is written for the user: shown as is (others get their type name)
-_USER_ERRORS = (ValueError, TypeError, OSError, LookupError, NotImplementedError)
+_USER_ERRORS = (ValueError, TypeError, OSError, LookupError, NotImplementedError, TracerUnavailable)
 
 
 class Parser(argparse.ArgumentParser):

@@ -15,6 +15,7 @@ amd-aiter wheel, downloaded once into ~/.cache/zyfa/aiter) or a .co/.hsaco/.s pa
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from tqdm import tqdm
 
@@ -25,6 +26,8 @@ from zyfa.trace import proton, rocprof
 from zyfa.trace.cdna4 import tracer
 from zyfa.trace.cdna4.estimate import EstimateConfig
 from zyfa.trace.errors import TracerUnavailable
+from zyfa.trace.safeio import check_folder, check_output
+from zyfa.trace.schema import Trace
 
 BACKENDS = ("model", "proton", "rocprof")
 
@@ -44,6 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--unknown-branch", choices=("not-taken", "taken"), default="not-taken",
                    help="how branches on data the model does not compute go (default not-taken: guarded code runs)")
     p.add_argument("-o", "--out", default=None, help="directory for the trace (<kernel>.parquet + .json)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing trace of this kernel in -o DIR")
     p.add_argument("--list", action="store_true", help="list the kernels --kernel accepts and exit")
     p.add_argument("--backend", choices=BACKENDS, default="model",
                    help="model: CDNA4 cycle model (default); proton / rocprof: hardware tracers (need a GPU)")
@@ -77,17 +81,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"{name:36s} {description}")
         return 0
     if args.samples < 1:
-        print(f"error: --samples must be >= 1, got {args.samples}")
-        return 2
+        raise ValueError(f"--samples must be >= 1, got {args.samples}")
     if args.clock is not None and not 0 < args.clock < 10000:
-        print(f"error: --clock must be in (0, 10000) MHz, got {args.clock}")
-        return 2
+        raise ValueError(f"--clock must be in (0, 10000) MHz, got {args.clock}")
     kernel = args.kernel or registry.DEFAULT_KERNEL
-    try:
-        shape = _shape(args, kernel)
-    except ValueError as exc:
-        print(f"error: {exc}")
-        return 2
+    shape = _shape(args, kernel)
 
     if args.backend != "model":
         return _hardware_backend(args, kernel, shape)
@@ -95,11 +93,9 @@ def run(args: argparse.Namespace) -> int:
     config = EstimateConfig(samples=args.samples, unknown_branch=args.unknown_branch,
                             **({"clock_mhz": args.clock} if args.clock else {}))
     progress = lambda xs: tqdm(xs, desc="cycle model: workgroups", unit="wg", leave=False, disable=None)
-    try:
-        trace, est = tracer.simulate(kernel, shape, config=config, progress=progress)
-    except (ValueError, FileNotFoundError) as exc:
-        print(f"error: {exc}")
-        return 2
+    if args.out:
+        _check_out(args, kernel, shape)  # before the simulation, not after it
+    trace, est = tracer.simulate(kernel, shape, config=config, progress=progress)
     saved = tracer.save(trace, args.out) if args.out else None
     values, origin = _summary_values(trace)
     print(f"CDNA4 cycle model (simulated, not measured) — {trace.meta.kernel} on {shape}, gfx950 @ {est.clock_mhz:.0f} MHz")
@@ -120,16 +116,22 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_out(args: argparse.Namespace, kernel: str, shape) -> None:
+    """``-o DIR`` must be a folder (or not exist yet) and the trace it would hold must not exist
+    unless --force; a kernel file given as input is never overwritten."""
+    check_folder(args.out, flag="-o")
+    stem = tracer.output_stem(registry.resolve(kernel, shape).name, args.out)
+    inputs = [kernel] if Path(kernel).is_file() else []
+    for path in Trace.files(stem):
+        check_output(path, force=args.force, inputs=inputs, within=args.out)
+
+
 def _hardware_backend(args, kernel, shape) -> int:
     module = {"proton": proton, "rocprof": rocprof}[args.backend]
     try:
         trace = module.run_kernel_trace(kernel, shape, args.out or "zyfa-trace-out")
     except TracerUnavailable as exc:
-        print(f"{args.backend} tracer unavailable: {exc}")
-        return 2
-    except ValueError as exc:
-        print(f"error: {exc}")
-        return 2
+        raise TracerUnavailable(f"{args.backend} tracer unavailable: {exc}") from exc
     print(f"{args.backend} trace of {kernel} on {shape}: {len(trace)} records ({trace.meta.label})")
     return 0
 
