@@ -1,11 +1,12 @@
 """Kernel variants and their schedules, as data.
 
 A :class:`KernelConfig` names the numerics (softmax variant, P scaling) and the schedule. A
-schedule is a tuple of :class:`Cluster` s, the loop body of one wave: each cluster is a named
-phase (``QK_j``, ``softmax_j``, ``PV_j-1``), the (unit, count) instruction groups it contains, the
-``s_setprio`` priority it runs at and whether it ends in ``s_barrier``. The generator emits the
-clusters in this order and checks that what it emitted matches the declared groups; the build
-meta carries the same list (with instruction ranges) to the cycle model, which names trace
+schedule is the table :func:`schedule` returns per wave group: the loop body of one wave as an
+ordered tuple of :class:`Cluster` s, each naming its emitter, its ``s_setprio`` level, whether a
+barrier interval ends after it, whether it runs only on diagonal tiles, which clusters it nests
+out of line, and whether its instructions are spread over the MFMAs. The generator emits exactly
+this table (it has no cluster names of its own) and records in the build meta, per cluster
+instance, the instruction range and the unit counts it emitted; the cycle model names trace
 regions after it.
 
 Two-wave ping-pong (``pingpong``): each SIMD holds one wave of group 0 (waves 0-3) and one of
@@ -16,7 +17,7 @@ priority 1 the other runs its softmax phase; every barrier hands the MFMA pipe o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import product
 
 BLOCK_M = 32  # query rows per wave (one 32x32 MFMA tile of columns)
@@ -24,7 +25,6 @@ WAVES = 8  # waves per workgroup, two per SIMD
 ROWS_PER_WG = BLOCK_M * WAVES
 BLOCK_N = 128  # keys per loop iteration (tile)
 SCALE_BLOCK = 64  # keys per pow2 scaling block (docs/numerics.md)
-SCORES_PER_LANE = BLOCK_M * BLOCK_N // 64  # S values each lane of a wave holds per tile
 
 SOFTMAX = ("lean", "exact")
 SCALING = ("block", "none")
@@ -111,45 +111,58 @@ class KernelConfig:
         return "v_mfma_scale_f32_32x32x64_f8f6f4" if self.scaling == "block" else self.mfma_opcode
 
 
-@dataclass(frozen=True)
-class Group:
-    """``count`` instructions on ``unit`` (a trace-schema unit name)."""
-
-    unit: str
-    count: int
-
-    def __post_init__(self):
-        if self.unit not in ("MFMA", "VALU", "TRANS", "LDS", "VMEM"):
-            raise ValueError(f"Unknown Group.unit: {self.unit!r}")
-        if not isinstance(self.count, int) or self.count < 0:
-            raise ValueError(f"Group.count must be a non-negative int, got {self.count!r}")
+EMITTERS = ("pv", "qk", "mask", "softmax", "rescale", "load_issue", "lds_store")
+# emitters that produce MFMA steps: consecutive clusters of these kinds form ONE operand-read
+# pipeline (ds_reads run ahead of the MFMAs through a register ring), in table order
+MFMA_EMITTERS = ("pv", "qk")
+ONLY = ("always", "diagonal")
 
 
 @dataclass(frozen=True)
 class Cluster:
-    """One named phase of the loop body (see the module docstring)."""
+    """One named piece of a wave's loop body and how it is emitted (the generator reads every field).
+
+    ``name``: the region name in build meta and traces. ``emitter``: the generator routine that
+    emits it (one of :data:`EMITTERS`; clusters of :data:`MFMA_EMITTERS` next to each other share
+    one operand pipeline). ``priority``: the ``s_setprio`` level while it runs (the generator
+    emits ``s_setprio`` only where the level changes). ``barrier``: the barrier interval ends
+    after this cluster: priority hand-over to 0, ``s_waitcnt lgkmcnt(0)``, ``s_barrier``.
+    ``only``: ``"diagonal"`` skips it with a scalar branch on tiles ``j < nfull`` (no key masked
+    for any row). ``nested``: clusters the emitter places out of line behind a rare branch (the
+    lazy O rescale). ``spread``: instead of running after the previous cluster, its instructions
+    are spread evenly over the MFMA steps of its barrier interval (``ceil(instructions / MFMAs)``
+    after each MFMA, HipKittens' ``sched_group_barrier`` pairs derived from the counts); only for
+    clusters without LDS instructions, whose ``lgkmcnt`` the operand pipeline would miscount.
+    Unit counts are not declared: the build meta records what the emitter emitted.
+    """
 
     name: str
-    work: str  # the generator routine that emits it
-    groups: tuple[Group, ...]
+    emitter: str
     priority: int = 0
     barrier: bool = False
+    only: str = "always"
+    nested: tuple["Cluster", ...] = ()
+    spread: bool = False
 
     def __post_init__(self):
-        if self.work not in WORK:
-            raise ValueError(f"Unknown Cluster.work: {self.work!r} (expected one of {WORK})")
+        if self.emitter not in EMITTERS:
+            raise ValueError(f"Unknown Cluster.emitter: {self.emitter!r} (expected one of {EMITTERS})")
         if self.priority not in (0, 1, 2, 3):
             raise ValueError(f"Cluster.priority must be 0-3 (s_setprio), got {self.priority!r}")
-
-    def count(self, unit: str) -> int:
-        return sum(g.count for g in self.groups if g.unit == unit)
+        if self.only not in ONLY:
+            raise ValueError(f"Unknown Cluster.only: {self.only!r} (expected one of {ONLY})")
+        if self.spread and self.emitter not in SPREADABLE:
+            raise ValueError(f"Cluster {self.name}: emitter {self.emitter!r} cannot be spread over MFMAs "
+                             f"(allowed: {SPREADABLE})")
+        if self.spread and self.only != "always":
+            raise ValueError(f"Cluster {self.name}: a spread cluster cannot be conditional")
 
     def as_dict(self) -> dict:
-        return {"name": self.name, "work": self.work, "priority": self.priority, "barrier": self.barrier,
-                "units": {g.unit: g.count for g in self.groups}}
+        return {"name": self.name, "emitter": self.emitter, "priority": self.priority, "barrier": self.barrier,
+                "only": self.only, "spread": self.spread}
 
 
-WORK = ("pv", "qk", "mask", "softmax", "rescale", "load_issue", "lds_store")
+SPREADABLE = ("load_issue",)  # VMEM + SALU only: no LDS counter traffic inside the operand pipeline
 
 
 def loads_per_thread(config: KernelConfig) -> tuple[int, int]:
@@ -162,85 +175,51 @@ def loads_per_thread(config: KernelConfig) -> tuple[int, int]:
     return k_bytes // (16 * threads), v_bytes // (16 * threads)
 
 
-def valu_groups(config: KernelConfig) -> tuple[Group, ...]:
-    """VALU/TRANS instructions of one softmax cluster (per wave, 32 queries x 128 keys).
+def schedule(config: KernelConfig, wave_group: int) -> tuple[Cluster, ...]:
+    """Loop body of one wave of ``wave_group`` for one 128-key tile j: the generator's input.
 
-    Per lane: 64 scores (two 64-key blocks of 32). Derivation, per tile:
-      block max: 15 v_max3 + 1 v_max per block (lane-local)
-    lean/exact with block scaling, per tile: lane halves of both blocks joined and bm = ceil(t*mx)
-      clamped for both blocks by one shared exchange (7: swap, max, mul, ceil, max, mov, swap);
-      per block: scale byte (4),
-      lean: FMA constant (1) + 32 FMAs (16 v_pk_fma if packed) + 32 v_cvt_u32_f32 (SDWA byte insert),
-      exact: constant (1) + the FMAs + 32 v_exp (TRANS) + 16 v_cvt_pk_fp8;
-      per tile: max of the two block maxima + compare for the lazy rescale (2, + 1 add of the
-      threshold when rescale_threshold > 0).
-    none (AITER v3): max over 64 (31 v_max3 + 1 v_max + 3), m_new (2), -inf guard (2), alpha (1 +
-      1 TRANS), -m (1), 64 FMAs (32 v_pk_fma if packed), 64 v_exp (TRANS), l*alpha (1) + 64 v_add,
-      64 v_mul (O rescale), convert (32 v_cvt_pk_fp8 or v_cvt_pk_bf16), m update (1).
-    The lazy O rescale (cluster ``rescale_O``, nested in softmax_j behind a branch taken only by
-    lanes whose block max grew) is not counted here.
-    """
-    fmas = SCORES_PER_LANE // (2 if config.fma == "packed" else 1)
-    if config.scaling == "block":
-        per_block = 16 + 4 + 1 + fmas // 2 + (32 if config.softmax == "lean" else 16)
-        valu = 2 * per_block + 7 + 2 + (1 if config.rescale_threshold else 0)
-        trans = 0 if config.softmax == "lean" else 64
-    else:
-        valu = 32 + 3 + 2 + 2 + 1 + 1 + fmas + 1 + 64 + 64 + 32 + 1
-        trans = 64 + 1
-    groups = [Group("VALU", valu)]
-    if trans:
-        groups.append(Group("TRANS", trans))
-    return tuple(groups)
-
-
-def mfma_lds_reads(config: KernelConfig, work: str) -> int:
-    """ds_read instructions that feed one tile's MFMAs (one per 16 bytes of A operand)."""
-    a_bytes = {"fp8": 32, "bf16": 16}[config.dtype]
-    if work == "qk":
-        return config.qk_mfmas * a_bytes // 16
-    return config.pv_mfmas * a_bytes // 16
-
-
-def schedule(config: KernelConfig) -> tuple[Cluster, ...]:
-    """Loop body of one wave for one 128-key tile j (the generator's input).
-
-    MFMA phase: PV_j-1 (P of the previous tile times its V^T, plus the row-sum MFMAs), QK_j (S of
-    this tile); softmax phase: mask_j (only on tiles that cross the causal diagonal or seqlen_k:
-    one v_cmp + v_cndmask per score, + 1 for the lane's limit), then P_j from S_j. The K_j+1 / V_j tile moves from global memory to LDS
-    in two halves (issue, then LDS store one phase later) whose placement is decided per wave
-    group by :func:`placement`.
-    """
-    pingpong = config.schedule == "pingpong"
-    mfma_prio = 1 if pingpong else 0
-    k_loads, v_loads = loads_per_thread(config)
-    return (
-        Cluster("PV_j-1", "pv", (Group("MFMA", config.pv_mfmas + config.rowsum_mfmas),
-                                 Group("LDS", mfma_lds_reads(config, "pv"))), priority=mfma_prio),
-        Cluster("QK_j", "qk", (Group("MFMA", config.qk_mfmas), Group("LDS", mfma_lds_reads(config, "qk"))),
-                priority=mfma_prio, barrier=True),
-        Cluster("mask_j", "mask", (Group("VALU", 2 * SCORES_PER_LANE + 1),)),
-        Cluster("softmax_j", "softmax", valu_groups(config), barrier=True),
-        *((Cluster("rescale_O", "rescale", (Group("VALU", 3 * (config.headdim_v // 2 + 16) + 3),)),)
-          if config.scaling == "block" else ()),
-        Cluster("load_K_j+1_V_j", "load_issue", (Group("VMEM", k_loads + v_loads),)),
-        Cluster("store_K_j+1_V_j", "lds_store", (Group("LDS", k_loads + v_loads),)),
-    )
-
-
-def placement(config: KernelConfig, wave_group: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Cluster names of the two phases (MFMA phase, softmax phase) of one wave group's loop body.
-
-    The K_j+1/V_j LDS stores must land in the barrier interval where no wave reads the buffers
-    they overwrite; both groups store in the same (odd) interval. That interval is the softmax
-    phase of group 0 (and of every wave under ``serial``) but the MFMA phase of the staggered
-    group 1, whose global loads are therefore issued one phase earlier.
+    Two barrier intervals. MFMA phase: PV_j-1 (P of the previous tile times its V^T, plus one
+    row-sum MFMA per 64-key block with block scaling) and QK_j (S of this tile) as one operand
+    pipeline, at priority 1 under ping-pong. Softmax phase: mask_j (only on tiles that cross the
+    causal diagonal or seqlen_k), then P_j from S_j (with the lazy O rescale out of line). The
+    K_j+1 / V_j tile moves from global memory to LDS in two halves, issue then LDS store one
+    phase later. The stores must land in the barrier interval where no wave reads the buffers
+    they overwrite; both groups store in the same (odd) interval. That is the softmax phase of
+    group 0 (and of every wave under ``serial``) but the MFMA phase of the staggered group 1,
+    whose global loads are therefore issued one phase earlier (in its softmax phase).
     """
     if wave_group not in (0, 1):
         raise ValueError(f"wave_group must be 0 or 1, got {wave_group!r}")
-    if config.schedule == "serial" or wave_group == 0:
-        return ("PV_j-1", "QK_j", "load_K_j+1_V_j"), ("mask_j", "softmax_j", "store_K_j+1_V_j")
-    return ("PV_j-1", "QK_j", "store_K_j+1_V_j"), ("mask_j", "softmax_j", "load_K_j+1_V_j")
+    prio = 1 if config.schedule == "pingpong" else 0
+    rescale = (Cluster("rescale_O", "rescale"),) if config.scaling == "block" else ()
+    load = Cluster("load_K_j+1_V_j", "load_issue")
+    store = Cluster("store_K_j+1_V_j", "lds_store")
+    mfma_side, softmax_side = (load, store) if config.schedule == "serial" or wave_group == 0 else (store, load)
+    # the global loads ride on the MFMA stream (spread over its steps); the LDS stores cannot
+    # (their lgkmcnt would mix with the operand reads'), so they follow it
+    mfma_side = replace(mfma_side, priority=prio, barrier=True, spread=mfma_side.emitter in SPREADABLE)
+    return (
+        Cluster("PV_j-1", "pv", priority=prio),
+        Cluster("QK_j", "qk", priority=prio),
+        mfma_side,
+        Cluster("mask_j", "mask", only="diagonal"),
+        Cluster("softmax_j", "softmax", nested=rescale),
+        replace(softmax_side, barrier=True),
+    )
+
+
+def barrier_intervals(table: tuple[Cluster, ...]) -> list[tuple[Cluster, ...]]:
+    """The table split after every cluster with ``barrier`` (a trailing open interval is an error:
+    the loop body must end at a barrier so the next tile's LDS buffers are safe)."""
+    intervals, current = [], []
+    for cluster in table:
+        current.append(cluster)
+        if cluster.barrier:
+            intervals.append(tuple(current))
+            current = []
+    if current:
+        raise ValueError(f"schedule ends with {[c.name for c in current]} outside a barrier interval")
+    return intervals
 
 
 # -- the registered variants -------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 import re
 import shutil
 import subprocess
+from dataclasses import replace
 
 import pytest
 
@@ -11,7 +12,8 @@ from zyfa.kernels.gfx950.build import build, disassemble
 from zyfa.kernels.gfx950.counts import tile_counts
 from zyfa.kernels.gfx950.dsl import Asm, Label, Neg, Reg, a, s, v
 from zyfa.kernels.gfx950.generator import STAMP, generate, lds_layout
-from zyfa.kernels.gfx950.schedule import VARIANTS, KernelConfig, placement, schedule
+from zyfa.kernels.gfx950 import generator as generator_module
+from zyfa.kernels.gfx950.schedule import VARIANTS, Cluster, KernelConfig, barrier_intervals, schedule
 from zyfa.kernels.registry import get_kernel, kernels
 from zyfa.shapes import AttnShape
 
@@ -77,28 +79,91 @@ def test_kernel_config_rejects_bad_values():
 
 
 # -- schedule as data ----------------------------------------------------------------------------------
-def test_schedule_clusters_and_pingpong_placement():
+def test_schedule_table_per_wave_group():
     pp, serial = VARIANTS["zyfa-fp8"], KernelConfig("s", schedule="serial")
-    names = [c.name for c in schedule(pp)]
-    assert names[:4] == ["PV_j-1", "QK_j", "mask_j", "softmax_j"]
-    by_name = {c.name: c for c in schedule(pp)}
-    assert by_name["QK_j"].priority == 1 and by_name["QK_j"].barrier and by_name["softmax_j"].barrier
-    assert {c.name: c.priority for c in schedule(serial)}["QK_j"] == 0
-    # 4 key tiles x 2 head-dim chunks; 4 hd tiles x 2 key blocks + one row-sum MFMA per 64-key block
-    assert by_name["QK_j"].count("MFMA") == 8 and by_name["PV_j-1"].count("MFMA") == 10
-    assert placement(pp, 0) == (("PV_j-1", "QK_j", "load_K_j+1_V_j"), ("mask_j", "softmax_j", "store_K_j+1_V_j"))
-    assert placement(pp, 1)[0][-1] == "store_K_j+1_V_j"  # group 1 stores during its MFMA phase
-    assert placement(serial, 1) == placement(serial, 0)
+    g0, g1 = schedule(pp, 0), schedule(pp, 1)
+    assert [c.name for c in g0] == ["PV_j-1", "QK_j", "load_K_j+1_V_j", "mask_j", "softmax_j", "store_K_j+1_V_j"]
+    assert [c.name for c in g1] == ["PV_j-1", "QK_j", "store_K_j+1_V_j", "mask_j", "softmax_j", "load_K_j+1_V_j"]
+    by_name = {c.name: c for c in g0}
+    assert by_name["QK_j"].priority == by_name["load_K_j+1_V_j"].priority == 1 and by_name["softmax_j"].priority == 0
+    assert by_name["load_K_j+1_V_j"].spread and not {c.name: c for c in g1}["load_K_j+1_V_j"].spread
+    assert by_name["mask_j"].only == "diagonal" and [c.name for c in by_name["softmax_j"].nested] == ["rescale_O"]
+    assert [[c.name for c in iv] for iv in barrier_intervals(g0)] == [
+        ["PV_j-1", "QK_j", "load_K_j+1_V_j"], ["mask_j", "softmax_j", "store_K_j+1_V_j"]]
+    assert {c.priority for c in schedule(serial, 0)} == {0} and schedule(serial, 1) == schedule(serial, 0)
+    assert schedule(VARIANTS["aiter-like-fp8"], 0)[4].nested == ()  # no block scaling: no lazy rescale
+    with pytest.raises(ValueError, match="outside a barrier interval"):
+        barrier_intervals(g0[:-1])
+    with pytest.raises(ValueError, match="cannot be spread"):
+        Cluster("x", "lds_store", spread=True)
+    with pytest.raises(ValueError, match="Unknown Cluster.emitter"):
+        Cluster("x", "nope")
 
 
-def test_build_meta_clusters_map_instructions(generated):
+def test_build_meta_units_are_derived_from_the_emitted_code(generated):
     gen = generated["zyfa-fp8"]
-    groups = {c["group"] for c in gen.clusters}
-    assert groups == {0, 1}
+    assert {c["group"] for c in gen.clusters} == {0, 1}
+    by_name = {}
     for cl in gen.clusters:
         insts = [i for i in gen.instructions[cl["first"]:cl["last"] + 1] if i.cluster == cl["name"]]
-        mfma = sum(i.opcode.startswith("v_mfma") for i in insts)
-        assert mfma == cl["units"].get("MFMA", 0), cl
+        assert sum(cl["units"].values()) == len(insts), cl
+        assert cl["units"].get("MFMA", 0) == sum(i.opcode.startswith("v_mfma") for i in insts), cl
+        by_name.setdefault(cl["name"], cl)
+    # 4 key tiles x 2 head-dim chunks; 4 hd tiles x 2 key blocks + one row-sum MFMA per 64-key block
+    assert by_name["QK_j"]["units"]["MFMA"] == 8 and by_name["PV_j-1"]["units"]["MFMA"] == 10
+    assert by_name["load_K_j+1_V_j"]["units"]["VMEM"] == 4 and by_name["softmax_j"]["units"]["VALU"] == 179
+
+
+def _with_table(monkeypatch, edit):
+    """Generate zyfa-fp8 from its schedule table changed by ``edit(cluster) -> cluster``."""
+    original = generator_module.schedule
+    monkeypatch.setattr(generator_module, "schedule", lambda config, group: tuple(edit(c) for c in original(config, group)))
+    gen = generate(VARIANTS["zyfa-fp8"])
+    monkeypatch.undo()
+    return gen
+
+
+def _loop_body(gen, group=0):
+    """Opcodes (with the cluster tag) of wave group ``group``'s first tile body."""
+    start = gen.tile_starts[2 * group]
+    return [(i.cluster, i.opcode) for i in gen.instructions[start:gen.tile_starts[2 * group + 1]]]
+
+
+def test_table_entries_drive_the_emitted_order(monkeypatch):
+    base = generate(VARIANTS["zyfa-fp8"])
+    body = _loop_body(base)
+    mfmas = [k for k, (_, op) in enumerate(body) if op.startswith("v_mfma")]
+    loads = [k for k, (_, op) in enumerate(body) if op == "buffer_load_dwordx4"]
+    assert mfmas[0] < loads[0] < mfmas[1] < loads[1] < mfmas[2]  # spread: one load after each of the first MFMAs
+
+    # not spread: all four loads follow the last MFMA of the phase
+    unspread = _loop_body(_with_table(monkeypatch, lambda c: replace(c, spread=False)))
+    mfmas = [k for k, (_, op) in enumerate(unspread) if op.startswith("v_mfma")]
+    assert all(k > mfmas[-1] for k, (_, op) in enumerate(unspread) if op == "buffer_load_dwordx4")
+
+    # QK_j before PV_j-1: the operand pipeline follows the table order
+    def swap(c):
+        if c.name in ("PV_j-1", "QK_j"):
+            return replace(c, name="QK_j", emitter="qk") if c.name == "PV_j-1" else replace(c, name="PV_j-1", emitter="pv")
+        return c
+    swapped = _loop_body(_with_table(monkeypatch, swap))
+    first_mfma = next(op for _, op in swapped if op.startswith("v_mfma"))
+    assert first_mfma == "v_mfma_f32_32x32x64_f8f6f4" and next(op for _, op in body if op.startswith("v_mfma")) \
+        == "v_mfma_scale_f32_32x32x64_f8f6f4"
+
+    # priority and barrier come from the table: QK_j at priority 2, a barrier after softmax_j too
+    def edit(c):
+        if c.name == "softmax_j":
+            return replace(c, barrier=True)
+        return replace(c, priority=2) if c.priority else c
+    edited = _with_table(monkeypatch, edit)
+    ops = [op for _, op in _loop_body(edited)]
+    assert ops.count("s_barrier") == 3 and [op for _, op in body].count("s_barrier") == 2
+    assert "s_setprio 2" in edited.asm and "s_setprio 1" not in edited.asm and "s_setprio 1" in base.asm
+
+    # the mask only on diagonal tiles: "always" drops the scalar skip branch
+    always = _loop_body(_with_table(monkeypatch, lambda c: replace(c, only="always")))
+    assert [op for _, op in body].count("s_cbranch_scc1") == 2 and [op for _, op in always].count("s_cbranch_scc1") == 1
 
 
 # -- static counts (per 32 x 128 tile, cycle model timing table) -------------------------------------------
@@ -237,5 +302,5 @@ def test_every_valid_fp8_combination_generates_within_budget():
     configs = all_configs()
     assert len(configs) == 3 * 2 * 2  # (lean|exact)+block, exact+none; pingpong|serial; hd 128|192
     for config in configs:
-        gen = generate(config)  # the generator asserts every cluster's declared unit counts
+        gen = generate(config)
         assert gen.vgprs + gen.agprs <= 256 and gen.lds_bytes <= 160 * 1024, config.name
