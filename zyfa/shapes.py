@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, replace
 
 _SHORTHAND = re.compile(r"^(\d+)([kK]?)$")
+INT32_MAX = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -30,8 +31,10 @@ class AttnShape:
     def __post_init__(self):
         for name in ("batch", "heads", "heads_k", "seqlen_q", "seqlen_k", "headdim", "headdim_v"):
             value = getattr(self, name)
-            if not isinstance(value, int) or value <= 0:
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"AttnShape.{name} must be a positive int, got {value!r}")
+            if value > INT32_MAX:
+                raise ValueError(f"AttnShape.{name} = {value} is over {INT32_MAX} (kernel arguments are 32-bit)")
         if self.heads % self.heads_k:
             raise ValueError(f"AttnShape: heads ({self.heads}) must be a multiple of heads_k ({self.heads_k})")
         if self.dtype not in ("fp8", "bf16"):

@@ -27,35 +27,66 @@ a search mode and an objective::
 
 Each evaluated point becomes one row: ``point_id``, ``shape`` and parameter columns, the
 evaluator's metrics, ``error`` (None on success: a failing point is recorded, never lost) and
-``seconds``. Rows are flushed to ``OUT/parts/part-NNNNN.parquet`` as they arrive (written to a
-temporary name, then renamed, so an interruption never leaves a torn file); a rerun with the
-same OUT skips every point already there. ``OUT/results.parquet`` is the merged table.
+``seconds``. Rows are flushed to ``OUT/parts/part-<hash>.parquet`` as they arrive, named by a
+hash of the point ids they hold (so no part ever replaces another) and written to a temporary
+file, then renamed (an interruption never leaves a torn file). A rerun with the same OUT
+evaluates exactly the points no part holds. ``OUT/results.parquet`` is the merged table.
+
+OUT belongs to one spec: ``OUT/spec.json`` records it, and a different spec, or a folder that is
+not a sweep, is refused unless ``force`` (then rows of other specs are ignored, never ranked).
+``OUT/.sweep.lock`` keeps a second sweep out of a folder while one runs. The whole spec is
+checked (field types, parameter names, objective) before any point runs.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import importlib
 import itertools
 import json
+import os
 import random
+import re
 import time
 import tomllib
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Optional
+from typing import Callable, Iterable, Iterator, Optional
 
 import pandas as pd
 
 from zyfa.shapes import AttnShape, parse_shape
+from zyfa.trace.safeio import SafeIOError, atomic_path, loads_json, read_bytes, write_text
 
 MODES = ("grid", "random", "greedy")
 _ERROR_CHARS = 600  # a failing point's message is kept, truncated (assembler logs can be long)
 _SHAPE_KEYS = {"seqlen", "batch", "heads", "heads_k", "headdim", "headdim_v", "causal", "dtype"}
 
-# evaluator name -> "module:function"; the function maps (shape fields, params) -> metrics dict.
+MAX_SPEC_BYTES = 2**20
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # sweep.name: also the default folder sweeps/<name>
+_SCALAR = (str, int, float, bool)
+SPEC_FILE, LOCK_FILE = "spec.json", ".sweep.lock"
+
+
+@dataclass(frozen=True)
+class Evaluator:
+    """``function`` ("module:function") maps (shape fields, params) -> metrics dict; ``metrics``
+    are the columns it returns (an objective must be one), ``params`` the names a point may set."""
+
+    function: str
+    metrics: tuple[str, ...]
+    params: tuple[str, ...]
+
+
 EVALUATORS = {
-    "cycle-model": "zyfa.sweep_eval:evaluate_cycle_model",
+    "cycle-model": Evaluator(
+        "zyfa.sweep_eval:evaluate_cycle_model",
+        metrics=("tflops", "predicted_ms", "cycles", "mfma_busy", "pingpong_overlap", "valu_cycles_per_block",
+                 "vgprs", "agprs", "lds_bytes"),
+        params=("dtype", "softmax", "scaling", "schedule", "fma", "rescale_threshold"),
+    ),
 }
 
 
@@ -78,25 +109,83 @@ class SweepSpec:
     source: str = "<inline>"
 
     def __post_init__(self):
+        src = self.source
+        _typed(src, "sweep.name", self.name, str)
+        if not _NAME.match(self.name):
+            raise SweepError(f"{src}: sweep.name {self.name!r} must be a plain name (letters, digits, '.', '_', '-'; "
+                             "no '/' or leading '.'): it names the folder sweeps/<name>")
+        _typed(src, "sweep.mode", self.mode, str)
         if self.mode not in MODES:
-            raise SweepError(f"{self.source}: unknown sweep.mode {self.mode!r}; expected one of {MODES}")
+            raise SweepError(f"{src}: unknown sweep.mode {self.mode!r}; expected one of {MODES}")
+        _typed(src, "sweep.evaluator", self.evaluator, str)
         if self.evaluator not in EVALUATORS:
-            raise SweepError(f"{self.source}: unknown sweep.evaluator {self.evaluator!r}; known: {sorted(EVALUATORS)}")
+            raise SweepError(f"{src}: unknown sweep.evaluator {self.evaluator!r}; known: {sorted(EVALUATORS)}")
+        evaluator = EVALUATORS[self.evaluator]
+        _typed(src, "sweep.objective", self.objective, str)
+        if self.objective not in evaluator.metrics:
+            raise SweepError(f"{src}: unknown sweep.objective {self.objective!r}; {self.evaluator} returns "
+                             f"{', '.join(evaluator.metrics)}")
+        _typed(src, "sweep.maximise", self.maximise, bool)
+        _typed(src, "sweep.seed", self.seed, int)
+        if self.budget is not None:
+            _typed(src, "sweep.budget", self.budget, int)
         if not self.params:
-            raise SweepError(f"{self.source}: [params] is empty: nothing to sweep")
+            raise SweepError(f"{src}: [params] is empty: nothing to sweep")
+        unknown = sorted(set(self.params) - set(evaluator.params))
+        if unknown:
+            raise SweepError(f"{src}: unknown parameter(s) params.{', params.'.join(unknown)}; {self.evaluator} "
+                             f"takes {', '.join(evaluator.params)}")
         for key, values in self.params.items():
             if not values:
-                raise SweepError(f"{self.source}: params.{key} has no candidate values")
+                raise SweepError(f"{src}: params.{key} has no candidate values")
+            for value in values:
+                _typed(src, f"params.{key}", value, _SCALAR)
+            if len(set(map(repr, values))) != len(values):
+                raise SweepError(f"{src}: params.{key} lists a value twice: {list(values)}")
         if self.mode != "grid" and (self.budget is None or self.budget <= 0):
-            raise SweepError(f"{self.source}: sweep.budget must be a positive int for mode {self.mode!r}")
+            raise SweepError(f"{src}: sweep.budget must be a positive int for mode {self.mode!r}")
         if self.baseline is not None:
+            _typed(src, "[baseline]", self.baseline, dict)
             unknown = set(self.baseline) - set(self.params)
             if unknown:
-                raise SweepError(f"{self.source}: baseline names parameters not in [params]: {sorted(unknown)}")
+                raise SweepError(f"{src}: baseline names parameters not in [params]: {sorted(unknown)}")
+            for key, value in self.baseline.items():
+                _typed(src, f"baseline.{key}", value, _SCALAR)
+
+    def record(self) -> dict:
+        """What ``OUT/spec.json`` stores; two specs with equal records own the same folder."""
+        return json.loads(json.dumps(
+            {"name": self.name, "mode": self.mode, "objective": self.objective, "budget": self.budget,
+             "seed": self.seed, "evaluator": self.evaluator, "shapes": list(self.shapes),
+             "params": {k: list(v) for k, v in self.params.items()}, "baseline": self.baseline,
+             "maximise": self.maximise}, default=str))
+
+    def contains(self, point: "Point") -> bool:
+        """Whether ``point`` is one this spec can evaluate (its shapes x candidate values, or its
+        baseline): rows of another spec in the same folder are not."""
+        if point.shape not in self.shapes or set(point.params) != set(self.params):
+            return False
+        base = self.baseline or {}
+        return all(v in self.params[k] or base.get(k) == v for k, v in point.params.items())
+
+
+def _typed(source: str, name: str, value, kind) -> None:
+    """``value`` must be of ``kind`` (bool is not an int here, and int is not a bool)."""
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    ok = isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
+    if not ok:
+        expected = " or ".join(k.__name__ for k in kinds)
+        raise SweepError(f"{source}: {name} must be {expected}, got {type(value).__name__} {value!r}")
 
 
 def _as_tuple(value) -> tuple:
     return tuple(value) if isinstance(value, (list, tuple)) else (value,)
+
+
+def _table(source: str, data: dict, name: str) -> dict:
+    value = data.get(name, {})
+    _typed(source, f"[{name}]", value, dict)
+    return dict(value)
 
 
 def spec_from_dict(data: dict, source: str = "<inline>") -> SweepSpec:
@@ -105,11 +194,14 @@ def spec_from_dict(data: dict, source: str = "<inline>") -> SweepSpec:
     unknown = set(data) - {"sweep", "shape", "params", "baseline"}
     if unknown:
         raise SweepError(f"{source}: unknown section(s) {sorted(unknown)}; expected sweep, shape, params, baseline")
-    sweep = dict(data.get("sweep", {}))
-    shape = dict(data.get("shape", {}))
+    sweep, shape, params = (_table(source, data, name) for name in ("sweep", "shape", "params"))
     bad = set(shape) - _SHAPE_KEYS
     if bad:
         raise SweepError(f"{source}: unknown shape field(s) {sorted(bad)}; known: {sorted(_SHAPE_KEYS)}")
+    for key, value in shape.items():
+        for item in _as_tuple(value):
+            _typed(source, f"shape.{key}", item, bool if key == "causal" else (str if key == "dtype" else
+                                                                            (str, int) if key == "seqlen" else int))
     shape.setdefault("seqlen", "32k")
     keys = sorted(shape)
     shapes = tuple(dict(zip(keys, combo)) for combo in itertools.product(*(_as_tuple(shape[k]) for k in keys)))
@@ -118,41 +210,49 @@ def spec_from_dict(data: dict, source: str = "<inline>") -> SweepSpec:
     known_sweep = {"name", "mode", "objective", "budget", "seed", "evaluator", "maximise"}
     if set(sweep) - known_sweep:
         raise SweepError(f"{source}: unknown sweep field(s) {sorted(set(sweep) - known_sweep)}; known: {sorted(known_sweep)}")
+    for key, values in params.items():
+        if isinstance(values, dict):
+            raise SweepError(f"{source}: params.{key} must be a value or a list of values, got {values!r}")
     return SweepSpec(
-        name=str(sweep.get("name", Path(source).stem)),
+        name=sweep.get("name", Path(source).stem),
         mode=sweep.get("mode", "grid"),
         objective=sweep.get("objective", "tflops"),
         budget=sweep.get("budget"),
-        seed=int(sweep.get("seed", 0)),
+        seed=sweep.get("seed", 0),
         evaluator=sweep.get("evaluator", "cycle-model"),
-        maximise=bool(sweep.get("maximise", True)),
+        maximise=sweep.get("maximise", True),
         shapes=shapes,
-        params={k: _as_tuple(v) for k, v in data.get("params", {}).items()},
+        params={k: _as_tuple(v) for k, v in params.items()},
         baseline=data.get("baseline"),
         source=source,
     )
 
 
 def load_spec(path) -> SweepSpec:
-    """Reads a TOML (.toml) or YAML (.yaml/.yml) sweep spec."""
+    """Reads a TOML (.toml) or YAML (.yaml/.yml) sweep spec: a regular UTF-8 file of at most 1 MiB."""
     path = Path(path)
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise SweepError(f"sweep spec {path} does not exist")
-    text = path.read_text()
+    if path.suffix not in (".toml", ".yaml", ".yml"):
+        raise SweepError(f"{path}: sweep specs are .toml, .yaml or .yml files")
+    try:
+        text = read_bytes(path, MAX_SPEC_BYTES, "sweep spec").decode("utf-8")
+    except SafeIOError as exc:
+        raise SweepError(str(exc)) from None
+    except UnicodeDecodeError as exc:
+        raise SweepError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     try:
         if path.suffix == ".toml":
             data = tomllib.loads(text)
-        elif path.suffix in (".yaml", ".yml"):
-            import yaml
+        else:
+            import yaml  # optional dependency (the "sweep" extra): only YAML specs need it
 
             data = yaml.safe_load(text)
-        else:
-            raise SweepError(f"{path}: sweep specs are .toml, .yaml or .yml files")
-    except (tomllib.TOMLDecodeError, ImportError) as exc:
+    except (tomllib.TOMLDecodeError, ImportError, RecursionError) as exc:
         raise SweepError(f"{path}: cannot parse: {exc}") from exc
     except Exception as exc:  # yaml.YAMLError without importing yaml at module level
         if type(exc).__module__.startswith("yaml"):
-            raise SweepError(f"{path}: cannot parse: {exc}") from exc
+            raise SweepError(f"{path}: cannot parse: {' '.join(str(exc).split())}") from exc
         raise
     return spec_from_dict(data, source=str(path))
 
@@ -161,7 +261,7 @@ def _shape_of(fields: dict, source: str = "<inline>") -> AttnShape:
     fields = dict(fields)
     try:
         return parse_shape(str(fields.pop("seqlen")), **fields)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise SweepError(f"{source}: bad shape {fields}: {exc}") from exc
 
 
@@ -196,7 +296,7 @@ def random_points(spec: SweepSpec) -> list[Point]:
 # --- evaluation ---------------------------------------------------------------------------------
 
 def resolve_evaluator(name: str) -> Callable[[dict, dict], dict]:
-    module, _, func = EVALUATORS[name].partition(":")
+    module, _, func = EVALUATORS[name].function.partition(":")
     return getattr(importlib.import_module(module), func)
 
 
@@ -216,7 +316,8 @@ def evaluate(evaluator: str, point: Point) -> dict:
 
 
 class ResultStore:
-    """Parquet parts under ``out/parts``; atomic writes; the merged table on demand."""
+    """Parquet parts under ``out/parts`` named by the hash of their point ids; atomic writes; the
+    merged table on demand."""
 
     def __init__(self, out_dir):
         self.out = Path(out_dir)
@@ -224,33 +325,103 @@ class ResultStore:
         try:
             self.parts.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise SweepError(f"cannot create output directory {self.out}: {exc}") from exc
-        self._next = len(list(self.parts.glob("part-*.parquet")))
+            raise SweepError(f"cannot create output directory {self.out}: {exc.strerror or exc}") from exc
+
+    def files(self) -> list[Path]:
+        return sorted(p for p in self.parts.glob("part-*.parquet") if p.is_file())
 
     def load(self) -> pd.DataFrame:
-        files = sorted(self.parts.glob("part-*.parquet"))
+        files = self.files()
         if not files:
             return pd.DataFrame()
-        return pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+        try:
+            frames = [pd.read_parquet(f) for f in files]
+        except Exception as exc:  # pyarrow raises several types for a foreign or torn file
+            raise SweepError(f"{self.parts}: unreadable result part ({type(exc).__name__}: {exc}); move it away "
+                             "and rerun to recompute its points") from exc
+        return pd.concat(frames, ignore_index=True).drop_duplicates("point_id", keep="last", ignore_index=True)
 
     def done_ids(self) -> set[str]:
         df = self.load()
         return set(df["point_id"]) if len(df) else set()
 
-    def append(self, rows: list[dict]) -> None:
+    def append(self, rows: list[dict]) -> Optional[Path]:
         if not rows:
-            return
-        final = self.parts / f"part-{self._next:05d}.parquet"
-        tmp = final.with_suffix(".tmp")
-        pd.DataFrame(rows).to_parquet(tmp, index=False)
-        tmp.replace(final)
-        self._next += 1
+            return None
+        digest = hashlib.sha1("\n".join(sorted(r["point_id"] for r in rows)).encode()).hexdigest()[:16]
+        final = self.parts / f"part-{digest}.parquet"
+        with atomic_path(final) as tmp:
+            pd.DataFrame(rows).to_parquet(tmp, index=False)
+        return final
 
-    def merge(self) -> pd.DataFrame:
+    def merge(self, spec: Optional["SweepSpec"] = None) -> pd.DataFrame:
+        """All rows (only ``spec``'s points when given), also written to ``results.parquet``."""
         df = self.load()
+        if spec is not None and len(df):
+            df = df[[spec.contains(_row_point(row)) for _, row in df.iterrows()]].reset_index(drop=True)
         if len(df):
-            df.to_parquet(self.out / "results.parquet", index=False)
+            with atomic_path(self.out / "results.parquet") as tmp:
+                df.to_parquet(tmp, index=False)
         return df
+
+
+def _foreign(out: Path) -> list[str]:
+    """Entries of ``out`` a sweep does not write (a folder holding them is not a sweep folder)."""
+    ours = {SPEC_FILE, LOCK_FILE, "parts", "results.parquet", "best.parquet", "best.json",
+            "baseline.parquet", "baseline.json"}
+    return sorted(p.name for p in out.iterdir() if p.name not in ours and not p.name.startswith("."))
+
+
+def check_folder(spec: SweepSpec, out_dir, force: bool = False) -> Path:
+    """Raises unless ``out_dir`` can be ``spec``'s folder: new or empty, or already this spec's
+    (resume); a folder of a different spec, or one that is not a sweep folder, needs ``force``.
+    Reads only: a refused folder is left exactly as it was."""
+    out = Path(out_dir)
+    if os.path.lexists(out) and not out.is_dir():
+        raise SweepError(f"{out}: exists and is not a directory")
+    spec_file = out / SPEC_FILE
+    if out.is_dir() and any(p.name != LOCK_FILE for p in out.iterdir()):
+        stored = None
+        if os.path.lexists(spec_file):
+            try:
+                stored = loads_json(read_bytes(spec_file, MAX_SPEC_BYTES, "sweep record"), spec_file)
+            except SafeIOError:
+                stored = None
+        ours = isinstance(stored, dict) and set(stored) == set(spec.record())
+        if not ours and not force:
+            raise SweepError(f"{out}: not a sweep folder (no {SPEC_FILE} written by zyfa-trace sweep; holds "
+                             f"{', '.join(_foreign(out)[:5]) or 'an unrecognised ' + SPEC_FILE}); choose a new or empty -o, or pass "
+                             "--force to write into it")
+        if ours and stored != spec.record() and not force:
+            differs = sorted(k for k in stored if stored[k] != spec.record()[k])
+            raise SweepError(f"{out}: holds sweep {stored.get('name')!r} with a different spec (differs in "
+                             f"{', '.join(differs)}); choose another -o, or pass --force to run this spec there "
+                             "(rows of the other spec are kept but not ranked)")
+    return out
+
+
+def claim_folder(spec: SweepSpec, out_dir, force: bool = False) -> Path:
+    """:func:`check_folder`, then records ``spec`` in ``OUT/spec.json`` (call under :func:`folder_lock`)."""
+    out = check_folder(spec, out_dir, force)
+    out.mkdir(parents=True, exist_ok=True)
+    write_text(out / SPEC_FILE, json.dumps(spec.record(), indent=2))
+    return out
+
+
+@contextmanager
+def folder_lock(out_dir) -> Iterator[None]:
+    """Exclusive, non-blocking lock on ``OUT/.sweep.lock`` for the duration of a sweep."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    fd = os.open(out / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SweepError(f"{out}: another sweep is running in this folder ({LOCK_FILE} is locked)") from None
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _ray_pool(address: str, workers: Optional[int]):
@@ -334,31 +505,32 @@ def _greedy(spec: SweepSpec, store: ResultStore, done: set[str], run) -> None:
 
 
 def run_sweep(spec: SweepSpec, out_dir, address: str = "local", workers: Optional[int] = None,
-              progress: bool = True) -> pd.DataFrame:
-    """Runs (or resumes) a sweep; returns the merged results table."""
-    store = ResultStore(out_dir)
-    (store.out / "spec.json").write_text(json.dumps(
-        {"name": spec.name, "mode": spec.mode, "objective": spec.objective, "budget": spec.budget,
-         "seed": spec.seed, "evaluator": spec.evaluator, "shapes": list(spec.shapes),
-         "params": {k: list(v) for k, v in spec.params.items()}, "baseline": spec.baseline,
-         "maximise": spec.maximise}, indent=2, default=str))
-    done = store.done_ids()
+              progress: bool = True, force: bool = False) -> pd.DataFrame:
+    """Runs (or resumes) a sweep in ``out_dir`` (see :func:`claim_folder`); returns the merged
+    results of this spec's points."""
+    check_folder(spec, out_dir, force)  # before the lock file is created in a folder we may refuse
+    with folder_lock(out_dir):
+        claim_folder(spec, out_dir, force)
+        store = ResultStore(out_dir)
+        done = store.done_ids()
 
-    def run(points: Iterable[Point]):
-        return run_points([p for p in points if p.id not in done], spec.evaluator, store, address, workers, progress)
+        def run(points: Iterable[Point]):
+            return run_points([p for p in points if p.id not in done], spec.evaluator, store, address, workers,
+                              progress)
 
-    if spec.mode == "greedy":
-        _greedy(spec, store, done, run)
-    else:
-        points = grid_points(spec) if spec.mode == "grid" else random_points(spec)
-        if spec.baseline is not None:
-            points += [Point(s, {**{k: v[0] for k, v in spec.params.items()}, **spec.baseline}) for s in spec.shapes]
-            points = list({p.id: p for p in points}.values())
-        skipped = sum(p.id in done for p in points)
-        if skipped and progress:
-            print(f"resuming: {skipped} of {len(points)} points already in {store.parts}")
-        run(points)
-    return store.merge()
+        if spec.mode == "greedy":
+            _greedy(spec, store, done, run)
+        else:
+            points = grid_points(spec) if spec.mode == "grid" else random_points(spec)
+            if spec.baseline is not None:
+                points += [Point(s, {**{k: v[0] for k, v in spec.params.items()}, **spec.baseline})
+                           for s in spec.shapes]
+                points = list({p.id: p for p in points}.values())
+            skipped = sum(p.id in done for p in points)
+            if skipped and progress:
+                print(f"resuming: {skipped} of {len(points)} points already in {store.parts}")
+            run(points)
+        return store.merge(spec)
 
 
 def rank(results: pd.DataFrame, objective: str, maximise: bool = True, top: int = 10) -> pd.DataFrame:
@@ -366,6 +538,8 @@ def rank(results: pd.DataFrame, objective: str, maximise: bool = True, top: int 
     if results.empty:
         return results
     if objective not in results.columns:
+        if results["error"].notna().all():  # every point failed: nothing to rank, not a spec error
+            return results.iloc[0:0]
         raise SweepError(f"objective {objective!r} is not a result column; columns: {sorted(results.columns)}")
     ok = results[results["error"].isna()]
     return ok.sort_values(objective, ascending=not maximise, kind="stable").head(top)
@@ -408,5 +582,5 @@ def save_best_and_baseline(results: pd.DataFrame, spec: SweepSpec, out_dir) -> d
     paths = {}
     for label, point in chosen.items():
         trace, _ = simulate(point.shape, point.params)
-        paths[label] = trace.save(Path(out_dir) / label)
+        paths[label] = trace.save(Path(out_dir) / label)  # the sweep folder's own files (claim_folder)
     return paths

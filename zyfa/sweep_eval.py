@@ -14,11 +14,13 @@ from typing import Optional
 from zyfa.analyzer import summary
 from zyfa.kernels.gfx950 import KernelConfig
 from zyfa.shapes import AttnShape, parse_shape
+from zyfa.sweep import EVALUATORS
 from zyfa.trace.cdna4 import tracer
 from zyfa.trace.cdna4.estimate import EstimateConfig
 
-# generator parameters a sweep may set (KernelConfig fields other than the name and head dims)
-SWEEPABLE = ("dtype", "softmax", "scaling", "schedule", "fma", "rescale_threshold")
+# generator parameters a sweep may set (KernelConfig fields other than the name and head dims);
+# declared with the evaluator so that a spec is checked before anything runs
+SWEEPABLE = EVALUATORS["cycle-model"].params
 
 
 def kernel_config(shape: AttnShape, params: dict) -> KernelConfig:
