@@ -81,6 +81,11 @@ ForwardFn = Callable[[AttentionArgs], tuple[torch.Tensor, torch.Tensor]]
 UnsupportedFn = Callable[[AttentionArgs], Optional[str]]
 
 
+def default_out_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The output dtype of most backends: the input dtype; bfloat16 for float8_e4m3fn inputs."""
+    return torch.bfloat16 if dtype == torch.float8_e4m3fn else dtype
+
+
 @dataclass(frozen=True)
 class Backend:
     """One forward implementation.
@@ -89,7 +94,9 @@ class Backend:
     headdim_v) and ``softmax_lse`` float32 (batch, nheads, seqlen_q). ``unsupported(args)``
     returns why these inputs cannot run here, or None. ``priority``: higher wins under "auto".
     ``differentiable``: ``forward`` is built from autograd-aware torch ops (otherwise the
-    interface makes a backward through it fail with "forward only").
+    interface makes a backward through it fail with "forward only"). ``out_dtype``: the dtype of
+    ``out`` for an input dtype (what the ``zyfa::fwd`` fake implementation reports to
+    ``torch.compile``; the op checks that ``forward`` keeps to it).
     """
 
     name: str
@@ -98,6 +105,7 @@ class Backend:
     priority: int = 0
     description: str = ""
     differentiable: bool = False
+    out_dtype: Callable[[torch.dtype], torch.dtype] = default_out_dtype
 
 
 _REGISTRY: dict[str, Backend] = {}

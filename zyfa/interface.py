@@ -1,19 +1,32 @@
 """Public attention entry point, FlashAttention-2/3 compatible.
 
-Two layers: ``_flash_attn_forward`` (validated arguments -> backend) and ``flash_attn_func``
-(defaults, validation, FA2-style return values). Forward only: zyfa is a prefill kernel library.
+Three layers, as FlashAttention-3 has them:
+
+1. ``zyfa::fwd``, a ``torch.library.custom_op`` (mutates nothing) that picks the backend and runs
+   it; its fake implementation gives ``torch.compile`` the exact output and softmax_lse shapes,
+   strides (contiguous) and dtypes of the backend the real call will pick, so a compiled model
+   traces through zyfa without a graph break. Its backward, the op ``zyfa::bwd``, says "forward
+   only" when it runs (not when ``torch.compile`` traces it).
+2. ``_flash_attn_forward``: validated :class:`~zyfa.backends.AttentionArgs` -> the op; in eager
+   mode, inputs that require grad with a differentiable backend (``reference``, ``oracle``) run
+   that backend directly, so autograd sees its torch ops.
+3. ``flash_attn_func``: today's signature, defaults, validation, FA2-style return values.
+
+Checks that read tensor values (descales finite and positive) run inside the op, so that the
+public function stays traceable; every other check runs before it.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
+from dataclasses import replace
 from typing import Optional
 
 import torch
 
 from zyfa import reference as _reference  # noqa: F401  (registers "reference" and "oracle")
-from zyfa.backends import AttentionArgs, select_backend
+from zyfa.backends import AttentionArgs, Backend, select_backend
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float8_e4m3fn)
 MAX_HEADDIM = 256
@@ -49,13 +62,17 @@ def _check_descale(name: str, descale, q: torch.Tensor, batch: int, nheads_k: in
         raise ValueError(f"{name} must have shape (batch, nheads_k) = {(batch, nheads_k)}, got {tuple(descale.shape)}")
     if descale.device != q.device:
         raise ValueError(f"{name} is on {descale.device} but q is on {q.device}")
-    if descale.device.type == "meta":  # no values to check: shape inference only
-        return descale
+    return descale
+
+
+def _check_descale_values(name: str, descale: Optional[torch.Tensor]) -> None:
+    """Finite and positive: reads values, so it runs inside ``zyfa::fwd`` (not while tracing)."""
+    if descale is None:
+        return
     if not bool(torch.isfinite(descale).all()):
         raise ValueError(f"{name} contains non-finite values (NaN or inf)")
     if not bool((descale > 0).all()):
         raise ValueError(f"{name} must be positive, got min {descale.min().item()}")
-    return descale
 
 
 def _is_int(x) -> bool:
@@ -157,31 +174,106 @@ def _check_auto(args: AttentionArgs, backend: str) -> None:
             "inputs in fp32 (not bit-exact to any FP8 kernel)")
 
 
-class _ForwardOnly(torch.autograd.Function):
-    """Identity whose backward says that the backend has no backward pass (instead of torch's
-    generic "does not require grad")."""
+# -- layer 1: the custom op ------------------------------------------------------------------------
 
-    @staticmethod
-    def forward(ctx, backend: str, *inputs_and_out):
-        ctx.backend = backend
-        return inputs_and_out[-1].view_as(inputs_and_out[-1])
+def _op_args(q, k, v, softmax_scale, causal, window_left, window_right, softcap, alibi_slopes,
+             q_descale, k_descale, v_descale) -> AttentionArgs:
+    return AttentionArgs(q=q, k=k, v=v, softmax_scale=softmax_scale, causal=causal,
+                         window_size=(window_left, window_right), softcap=softcap, alibi_slopes=alibi_slopes,
+                         q_descale=q_descale, k_descale=k_descale, v_descale=v_descale)
 
-    @staticmethod
-    def backward(ctx, grad):
-        raise RuntimeError(f"zyfa backend {ctx.backend!r} is forward only (prefill inference): it has no "
-                           "backward pass; use backend='reference' (dense PyTorch) for gradients")
 
+def _pick(args: AttentionArgs, backend: str) -> Backend:
+    _check_auto(args, backend)
+    return select_backend(backend, args)
+
+
+@torch.library.custom_op("zyfa::fwd", mutates_args=())
+def fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_scale: float, causal: bool,
+        window_left: int, window_right: int, softcap: float, alibi_slopes: Optional[torch.Tensor],
+        q_descale: Optional[torch.Tensor], k_descale: Optional[torch.Tensor], v_descale: Optional[torch.Tensor],
+        backend: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """``torch.ops.zyfa.fwd``: attention forward on arguments :func:`flash_attn_func` validated.
+
+    Returns ``out`` (batch, seqlen_q, nheads, headdim_v) in the backend's ``out_dtype`` and
+    ``softmax_lse`` float32 (batch, nheads, seqlen_q), both contiguous. Call it directly only with
+    arguments that passed the public function's checks.
+    """
+    args = _op_args(q, k, v, softmax_scale, causal, window_left, window_right, softcap, alibi_slopes,
+                    q_descale, k_descale, v_descale)
+    for name, descale in (("q_descale", q_descale), ("k_descale", k_descale), ("v_descale", v_descale)):
+        _check_descale_values(name, descale)
+    impl = _pick(args, backend)
+    out, lse = impl.forward(args)
+    want = impl.out_dtype(q.dtype)
+    if out.dtype != want or lse.dtype != torch.float32:
+        raise RuntimeError(f"backend {impl.name!r} returned out {out.dtype} / lse {lse.dtype}; it declares "
+                           f"{want} / float32 (Backend.out_dtype), which torch.compile relies on")
+    return out.contiguous(), lse.contiguous()
+
+
+@fwd.register_fake
+def _fwd_fake(q, k, v, softmax_scale, causal, window_left, window_right, softcap, alibi_slopes,
+              q_descale, k_descale, v_descale, backend):
+    args = _op_args(q, k, v, softmax_scale, causal, window_left, window_right, softcap, alibi_slopes,
+                    q_descale, k_descale, v_descale)
+    impl = _pick(args, backend)  # the backend the real call picks: it decides the dtype
+    batch, seqlen_q, nheads, _ = q.shape
+    out = q.new_empty((batch, seqlen_q, nheads, v.shape[3]), dtype=impl.out_dtype(q.dtype))
+    return out, q.new_empty((batch, nheads, seqlen_q), dtype=torch.float32)
+
+
+@torch.library.custom_op("zyfa::bwd", mutates_args=())
+def bwd(grad_out: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+        backend: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The autograd formula of ``zyfa::fwd``: there is none, and running it says so.
+
+    An op (not a Python error in the formula) so that tracing a graph whose inputs require grad
+    (``torch.compile`` of a model outside ``no_grad``, which traces the backward ahead) succeeds,
+    and the error comes only when a backward really runs. Gradients: ``flash_attn_func`` with a
+    differentiable backend (``reference``, ``oracle``), in eager mode, runs it outside the op.
+    """
+    raise RuntimeError(
+        f"zyfa backend {backend!r} is forward only (prefill inference): it has no backward pass; use "
+        "backend='reference' (dense PyTorch) for gradients, in eager mode (torch.compile'd graphs run the "
+        "forward-only op)")
+
+
+@bwd.register_fake
+def _bwd_fake(grad_out, q, k, v, backend):
+    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+
+
+def _fwd_setup_context(ctx, inputs, output):
+    q, k, v = inputs[:3]
+    ctx.save_for_backward(q, k, v)
+    args = _op_args(*inputs[:12])
+    ctx.backend = inputs[12] if inputs[12] != "auto" else _pick(args, "auto").name  # named in the error
+
+
+def _fwd_backward(ctx, grad_out, grad_lse):
+    q, k, v = ctx.saved_tensors
+    grads = bwd(grad_out, q, k, v, ctx.backend)
+    return (*(g if need else None for g, need in zip(grads, ctx.needs_input_grad[:3])), *([None] * 10))
+
+
+fwd.register_autograd(_fwd_backward, setup_context=_fwd_setup_context)
+
+
+# -- layer 2: validated arguments -> the op ---------------------------------------------------------
 
 def _flash_attn_forward(args: AttentionArgs, backend: str) -> tuple[torch.Tensor, torch.Tensor]:
-    _check_auto(args, backend)
-    impl = select_backend(backend, args)
-    out, lse = impl.forward(args)
-    inputs = (args.q, args.k, args.v)
-    if not impl.differentiable and torch.is_grad_enabled() and any(x.requires_grad for x in inputs):
-        out = _ForwardOnly.apply(impl.name, *inputs, out)
-        lse = _ForwardOnly.apply(impl.name, *inputs, lse)
-    return out, lse
+    if (torch.is_grad_enabled() and any(x.requires_grad for x in (args.q, args.k, args.v))
+            and not torch.compiler.is_compiling()):
+        impl = _pick(args, backend)
+        if impl.differentiable:  # eager autograd through the backend's dense torch ops
+            return impl.forward(args)
+    left, right = args.window_size
+    return fwd(args.q, args.k, args.v, args.softmax_scale, args.causal, left, right, args.softcap,
+               args.alibi_slopes, args.q_descale, args.k_descale, args.v_descale, backend)
 
+
+# -- layer 3: the public function ---------------------------------------------------------------------
 
 def flash_attn_func(
     q: torch.Tensor,

@@ -130,6 +130,10 @@ def _oracle_forward(args: AttentionArgs):
     return out, lse
 
 
+def _float64(dtype: torch.dtype) -> torch.dtype:
+    return torch.float64
+
+
 def _always_supported(args: AttentionArgs):
     return None
 
@@ -158,5 +162,6 @@ register_backend(
         priority=-1,
         description="dense PyTorch in fp64, returns fp64 output (tests and accuracy studies)",
         differentiable=True,
+        out_dtype=_float64,
     )
 )
