@@ -313,6 +313,11 @@ def _check_values(table: pa.Table, file: Any, units: tuple[np.ndarray, list]) ->
         row = _first(np.isin(codes, unknown))
         raise TraceError(file, "unit", f"row {row}: unknown unit {values[codes[row]]!r}; expected one of {list(UNITS)}")
     issue, start, end, stall = (arrays[c] for c in ("issue", "start", "end", "stall"))
+    for name in ("cu", "simd", "wave", "slot"):  # ids index arrays in the analyzer: never negative
+        ids = arrays[name] if name in arrays else table.column(name).to_numpy(zero_copy_only=False)
+        if (ids < 0).any():
+            row = _first(ids < 0)
+            raise TraceError(file, name, f"row {row}: negative {name} id {ids[row]}")
     if (start < issue).any():
         row = _first(start < issue)
         raise TraceError(file, "start", f"row {row}: start {start[row]} < issue {issue[row]}")
@@ -367,7 +372,7 @@ class Trace:
         if isinstance(df, pd.DataFrame):
             try:
                 table = pa.Table.from_pandas(df, preserve_index=False)
-            except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
                 raise TraceError(_file, "<table>", f"cannot convert the DataFrame to Arrow: {exc}") from exc
         elif isinstance(df, pa.Table):
             table = df
@@ -405,10 +410,16 @@ class Trace:
                 missing = next((i for i, rec in enumerate(records) if rec.get(col.name) is None), None)
                 if missing is not None:
                     raise TraceError(MEMORY, col.name, f"records[{missing}] lacks non-null field {col.name!r}")
+        for col in COLUMNS.values():  # Arrow would truncate 4.5 into an int column silently
+            if pa.types.is_integer(col.type):
+                bad = next((i for i, rec in enumerate(records) if isinstance(rec.get(col.name), float)), None)
+                if bad is not None:
+                    raise TraceError(MEMORY, col.name, f"records[{bad}]: {records[bad][col.name]!r} is not an integer")
         try:
             table = pa.Table.from_pylist(records, schema=ARROW_SCHEMA)
-        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-            raise TraceError(MEMORY, "<records>", f"cannot build the table: {exc}") from exc
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+            raise TraceError(MEMORY, "<records>", f"cannot build the table (a value outside its column's type?): "
+                                                  f"{exc}") from exc
         return cls(table, meta)
 
     # persistence -----------------------------------------------------------------------------
