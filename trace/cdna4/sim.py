@@ -11,8 +11,8 @@ The machine (every number from :mod:`zyfa.gfx950.timing`):
 - MFMA occupies the SIMD's XDL pipe ``passes * 4`` cycles (a scaled MFMA issued to an idle pipe
   starts one pass late). A VALU op may issue while an MFMA runs (co-issue) once the MFMA's
   source-read window is over; packed-FP32 and DOT ops only ``NumPasses + 2`` (+1) passes after it.
-- Transcendentals (TRANS) hold the wave's VALU issue one pass and the SIMD's trans pipe 4 passes
-  (quarter rate); ordinary VALU ops may issue in between.
+- Transcendentals (TRANS) hold the wave's VALU issue ``issue_passes`` and the SIMD's trans pipe
+  ``passes`` (timing table); ordinary VALU ops may issue while the trans pipe is busy.
 - Register dependencies: a reader waits for ``start + latency`` of the writer. MFMA/VALU hazard
   wait states (timing.HAZARDS) are enforced in cycles (``wait_states * WAIT_STATE_CYCLES`` after
   the producer's issue): code that lacks them is timed as if it had them; the static checker

@@ -154,13 +154,13 @@ TABLE: tuple[tuple[str, OpClass], ...] = (
     (r"^v_smfmac_\w+_32x32x\w+$", _mfma("Write8PassMAI_smfmac32", 8, 32, 32, 32, "SISched gfx940 ^V_SMFMAC_.32_32X32X -> Write8PassMAI; gfx950 fp8 shapes unverified", guess=True)),
     (r"^v_smfmac_\w+_16x16x\w+$", _mfma("Write4PassMAI_smfmac16", 4, 16, 16, 64, "SISched gfx940 ^V_SMFMAC_.32_16X16X -> Write4PassMAI; gfx950 fp8 shapes unverified", guess=True)),
     (r"^v_mfma_\w+$", _mfma("Write16PassMAI_unknown", 16, 0, 0, 0, "no table row for this MFMA: worst-case 16 passes, flops not counted", guess=True)),
-    # transcendental: quarter rate (SISched: "these are quarter rate", WriteTrans32 latency 4 passes).
-    # ``passes`` = 4: the transcendental pipe takes one every 4 passes; the wave's VALU issue slot is
-    # held one pass (``issue_passes``), so independent ordinary VALU ops may issue in between (gfx940+
-    # has a separate trans pipe: GCNHazardRecognizer's trans -> VALU forwarding hazard). That overlap
-    # is the guess; no public gfx950 measurement exists (docs/cdna4-facts.md).
-    (r"^v_(exp|log|rcp|rsq|sqrt|sin|cos)(_legacy|_iflag)?_f(16|32)$", OpClass("WriteTrans32", "TRANS", 4, 4, "SISched WriteTrans32 latency 4, 'quarter rate'; separate trans pipe (Hazard: gfx940 trans forwarding) so ordinary VALU issues in between", guess=True, issue_passes=1)),
-    (r"^v_(rcp|rsq|sqrt)_f64$", OpClass("WriteTrans64", "TRANS", 4, 4, "SISched gfx940 WriteTrans64 latency 4, quarter rate", guess=True, issue_passes=1)),
+    # transcendental: LLVM SISchedule's "quarter rate" = WriteTrans32 latency 4 passes with the default
+    # ResourceCycles 1 (the VALU is held one pass). ``passes`` = cycles the SIMD's trans pipe is held;
+    # a quarter-rate *throughput* (4 passes) was tried and rejected: it puts AITER v3 FP8 causal 32K at
+    # 42.8% steady MFMA busy vs 56.2% with 1 pass, against 68.3% measured in thread traces
+    # (docs/cdna4-facts.md "Transcendentals"). No public gfx950 measurement of v_exp throughput.
+    (r"^v_(exp|log|rcp|rsq|sqrt|sin|cos)(_legacy|_iflag)?_f(16|32)$", OpClass("WriteTrans32", "TRANS", 1, 4, "SISched WriteTrans32 latency 4 ('these are quarter rate'), ResourceCycles 1; 4-pass occupancy contradicted by the AITER FP8 thread-trace MFMA idle (docs/cdna4-facts.md)", guess=True, issue_passes=1)),
+    (r"^v_(rcp|rsq|sqrt)_f64$", OpClass("WriteTrans64", "TRANS", 1, 4, "SISched gfx940 WriteTrans64 latency 4", issue_passes=1)),
     # packed FP32 and DOT: one pass, no co-issue with a running MFMA: may not issue until
     # NumPasses + 2 (+1 if the MFMA's A operand >= 16 B/lane) passes after it (PR233721)
     (r"^(v_pk_(fma|mul|add)_f32|v_pk_mov_b32)$", OpClass("WritePackedF32", "VALU", 1, 1, "PR233721: packed FP32 (v_pk_fma/mul/add_f32, v_pk_mov_b32) 1 pass, issues NumPasses+2 (+1 if A >= 16 B) after an MFMA", co_issue=False)),

@@ -169,7 +169,7 @@ def test_table_entries_drive_the_emitted_order(monkeypatch):
 # -- static counts (per 32 x 128 tile, cycle model timing table) -------------------------------------------
 def test_static_counts_per_tile(generated):
     # per 64-key block: 15 v_max3 + 1 v_max (lane-local), 4 for the scale byte, 1 FMA constant,
-    # 32 v_fma; lean: 32 v_cvt_u32 (SDWA); exact: 16 v_cvt_pk_fp8 (+32 v_exp on TRANS, quarter rate).
+    # 32 v_fma; lean: 32 v_cvt_u32 (SDWA); exact: 16 v_cvt_pk_fp8 (+32 v_exp on TRANS).
     # per tile: both blocks' lane halves joined and bm computed by one shared exchange (swap, max,
     # mul, ceil, max, mov, swap = 7), the lazy-rescale max + compare (2)
     per_block_lean = 16 + 4 + 1 + 32 + 32
@@ -178,7 +178,7 @@ def test_static_counts_per_tile(generated):
     assert lean.valu_cycles == 4 * (2 * per_block_lean + 7 + 2) == 716
     assert lean.trans_cycles == 0
     assert exact.valu_cycles == 4 * (2 * per_block_exact + 7 + 2) == 588
-    assert exact.trans_cycles == 16 * 64  # quarter rate: each v_exp_f32 holds the trans pipe 4 passes
+    assert exact.trans_cycles == 4 * 64
     assert lean.valu_by_opcode["v_cvt_u32_f32_sdwa"] == 4 * 64 and lean.valu_by_opcode["v_fma_f32"] == 4 * (64 + 2)
     assert lean.valu_by_opcode["v_permlane32_swap_b32"] == 4 * 2
     packed = tile_counts(generate(KernelConfig("packed", fma="packed")))
@@ -188,7 +188,7 @@ def test_static_counts_per_tile(generated):
         assert counts.mask_cycles == 4 * (2 * 64 + 1)
     aiter = tile_counts(generated["aiter-like-fp8"])
     # 32 max + 3 join + 2 m_new + 2 guard + 1 + 1 + 32 pk_fma + 1 + 64 add + 64 mul + 32 cvt + 1 mov
-    assert aiter.valu_cycles == 4 * 235 and aiter.trans_cycles == 16 * 65
+    assert aiter.valu_cycles == 4 * 235 and aiter.trans_cycles == 4 * 65
     assert (aiter.mfma, aiter.mfma_rowsum) == (16, 0)
     bf16 = tile_counts(generated["zyfa-bf16"])  # same as AITER-like but 64 v_fma_f32 for 32 v_pk_fma
     assert (bf16.mfma, bf16.mfma_cycles) == (64, 64 * 32) and bf16.valu_cycles == 4 * (235 + 32)
