@@ -89,7 +89,7 @@ def spec_of(name: str) -> Optional[KernelSpec]:
         return aiter.spec(name)
     if _is_path(name):
         program = load_program(name)
-        return aiter.spec(name) if aiter.is_fmha_v3(program) else None
+        return aiter.spec(name) if aiter.is_aiter_fwd(program) else None
     return get_kernel(name)
 
 
@@ -157,7 +157,7 @@ def list_kernels() -> list[tuple[str, str]]:
     """(name, description) of every kernel ``--kernel`` accepts here."""
     out = [(name, spec.description) for name, spec in sorted(kernels().items())]
     try:
-        out += [(f"aiter:{stem}", "AITER gfx950 fmha v3 forward code object (amd-aiter wheel)") for stem in aiter.available()]
+        out += [(f"aiter:{name}", aiter.spec(f"aiter:{name}").description) for name in aiter.available()]
     except aiter.AiterUnavailable as exc:
         out.append(("aiter:NAME", f"unavailable here: {exc}"))
     out.append(("PATH.co|.hsaco|.s", "any gfx950 code object or llvm-mc assembly file"))

@@ -4,8 +4,10 @@ Default tracer: the CDNA4 (gfx950) cycle model, which runs the kernel's real gfx
 any CPU. Its numbers are SIMULATED, not measured: the summary says so and says what was
 simulated in detail, what was extrapolated and what was interpolated.
 
-Kernels: names from the kernel registry, aiter:NAME (AITER's gfx950 code objects from the
-amd-aiter wheel, downloaded once into ~/.cache/zyfa/aiter) or a .co/.hsaco/.s path.
+Kernels: names from the kernel registry, aiter:NAME (AITER's gfx950 forward code objects: from an
+installed aiter, else the folder named by --aiter-dir / ZYFA_AITER_DIR (a ROCm/aiter checkout: the
+only source of the FP8 and v4 objects), else the amd-aiter wheel (BF16 only), downloaded once into
+~/.cache/zyfa/aiter) or a .co/.hsaco/.s path.
 
   zyfa-trace kernel --shape 32k
   zyfa-trace kernel --kernel aiter:fwd_hd128_bf16_causal --shape 8k --batch 4 --heads 64 -o out/
@@ -15,12 +17,13 @@ amd-aiter wheel, downloaded once into ~/.cache/zyfa/aiter) or a .co/.hsaco/.s pa
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from tqdm import tqdm
 
 from zyfa.analyzer import summary
-from zyfa.kernels import registry
+from zyfa.kernels import aiter, registry
 from zyfa.shapes import parse_shape
 from zyfa.trace import proton, rocprof
 from zyfa.trace.cdna4 import tracer
@@ -52,6 +55,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", choices=BACKENDS, default="model",
                    help="model: CDNA4 cycle model (default); proton / rocprof: hardware tracers (need a GPU)")
     p.add_argument("--emulate", action="store_true", help="also run the functional emulator on the kernel")
+    p.add_argument("--aiter-dir", default=None,
+                   help="folder with AITER's hsa/gfx950/fmha_v3_fwd and fmha_v4_fwd (e.g. a ROCm/aiter checkout); "
+                        "default: $ZYFA_AITER_DIR")
 
 
 def _shape(args, kernel: str):
@@ -76,6 +82,10 @@ def _num(value, fmt="{:.0f}") -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.aiter_dir is not None:
+        if not Path(args.aiter_dir).is_dir():
+            raise ValueError(f"--aiter-dir {args.aiter_dir}: no such folder")
+        os.environ[aiter.ENV_DIR] = str(Path(args.aiter_dir).resolve())  # read by zyfa.kernels.aiter
     if args.list:
         for name, description in registry.list_kernels():
             print(f"{name:36s} {description}")
