@@ -7,8 +7,12 @@ Safety rules (the page is a local tool but still a web server):
 - Only ``.parquet`` traces are opened (their ``.json`` sidecar is read by ``Trace.load``).
 - Uploads are decoded in memory, size-checked, written to a private temporary directory and
   validated by ``Trace.load``; anything malformed raises :class:`UploadError` with a message.
-The page refers to traces by opaque ids (``file:...``, ``upload:N``, ``sim:N``); every id coming
-back from the browser is checked again here.
+- Only regular files are read: a FIFO, a device, a directory named ``*.parquet`` or a dangling
+  symlink is skipped (and listed in :attr:`TraceStore.skipped`), never opened, so it cannot block.
+- Messages and ids name traces relative to their trace directory (or by file name), never by
+  absolute path, so a refusal does not reveal where the server's files live.
+The page refers to traces by opaque ids (``file:<relative name>``, ``upload:N``, ``sim:N``); every
+id coming back from the browser is checked again here.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import base64
 import binascii
 import os
+import stat
 import tempfile
 import threading
 from dataclasses import dataclass
@@ -34,6 +39,24 @@ class UnsafePathError(ValueError):
 
 class UploadError(ValueError):
     """An uploaded file that is not a valid trace."""
+
+
+def regular_file_problem(path: Path) -> Optional[str]:
+    """Why ``path`` cannot be read as a trace file without risk (None if it is a regular file).
+
+    ``os.stat`` follows symlinks and never opens the file, so a FIFO is detected without blocking.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "dangling symlink" if os.path.islink(path) else "does not exist"
+    except OSError as exc:
+        return f"cannot stat: {exc.strerror}"
+    if stat.S_ISDIR(mode):
+        return "is a directory, not a trace file"
+    if not stat.S_ISREG(mode):
+        return "not a regular file (FIFO, socket or device)"
+    return None
 
 
 @dataclass(frozen=True)
@@ -65,6 +88,8 @@ class TraceStore:
         self._labels: dict[str, str] = {}
         self._counter = 0
         self._upload_dir: Optional[tempfile.TemporaryDirectory] = None
+        self._paths: dict[str, Path] = {}  # file id -> real path, for files listed or opened
+        self._skipped: dict[str, str] = {}
 
     # -- configuration checks ----------------------------------------------------------------
     @staticmethod
@@ -111,29 +136,70 @@ class TraceStore:
             if real.suffix != ".parquet":
                 continue
             allowed = real in self.trace_files or any(real.is_relative_to(d) for d in self.trace_dirs)
-            if allowed and real.is_file():
-                return real
-        roots = [str(d) for d in self.trace_dirs] + [str(f) for f in self.trace_files]
+            if not allowed or regular_file_problem(real) is not None:
+                continue
+            sidecar = real.with_suffix(".json")
+            if os.path.lexists(sidecar) and regular_file_problem(sidecar) is not None:
+                raise UnsafePathError(f"refused {self.display_name(real)!r}: its sidecar {sidecar.name!r} is not a "
+                                      f"regular file")
+            return real
         raise UnsafePathError(f"refused {name!r}: only .parquet traces under the trace directories or the named "
-                              f"trace files may be opened ({', '.join(roots) or 'none configured'})")
+                              "trace files given at start-up may be opened")
+
+    def display_name(self, real: Path) -> str:
+        """``real`` relative to its trace directory, or its file name: never the absolute path."""
+        for d in self.trace_dirs:
+            if real.is_relative_to(d):
+                return str(real.relative_to(d))
+        return real.name
 
     # -- listing and loading -----------------------------------------------------------------
     def entries(self) -> list[Entry]:
-        """Every trace the page may show: named files, files under the directories, uploads, simulations."""
-        out = [Entry(f"file:{f}", f.name) for f in self.trace_files]
-        seen = set(self.trace_files)
+        """Every trace the page may show: named files, files under the directories, uploads, simulations.
+
+        Files that are not regular files, or failed to load, are left out and listed in :attr:`skipped`.
+        """
+        files: list[tuple[str, Path]] = [(f.name, f) for f in self.trace_files]
         for d in self.trace_dirs:
             for i, f in enumerate(sorted(d.rglob("*.parquet"))):
                 if i >= MAX_LISTED:
                     break
+                name = str(f.relative_to(d))
+                problem = regular_file_problem(f)
+                if problem is not None:
+                    self._skip(name, problem)
+                    continue
                 real = f.resolve()
-                if real in seen or not real.is_relative_to(d):
+                if real.is_relative_to(d):
+                    files.append((name, real))
+        out, seen = [], set()
+        with self._lock:
+            for name, real in files:
+                if real in seen or name in self._skipped:
                     continue
                 seen.add(real)
-                out.append(Entry(f"file:{real}", str(f.relative_to(d))))
-        with self._lock:
+                out.append(Entry(self._file_id(name, real), name))
             out += [Entry(k, v) for k, v in self._labels.items()]
         return out
+
+    def _skip(self, name: str, why: str) -> None:
+        with self._lock:
+            self._skipped[name] = why
+
+    @property
+    def skipped(self) -> dict[str, str]:
+        """Traces left out of :meth:`entries`: relative name -> why (unreadable, not a regular file ...)."""
+        with self._lock:
+            return dict(self._skipped)
+
+    def load_all(self) -> dict[str, str]:
+        """Load every listed trace once; those that fail are skipped from now on. Returns :attr:`skipped`."""
+        for entry in self.entries():
+            try:
+                self.get(entry.id)
+            except (TraceError, UnsafePathError, OSError) as exc:
+                self._skip(entry.label, _reason(exc))
+        return self.skipped
 
     def get(self, trace_id: str) -> Trace:
         """The trace behind an id from :meth:`entries` (loaded on first use, then cached).
@@ -146,18 +212,37 @@ class TraceStore:
         with self._lock:
             if trace_id in self._cache:
                 return self._cache[trace_id]
+            known = self._paths.get(trace_id)
         if not trace_id.startswith("file:"):
             raise KeyError(f"unknown trace id {trace_id!r}")
-        path = self.resolve(trace_id[len("file:"):])
-        trace = Trace.load(path)
+        path = self.resolve(trace_id[len("file:"):]) if known is None else known
+        if known is not None and regular_file_problem(path) is not None:  # replaced since it was listed
+            path = self.resolve(trace_id[len("file:"):])
+        try:
+            trace = Trace.load(path)
+        except TraceError as exc:  # name the file relative to its directory, not by absolute path
+            raise TraceError(self.display_name(path), exc.field, _reason(exc)) from None
         with self._lock:
             self._cache[trace_id] = trace
+            self._paths[trace_id] = path
         return trace
 
     def open_path(self, name: str) -> str:
         """Check ``name`` (see :meth:`resolve`), load it and return its id."""
-        trace_id = f"file:{self.resolve(name)}"
+        real = self.resolve(name)
+        with self._lock:
+            trace_id = self._file_id(self.display_name(real), real)
         self.get(trace_id)
+        return trace_id
+
+    def _file_id(self, name: str, real: Path) -> str:
+        """The id of file ``real`` shown as ``name`` (``#k`` added when two directories share a name).
+        Call with the lock held."""
+        trace_id, k = f"file:{name}", 1
+        while self._paths.get(trace_id, real) != real:
+            k += 1
+            trace_id = f"file:{name}#{k}"
+        self._paths[trace_id] = real
         return trace_id
 
     def add(self, trace: Trace, label: str, kind: str = "sim") -> str:
@@ -177,7 +262,7 @@ class TraceStore:
         with self._lock:
             if trace_id in self._labels:
                 return self._labels[trace_id]
-        return Path(trace_id.split(":", 1)[-1]).name
+        return trace_id.split(":", 1)[-1]
 
     # -- uploads -----------------------------------------------------------------------------
     def add_upload(self, filenames: Sequence[str], contents: Sequence[str]) -> str:
@@ -229,3 +314,14 @@ class TraceStore:
             detail = str(exc).split(": ", 1)[-1]
             raise UploadError(f"upload: {name!r} is not a valid zyfa trace: {detail}") from exc
         return self.add(trace, f"upload: {files['.parquet:name'].decode()}", kind="upload")
+
+
+def _reason(exc: Exception) -> str:
+    """The message of a trace error without its file name (the caller names the file its own way)."""
+    if isinstance(exc, TraceError):
+        head = f"{exc.file}: field {exc.field!r}: "
+        text = str(exc)
+        return text[len(head):] if text.startswith(head) else text
+    if isinstance(exc, OSError):
+        return exc.strerror or type(exc).__name__
+    return str(exc)
