@@ -17,27 +17,35 @@ from typing import Optional, Sequence
 
 import dash
 import dash_ag_grid as dag
+import numpy as np
 import pyarrow as pa
 from dash import ALL, Input, Output, State, ctx, dcc, html
 from dash.exceptions import PreventUpdate
-from flask import abort, send_file
+from flask import abort, request, send_file
+from werkzeug.exceptions import BadRequest
 from werkzeug.serving import WSGIRequestHandler, make_server
 
 from zyfa.analyzer import METRICS
 from zyfa.trace.schema import COLUMNS, Trace, TraceError
-from zyfa.webui import figures, metrics, timeline
+from zyfa.webui import figures, grid, metrics, timeline
 from zyfa.webui.store import TraceStore, UnsafePathError, UploadError
 from zyfa.webui.whatif import Simulator, WhatIf, default_simulator, generator_parameters
 
 DEFAULT_PAIR = ("zyfa-fp8", "aiter-like-fp8")  # simulated at start-up when no trace is given
-GRID_MAX_ROWS = 5000  # instruction-table rows sent to the browser (those in the current view first)
 SLOTS = ("a", "b")
+# plotly modebar: no logo, and no button that uploads a chart to Plotly's cloud (Chart Studio)
+GRAPH_CONFIG = {"displaylogo": False, "showSendToCloud": False, "showEditInChartStudio": False,
+                "modeBarButtonsToRemove": ["sendDataToCloud", "editInChartStudio"]}
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+_SELECTED_RULE = "params.context && params.data && params.data.id === params.context.selected"
 _NUMERIC = {name for name, col in COLUMNS.items() if pa.types.is_integer(col.type)}  # grid number filters
 
 
 # -- element ids -------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Ids:
+    headline: str = "headline"
+    skipped: str = "skipped"
     trace_a: str = "trace-a"
     trace_b: str = "trace-b"
     open_path: str = "open-path"
@@ -56,6 +64,9 @@ class Ids:
     grid_slot: str = "grid-slot"
     grid: str = "grid"
     grid_info: str = "grid-info"
+    grid_source: str = "grid-source"
+    grid_purged: str = "grid-purged"
+    definitions: str = "metric-definitions"
     valu: str = "valu"
     stalls: str = "stalls"
     w_kernel: str = "whatif-kernel"
@@ -124,12 +135,32 @@ def _section(title: str, *children, **style) -> html.Div:
                            **style})
 
 
+def _skipped_note(store: TraceStore) -> html.Details | str:
+    skipped = store.skipped
+    if not skipped:
+        return ""
+    return html.Details([
+        html.Summary(f"{len(skipped)} trace file(s) skipped (unreadable)"),
+        html.Ul([html.Li(f"{name}: {why}") for name, why in sorted(skipped.items())]),
+    ], id=ID.skipped, style={"color": "#a00", "marginTop": "4px"})
+
+
+def _definitions() -> html.Details:
+    """Every metric's definition as text (not only as a tooltip)."""
+    items = []
+    for name, m in METRICS.items():
+        items += [html.Dt(html.Code(name), style={"fontWeight": "bold", "marginTop": "4px"}),
+                  html.Dd(dcc.Markdown(metrics.definition(name)), style={"margin": "0 0 0 16px"})]
+    return html.Details([html.Summary("metric definitions"), html.Dl(items, id=ID.definitions)])
+
+
 def build_layout(store: TraceStore, kernels: Sequence[str], params: dict[str, tuple],
                  simulator_ready: bool) -> html.Div:
     a, b = default_pair(store)
     opts = _options(store)
     label = {"display": "inline-block", "marginRight": "6px", "fontWeight": "bold"}
     cell = {"display": "inline-block", "marginRight": "16px", "verticalAlign": "middle"}
+    headline = html.Div(id=ID.headline, role="status", style={"fontSize": "16px", "margin": "6px 0"})
     sources = _section(
         "Traces",
         html.Div([html.Span("A", style=label),
@@ -148,6 +179,7 @@ def build_layout(store: TraceStore, kernels: Sequence[str], params: dict[str, tu
                               "marginLeft": "12px", "cursor": "pointer"}),
         ], style={"marginTop": "6px"}),
         html.Div(id=ID.source_message, role="status", style={"marginTop": "4px", "color": "#a00"}),
+        _skipped_note(store),
     )
     whatif = _section(
         "What-if (re-simulate on the CDNA4 cycle model)",
@@ -157,7 +189,7 @@ def build_layout(store: TraceStore, kernels: Sequence[str], params: dict[str, tu
                                    value="zyfa-fp8" if "zyfa-fp8" in kernels else (list(kernels) or [None])[0],
                                    clearable=False, style={"width": "200px"})], style=cell),
             html.Div([html.Span("seqlen", style=label),
-                      dcc.Input(id=ID.w_seqlen, type="number", min=64, step=64, value=1024,
+                      dcc.Input(id=ID.w_seqlen, type="number", min=1, step=1, value=1024,
                                 style={"width": "90px"})], style=cell),
             html.Div([html.Span("heads", style=label),
                       dcc.Input(id=ID.w_heads, type="number", min=1, step=1, value=1, style={"width": "60px"})],
@@ -184,64 +216,113 @@ def build_layout(store: TraceStore, kernels: Sequence[str], params: dict[str, tu
             html.Button("Whole trace", id=ID.reset, n_clicks=0, style=cell),
             html.Span(id=ID.view_info, style={"color": "#555"}),
         ]),
-        dcc.Graph(id=ID.timeline, config={"displaylogo": False, "scrollZoom": False}),
+        dcc.Graph(id=ID.timeline, config={**GRAPH_CONFIG, "scrollZoom": True}),
     )
     tables = html.Div([
         _section("Metrics (zyfa.analyzer)",
                  dcc.RadioItems(id=ID.window, options=list(metrics.WINDOWS), value="steady", inline=True),
-                 html.Div(id=ID.metrics), style={"flex": "1"}),
+                 html.Div(id=ID.metrics), _definitions(), style={"flex": "1"}),
         _section("Instruction details", html.Div(id=ID.details, children="click an instruction on the timeline "
                                                                           "or in the table"),
                  style={"flex": "1"}),
     ], style={"display": "flex", "gap": "12px"})
-    columns = [{"field": "row", "headerName": "#", "width": 80, "filter": "agNumberColumnFilter"}] + [
+    columns = [{"field": grid.ROW, "headerName": "#", "width": 80, "filter": "agNumberColumnFilter"}] + [
         {"field": c, "filter": "agNumberColumnFilter" if c in _NUMERIC else "agTextColumnFilter"}
         for c in COLUMNS if c not in ("cu", "pc")
     ]
-    grid = _section(
-        "Instructions",
+    text_filter = {"filterOptions": ["contains", "notContains", "equals", "notEqual", "startsWith", "endsWith"],
+                   "maxNumConditions": 2}
+    for col in columns:
+        if col["filter"] == "agTextColumnFilter":
+            col["filterParams"] = text_filter
+    instructions = _section(
+        "Instructions (every record in the view; filter and sort run on the server over all of them)",
         html.Div([dcc.RadioItems(id=ID.grid_slot, options=[{"label": "A", "value": "a"}, {"label": "B", "value": "b"}],
                                  value="a", inline=True, style=cell),
-                  html.Span(id=ID.grid_info, style={"color": "#555"})]),
-        dag.AgGrid(id=ID.grid, columnDefs=columns, rowData=[], getRowId="params.data.id",
+                  html.Span(id=ID.grid_info, role="status", style={"color": "#555"})]),
+        dag.AgGrid(id=ID.grid, columnDefs=columns, rowModelType="infinite", getRowId="params.data.id",
                    defaultColDef={"sortable": True, "filter": True, "floatingFilter": True, "resizable": True,
                                   "minWidth": 70},
-                   dashGridOptions={"rowSelection": {"mode": "singleRow", "checkboxes": False,
-                                                     "enableClickSelection": True},
-                                    "animateRows": False},
+                   # the selected record is marked through the grid's context (set client-side when the
+                   # selection changes): with server-side rows it may not be loaded yet when selected
+                   rowClassRules={"zyfa-selected": _SELECTED_RULE},
+                   getRowStyle={"styleConditions": [{"condition": _SELECTED_RULE,
+                                                     "style": {"backgroundColor": "#FFE08A"}}]},
+                   dashGridOptions={"animateRows": False, "cacheBlockSize": 200, "maxBlocksInCache": 50,
+                                    "rowBuffer": 20, "context": {"selected": None}},
                    columnSize="autoSize", style={"height": "360px"}),
+        dcc.Store(id=ID.grid_source), dcc.Store(id=ID.grid_purged),
     )
     valu = _section("VALU/TRANS cycles per key block by opcode class (zyfa.analyzer.valu_by_class, metric window)",
-                    dcc.Graph(id=ID.valu))
-    stalls = _section("Stall cycles by unit and reason (zyfa.analyzer.stall_breakdown, metric window)",
-                      dcc.Graph(id=ID.stalls))
+                    dcc.Graph(id=ID.valu, config=GRAPH_CONFIG))
+    stalls = _section("Stall cycles by reason (zyfa.analyzer.stall_breakdown, metric window): cycles a wave waited "
+                      "before issuing; hover for the units of the instructions that waited",
+                      dcc.Graph(id=ID.stalls, config=GRAPH_CONFIG))
     return html.Div([
         html.H2("zyfa schedule explorer", style={"margin": "4px 0"}),
         html.Div("Cycle-model traces are simulated (CDNA4 cycle model), not measured.",
                  style={"color": "#666", "fontSize": "12px"}),
-        sources, whatif, view, tables, grid, valu, stalls,
+        headline, sources, whatif, view, tables, instructions, valu, stalls,
         dcc.Store(id=ID.view), dcc.Store(id=ID.selected),
     ], style={"fontFamily": "sans-serif", "fontSize": "14px", "margin": "8px 16px"})
 
 
 # -- app ---------------------------------------------------------------------------------------
 def create_app(store: TraceStore, simulator: Optional[Simulator] = None, kernels: Sequence[str] = (),
-               params: Optional[dict[str, tuple]] = None) -> dash.Dash:
+               params: Optional[dict[str, tuple]] = None, hosts: Sequence[str] = ()) -> dash.Dash:
     """The explorer over ``store``.
 
     ``simulator`` (``WhatIf -> Trace``) enables the what-if panel for ``kernels`` with the
     generator parameters ``params`` (name -> choices; default :func:`generator_parameters`).
+    ``hosts``: host names the page may be reached by besides the loopback names (see
+    :func:`host_allowed`); every other ``Host`` or ``Origin`` header is answered 403, so a web page
+    elsewhere cannot reach the server through DNS rebinding.
     """
     if not isinstance(store, TraceStore):
         raise TypeError(f"create_app: store must be a TraceStore, got {type(store).__name__}")
     if simulator is not None and not callable(simulator):
         raise TypeError(f"create_app: simulator must be a callable WhatIf -> Trace, got {type(simulator).__name__}")
+    if isinstance(hosts, str) or not all(isinstance(h, str) for h in hosts):
+        raise TypeError(f"create_app: hosts must be a sequence of host names, got {hosts!r}")
     app = dash.Dash(__name__, title="zyfa schedule explorer", update_title=None)
+    app.zyfa_store = store
     params = generator_parameters() if params is None else dict(params)
     app.layout = lambda: build_layout(store, list(kernels), params, simulator is not None)
+    _register_host_check(app, tuple(hosts))
     _register_file_route(app, store)
     _register_callbacks(app, store, simulator)
     return app
+
+
+def _hostname(value: str) -> str:
+    """``"127.0.0.1:8050"`` -> ``"127.0.0.1"``, ``"[::1]:80"`` -> ``"::1"``; lower case."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[1:value.find("]")] if "]" in value else value
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+def host_allowed(host: Optional[str], origin: Optional[str], hosts: Sequence[str] = ()) -> bool:
+    """Whether a request with these ``Host`` / ``Origin`` headers may be answered.
+
+    The Host must name a loopback address or one of ``hosts`` (a DNS-rebinding page has its own
+    name there); an Origin, when sent, must be ``http(s)://`` one of those names (a cross-site
+    page's requests carry its own origin).
+    """
+    names = {*LOOPBACK_NAMES, *(h.lower() for h in hosts)}
+    if not host or _hostname(host) not in names:
+        return False
+    if origin is None or origin == "":
+        return True
+    m = re.match(r"^https?://(\[[^\]]+\]|[^/:]+)(:\d+)?$", origin.strip().lower())
+    return bool(m) and _hostname(m.group(1)) in names
+
+
+def _register_host_check(app: dash.Dash, hosts: tuple[str, ...]) -> None:
+    @app.server.before_request
+    def check_host():
+        if not host_allowed(request.headers.get("Host"), request.headers.get("Origin"), hosts):
+            abort(403, description="Host or Origin header not allowed (the explorer answers its own address only)")
 
 
 def _register_file_route(app: dash.Dash, store: TraceStore) -> None:
@@ -256,15 +337,51 @@ def _register_file_route(app: dash.Dash, store: TraceStore) -> None:
         return send_file(path, mimetype="application/vnd.apache.parquet", as_attachment=True)
 
 
+def _trace(store: TraceStore, trace_id) -> Trace:
+    """The trace behind an id from the browser; a forged or stale id is a 400, never a 500."""
+    if not isinstance(trace_id, str):
+        raise BadRequest(f"trace id must be a string, got {type(trace_id).__name__}")
+    try:
+        return store.get(trace_id)
+    except (KeyError, UnsafePathError, TypeError) as exc:
+        raise BadRequest(f"unknown trace {trace_id[:200]!r}") from exc
+    except (TraceError, OSError) as exc:
+        raise BadRequest(f"trace {store.label(trace_id)!r} cannot be read: {exc}") from exc
+
+
 def _panels(store: TraceStore, a: Optional[str], b: Optional[str]) -> list[tuple[str, figures.Panel]]:
-    """``(slot, panel)`` for the traces chosen in A and B (missing or unloadable ones skipped)."""
+    """``(slot, panel)`` for the traces chosen in A and B (empty slots skipped)."""
     out = []
     for slot, trace_id in zip(SLOTS, (a, b)):
         if not trace_id:
             continue
-        trace = store.get(trace_id)
+        trace = _trace(store, trace_id)
         out.append((slot, figures.Panel(figures.panel_title(slot.upper(), trace), trace)))
     return out
+
+
+def _int(value, what: str) -> int:
+    """An integer from the browser (a row number, a click's customdata), or a 400."""
+    if isinstance(value, bool):
+        raise BadRequest(f"{what} must be an integer, got {value!r}")
+    try:
+        out = int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise BadRequest(f"{what} must be an integer, got {str(value)[:100]!r}") from None
+    if isinstance(value, float) and value != out:
+        raise BadRequest(f"{what} must be an integer, got {value!r}")
+    return out
+
+
+def _range(value) -> Optional[tuple[float, float]]:
+    """A view range ``[x0, x1]`` from the browser's store (None if unset), or a 400."""
+    if value is None:
+        return None
+    try:
+        x0, x1 = (float(v) for v in value)
+        return timeline.View(x0, x1).x0, x1
+    except (TypeError, ValueError) as exc:
+        raise BadRequest(f"view range must be two increasing finite numbers, got {str(value)[:100]}") from exc
 
 
 def _full_view(panels: list[tuple[str, figures.Panel]]) -> tuple[float, float]:
@@ -277,10 +394,58 @@ def _record(trace: Trace, row: int) -> dict:
 
 
 def analyzer_doc(metric: str) -> str:
-    """First paragraph of a metric's docstring (its definition), for the table's tooltips."""
-    m = METRICS.get(metric)
-    doc = (m.fn.__doc__ or "") if m is not None else ""
-    return " ".join(doc.strip().split("\n\n")[0].split())
+    """A metric's definition as plain text (the tooltip of its name in the table)."""
+    return metrics.plain(metrics.definition(metric))
+
+
+def positive_int(value, name: str) -> int:
+    """A what-if field: a positive whole number, else ValueError naming the field."""
+    if value is None or value == "":
+        raise ValueError(f"{name}: enter a positive whole number")
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"{name} must be a positive whole number, got {value!r}")
+    try:
+        number = float(value)
+    except ValueError:
+        raise ValueError(f"{name} must be a positive whole number, got {value!r}") from None
+    if not number.is_integer() or number <= 0 or number > 2 ** 31:
+        raise ValueError(f"{name} must be a positive whole number (at most 2^31), got {value!r}")
+    return int(number)
+
+
+def _headline(store: TraceStore, a: Optional[str], b: Optional[str]) -> list:
+    """Predicted time, TFLOP/s and clock per trace, and A's speed-up over B (meta.extra, as the CLI)."""
+    heads = [(slot, metrics.headline(p.trace)) for slot, p in _panels(store, a, b)]
+    if not heads:
+        return ["choose trace A"]
+    lines = []
+    for slot, h in heads:
+        if h.seconds is None:
+            lines.append(html.Div([html.B(f"{slot.upper()}: {h.kernel}"),
+                                   f" — no whole-kernel prediction in this trace ({h.source})"],
+                                  **{"data-slot": slot}))
+            continue
+        lines.append(html.Div([
+            html.B(f"{slot.upper()}: {h.kernel}"), " — predicted ",
+            html.B(f"{h.seconds * 1e6:,.2f} µs", **{"data-field": "time"}),
+            f" ({h.cycles:,.0f} cycles) · ",
+            html.B(f"{h.tflops:,.1f} TFLOP/s" if h.tflops is not None else "— TFLOP/s", **{"data-field": "tflops"}),
+            f" · {h.clock_mhz:,.0f} MHz ({h.clock_note})" if h.clock_mhz else "",
+            html.Span(f" · {h.source}", style={"color": "#666"}),
+        ], **{"data-slot": slot, "data-seconds": repr(h.seconds)}))
+    if len(heads) == 2:
+        up = metrics.speedup(heads[0][1], heads[1][1])
+        if up is not None:
+            faster = "faster" if up >= 1 else "slower"
+            lines.append(html.Div([html.B(f"A is {max(up, 1 / up):.2f}× {faster} than B",
+                                          id="speedup", **{"data-speedup": repr(up)}),
+                                   " (B's predicted time / A's; the numbers `zyfa-trace kernel` prints)"]))
+    lines.append(html.Div("TFLOP/s here = the shape's useful FLOPs (causal halved) / predicted kernel time, as "
+                          "`zyfa-trace kernel` prints. The metric table's tflops_device instead scales the traced "
+                          "CU's executed MFMA rate (masked diagonal tiles included) to every SIMD of the device, "
+                          "ignoring the tail and idle CUs, so it is higher.",
+                          style={"color": "#666", "fontSize": "12px"}))
+    return lines
 
 
 def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[Simulator]) -> None:
@@ -326,19 +491,24 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
             raise PreventUpdate
         try:
             chosen = {i["name"]: v for i, v in zip(ids, values) if v != "default"}
-            request = WhatIf(kernel=kernel, seqlen=int(seqlen or 0), heads=int(heads or 0), params=chosen)
-        except (ValueError, TypeError) as exc:
+            req = WhatIf(kernel=kernel, seqlen=positive_int(seqlen, "seqlen"), heads=positive_int(heads, "heads"),
+                         params=chosen)
+        except (ValueError, TypeError, KeyError) as exc:
             return dash.no_update, dash.no_update, dash.no_update, f"what-if rejected: {exc}"
         try:
-            trace = simulator(request)
+            trace = simulator(req)
         except (ValueError, TypeError) as exc:
             return dash.no_update, dash.no_update, dash.no_update, f"what-if rejected: {exc}"
         except Exception as exc:  # the simulator is another package: report any failure on the page
             return dash.no_update, dash.no_update, dash.no_update, \
-                f"simulation of {request.label} failed: {type(exc).__name__}: {exc}"
-        new = store.add(trace, f"what-if: {request.label}")
+                f"simulation of {req.label} failed: {type(exc).__name__}: {exc}"
+        new = store.add(trace, f"what-if: {req.label}")
         opts = _options(store)
-        return opts, opts, new, f"simulated {request.label}: {len(trace)} records (shown as B)"
+        return opts, opts, new, f"simulated {req.label}: {len(trace)} records (shown as B)"
+
+    @app.callback(Output(ID.headline, "children"), Input(ID.trace_a, "value"), Input(ID.trace_b, "value"))
+    def show_headline(a, b):
+        return _headline(store, a, b)
 
     # -- view range: zoom, iteration, reset ------------------------------------------------
     @app.callback(
@@ -357,12 +527,15 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
                 raise PreventUpdate
             target = full if asked == "reset" else asked
         elif trigger == ID.iteration and iteration is not None and panels:
-            target = timeline.iteration_span(panels[0][1].trace, int(iteration))
+            try:
+                target = timeline.iteration_span(panels[0][1].trace, _int(iteration, "iteration"))
+            except ValueError as exc:
+                raise BadRequest(str(exc)) from exc
         else:
             target = full
         target = [float(target[0]), float(target[1])]
         if current == target:
-            raise PreventUpdate
+            raise PreventUpdate  # the timeline also listens to A and B, so it is redrawn anyway
         return target
 
     @app.callback(
@@ -377,17 +550,16 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
     # -- timeline -----------------------------------------------------------------------------
     @app.callback(
         Output(ID.timeline, "figure"), Output(ID.view_info, "children"),
-        Input(ID.view, "data"), Input(ID.selected, "data"),
-        State(ID.trace_a, "value"), State(ID.trace_b, "value"),
+        Input(ID.view, "data"), Input(ID.selected, "data"), Input(ID.trace_a, "value"), Input(ID.trace_b, "value"),
     )
     def draw_timeline(view_range, selected, a, b):
         panels = _panels(store, a, b)
-        x0, x1 = view_range or _full_view(panels)
+        x0, x1 = _range(view_range) or _full_view(panels)
         view = timeline.View(x0, x1)
         slots = [s for s, _ in panels]
         sel = None
-        if selected and selected.get("slot") in slots:
-            sel = (slots.index(selected["slot"]), int(selected["row"]))
+        if isinstance(selected, dict) and selected.get("slot") in slots:
+            sel = (slots.index(selected["slot"]), _int(selected.get("row"), "selected row"))
         fig = figures.schedule_figure([p for _, p in panels], view, sel)
         mode = "merged segments (zoom in for single instructions)" if fig.layout.meta["decimated"] else \
             "every instruction"
@@ -401,7 +573,10 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
         panels = dict(_panels(store, a, b))
         if "a" not in panels:
             return "choose trace A", figures.valu_figure([]), figures.stall_figure([])
-        window = metrics.window_spec(choice, view_range or _full_view(list(panels.items())))
+        try:
+            window = metrics.window_spec(choice, _range(view_range) or _full_view(list(panels.items())))
+        except ValueError as exc:
+            raise BadRequest(str(exc)) from exc
         frame = metrics.table(panels["a"].trace, panels["b"].trace if "b" in panels else None, window)
         cols = [c for c in ("a", "b", "diff", "ratio") if c in frame.columns]
         head = html.Tr([html.Th("metric")] + [html.Th({"a": "A", "b": "B", "diff": "B − A"}.get(c, c)) for c in cols])
@@ -419,61 +594,115 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
                           html.Div(label, style={"color": "#666", "fontSize": "12px"})])
         valu = figures.valu_figure([(slot.upper(), metrics.valu_by_class(p.trace, window))
                                     for slot, p in panels.items()])
-        stalls = figures.stall_figure([(slot.upper(), metrics.stall_breakdown(p.trace, window))
+        stalls = figures.stall_figure([(slot.upper(), metrics.stall_by_reason(p.trace, window))
                                        for slot, p in panels.items()])
         return table, valu, stalls
 
-    # -- instruction table and selection ------------------------------------------------------
+    # -- instruction table (server-side rows) and selection ---------------------------------------
     @app.callback(
-        Output(ID.grid, "rowData"), Output(ID.grid_info, "children"),
-        Input(ID.grid_slot, "value"), Input(ID.view, "data"),
-        Input(ID.trace_a, "value"), Input(ID.trace_b, "value"),
+        Output(ID.grid_source, "data"),
+        Input(ID.grid_slot, "value"), Input(ID.view, "data"), Input(ID.trace_a, "value"), Input(ID.trace_b, "value"),
     )
-    def grid_rows(slot, view_range, a, b):
-        panels = dict(_panels(store, a, b))
-        if slot not in panels:
-            return [], f"no trace in {slot.upper()}"
-        trace = panels[slot].trace
-        x0, x1 = view_range or _full_view(list(panels.items()))
-        rows, total = timeline.rows_in_view(trace, x0, x1, GRID_MAX_ROWS)
-        data = trace.table.take(rows).to_pylist()
-        for r, rec in zip(rows, data):
-            rec["row"], rec["id"] = int(r), str(r)
-        more = f" (first {len(rows)}; zoom in for the rest)" if total > len(rows) else ""
-        return data, f"{total} instructions in view{more}"
+    def grid_source(slot, view_range, a, b):
+        return {"slot": slot, "a": a, "b": b, "view": view_range}
+
+    # a new source (trace, slot or view): drop the grid's cached blocks so it asks the server again
+    app.clientside_callback(
+        """function(source) {
+            const api = window.dash_ag_grid && window.dash_ag_grid.getApi ? window.dash_ag_grid.getApi('%s') : null;
+            if (api && api.purgeInfiniteCache) { api.purgeInfiniteCache(); }
+            return window.dash_clientside.no_update;
+        }""" % ID.grid,
+        Output(ID.grid_purged, "data"), Input(ID.grid_source, "data"), prevent_initial_call=True,
+    )
+
+    def _grid_rows(source) -> tuple[Trace, np.ndarray, int]:
+        """The grid's trace and its rows in the view (start order), from the grid-source store."""
+        if not isinstance(source, dict) or source.get("slot") not in SLOTS:
+            raise PreventUpdate
+        trace_id = source.get(source["slot"])
+        if not trace_id:
+            raise PreventUpdate
+        trace = _trace(store, trace_id)
+        x0, x1 = _range(source.get("view")) or timeline.extent(trace)
+        rows = timeline.view_rows(trace, x0, x1)
+        return trace, rows, int(rows.size)
+
+    # mark the selected record in the grid (rows loaded later pick it up from the context)
+    app.clientside_callback(
+        """function(selected, source) {
+            const api = window.dash_ag_grid && window.dash_ag_grid.getApi ? window.dash_ag_grid.getApi('%s') : null;
+            if (!api) { return window.dash_clientside.no_update; }
+            const mine = selected && source && selected.slot === source.slot;
+            api.setGridOption('context', {selected: mine ? String(selected.row) : null});
+            api.redrawRows();
+            return window.dash_clientside.no_update;
+        }""" % ID.grid,
+        Output(ID.grid_purged, "data", allow_duplicate=True), Input(ID.selected, "data"), Input(ID.grid_source, "data"),
+        prevent_initial_call=True,
+    )
+
+    @app.callback(
+        Output(ID.grid, "getRowsResponse"), Output(ID.grid_info, "children"),
+        Input(ID.grid, "getRowsRequest"), State(ID.grid_source, "data"),
+        prevent_initial_call=True,
+    )
+    def grid_rows(req, source):
+        if not isinstance(req, dict):
+            raise PreventUpdate
+        trace, rows, total = _grid_rows(source)
+        try:
+            ordered = grid.query(trace, rows, req.get("filterModel"), req.get("sortModel"))
+            data = grid.page(trace, ordered, _int(req.get("startRow", 0), "startRow"),
+                             _int(req.get("endRow", 0), "endRow"))
+        except grid.GridRequestError as exc:
+            raise BadRequest(str(exc)) from exc
+        slot = source["slot"].upper()
+        info = f"{total} instructions in view in {slot}"
+        if req.get("filterModel"):
+            info = f"{ordered.size} of {total} instructions in view in {slot} match the filter"
+        return {"rowData": data, "rowCount": int(ordered.size)}, info
 
     @app.callback(
         Output(ID.selected, "data"), Output(ID.grid_slot, "value"),
         Input(ID.timeline, "clickData"), Input(ID.grid, "cellClicked"),
-        State(ID.grid_slot, "value"), State(ID.trace_a, "value"), State(ID.trace_b, "value"),
+        Input(ID.trace_a, "value"), Input(ID.trace_b, "value"),
+        State(ID.grid_slot, "value"),
         prevent_initial_call=True,
     )
-    def select(click, cell, grid_slot, a, b):
+    def select(click, cell, a, b, grid_slot):
         slots = [s for s, _ in _panels(store, a, b)]
+        if ctx.triggered_id in (ID.trace_a, ID.trace_b):
+            return None, dash.no_update  # a selection in the old trace means nothing in the new one
         if ctx.triggered_id == ID.timeline:
-            point = (click or {}).get("points", [{}])[0]
-            custom = point.get("customdata")
-            if not custom or int(custom[1]) < 0 or int(custom[0]) >= len(slots):
+            points = (click or {}).get("points") or [{}]
+            custom = points[0].get("customdata") if isinstance(points[0], dict) else None
+            if not isinstance(custom, list) or len(custom) < 2:
                 raise PreventUpdate
-            slot = slots[int(custom[0])]
-            return {"slot": slot, "row": int(custom[1])}, slot
-        if not cell or cell.get("rowId") is None:
+            panel, row = _int(custom[0], "panel"), _int(custom[1], "row")
+            if row < 0 or not 0 <= panel < len(slots):
+                raise PreventUpdate
+            return {"slot": slots[panel], "row": row}, slots[panel]
+        if not isinstance(cell, dict) or cell.get("rowId") is None:
             raise PreventUpdate
-        return {"slot": grid_slot, "row": int(cell["rowId"])}, dash.no_update
+        return {"slot": grid_slot, "row": _int(cell["rowId"], "rowId")}, dash.no_update
 
     @app.callback(
-        Output(ID.details, "children"), Output(ID.grid, "selectedRows"), Output(ID.grid, "scrollTo"),
+        Output(ID.details, "children"), Output(ID.grid, "scrollTo"),
         Input(ID.selected, "data"), State(ID.trace_a, "value"), State(ID.trace_b, "value"),
+        State(ID.grid, "getRowsRequest"), State(ID.grid_source, "data"),
         prevent_initial_call=True,
     )
-    def show_details(selected, a, b):
+    def show_details(selected, a, b, req, source):
         panels = dict(_panels(store, a, b))
-        if not selected or selected.get("slot") not in panels:
+        if not selected:
+            return "click an instruction on the timeline or in the table", dash.no_update
+        if not isinstance(selected, dict) or selected.get("slot") not in panels:
             raise PreventUpdate
         trace = panels[selected["slot"]].trace
-        row = int(selected["row"])
+        row = _int(selected.get("row"), "selected row")
         if not 0 <= row < len(trace):
-            raise PreventUpdate
+            raise BadRequest(f"row {row} is not in trace {selected['slot'].upper()} ({len(trace)} records)")
         rec = _record(trace, row)
         items = [html.Tr([html.Th("trace"), html.Td(panels[selected["slot"]].title)]),
                  html.Tr([html.Th("row"), html.Td(str(row))])]
@@ -481,8 +710,17 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
                   for k, v in rec.items()]
         if rec.get("end") is not None:
             items.append(html.Tr([html.Th("busy cycles"), html.Td(str(rec["end"] - rec["start"]))]))
-        return (html.Table(items, id="details-table"), {"ids": [str(row)]},
-                {"rowId": str(row), "rowPosition": "middle"})
+        scroll = dash.no_update
+        if isinstance(source, dict) and source.get("slot") == selected["slot"]:
+            _, rows, _ = _grid_rows(source)
+            req = req if isinstance(req, dict) else {}
+            try:
+                pos = grid.position(grid.query(trace, rows, req.get("filterModel"), req.get("sortModel")), row)
+            except grid.GridRequestError:
+                pos = None
+            if pos is not None:
+                scroll = {"rowIndex": pos, "rowPosition": "middle"}
+        return html.Table(items, id="details-table"), scroll
 
 
 # -- server ------------------------------------------------------------------------------------
@@ -505,12 +743,19 @@ class ServerThread(threading.Thread):
         self._server = make_server(host, port, app.server, threaded=True, request_handler=_QuietHandler)
         self.host, self.port = host, self._server.server_port
         self.url = f"http://{host}:{self.port}"
+        self.app_store: Optional[TraceStore] = getattr(app, "zyfa_store", None)
 
     def run(self) -> None:
         self._server.serve_forever()
 
     def shutdown(self) -> None:
+        """Stop a started server and release its port."""
         self._server.shutdown()
+        self._server.server_close()
+
+    def close(self) -> None:
+        """Release the port of a server that was never started."""
+        self._server.server_close()
 
 
 def is_loopback(host: str) -> bool:
@@ -523,19 +768,19 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def serve(args: argparse.Namespace) -> int:
-    """Run the explorer for ``zyfa-ui`` until interrupted; returns the exit status."""
+def prepare(args: argparse.Namespace) -> tuple[Optional[ServerThread], int]:
+    """The explorer's server for ``zyfa-ui``'s arguments, bound but not started, or ``(None, exit status)``.
+
+    Unreadable traces (corrupt, FIFO, dangling symlink, a directory named ``*.parquet``) are skipped
+    and listed on stderr and on the page; the others are served.
+    """
     try:
         store = TraceStore(args.trace_dir or [], args.traces or [])
     except (TypeError, ValueError) as exc:
         print(f"zyfa-ui: {exc}", file=sys.stderr)
-        return 2
-    for entry in store.entries():
-        try:
-            store.get(entry.id)
-        except TraceError as exc:
-            print(f"zyfa-ui: {exc}", file=sys.stderr)
-            return 2
+        return None, 2
+    for name, why in sorted(store.load_all().items()):  # one unreadable file must not stop the others
+        print(f"zyfa-ui: skipped {name}: {why}", file=sys.stderr)
     simulator, kernels, why = default_simulator()
     if simulator is None:
         print(f"zyfa-ui: what-if disabled: {why}", file=sys.stderr)
@@ -550,9 +795,17 @@ def serve(args: argparse.Namespace) -> int:
     if not is_loopback(args.host):
         print(f"zyfa-ui: warning: serving on {args.host}, reachable from other machines; the page has no "
               "authentication", file=sys.stderr)
-    app = create_app(store, simulator, kernels)
-    server = ServerThread(app, args.host, args.port)
-    print(f"zyfa-ui: {len(store.entries())} trace(s); open {server.url}/  (Ctrl-C to stop)", flush=True)
+    hosts = [*([] if is_loopback(args.host) else [args.host]), *getattr(args, "allow_host", [])]
+    app = create_app(store, simulator, kernels, hosts=hosts)
+    return ServerThread(app, args.host, args.port), 0
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Run the explorer for ``zyfa-ui`` until interrupted; returns the exit status."""
+    server, status = prepare(args)
+    if server is None:
+        return status
+    print(f"zyfa-ui: {len(server.app_store.entries())} trace(s); open {server.url}/  (Ctrl-C to stop)", flush=True)
     server.start()
     try:
         server.join()

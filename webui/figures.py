@@ -22,7 +22,7 @@ from zyfa.webui.timeline import UNIT_COLOURS, UNIT_STYLE, View, segments, strip,
 TRACK_PX = 26  # height of one timeline row
 STRIP_PX = 16  # height of one strip row
 HIGHLIGHT = "#000000"
-OVERLAP_COLOUR = "#009E73"  # strip rows: ping-pong overlap
+OVERLAP_COLOUR = "#332288"  # strip rows: ping-pong overlap (Tol indigo: no unit on the timeline uses it)
 
 
 @dataclass(frozen=True)
@@ -170,31 +170,35 @@ def valu_figure(tables: Sequence[tuple[str, pd.DataFrame]]) -> go.Figure:
     ``tables``: ``(trace label, zyfa.analyzer.valu_by_class frame)``; bars are labelled
     ``UNIT op_class`` and sorted by the first trace's cycles.
     """
-    return _grouped_bars(tables, "op_class", "cycles_per_block", "ops_per_block",
+    return _grouped_bars(tables, "unit", "op_class", "cycles_per_block", "ops_per_block",
                          "%{x}: %{y:.1f} cycles, %{customdata:.1f} ops per block",
                          height=320, yaxis_title="cycles per key block (per wave)")
 
 
 def stall_figure(tables: Sequence[tuple[str, pd.DataFrame]]) -> go.Figure:
-    """Grouped bars: stall cycles by unit and reason, one colour per trace.
+    """Grouped bars: stall cycles by reason, one colour per trace.
 
-    ``tables``: ``(trace label, zyfa.analyzer.stall_breakdown frame)``; bars are labelled
-    ``UNIT reason`` in the first trace's order (largest first).
+    ``tables``: ``(trace label, zyfa.webui.metrics.stall_by_reason frame)``; bars are labelled by
+    the reason only (a ``barrier`` stall is filed under the instruction *after* ``s_barrier``, so
+    its unit is not the barrier's); the hover lists the units of the instructions that waited.
     """
-    return _grouped_bars(tables, "reason", "stall_cycles", "share",
-                         "%{x}: %{y} stall cycles (%{customdata:.0%} of this trace's)",
+    return _grouped_bars(tables, None, "reason", "stall_cycles", ["share", "waiting"],
+                         "%{x}: %{y} stall cycles (%{customdata[0]:.0%} of this trace's)"
+                         "<br>instructions that waited: %{customdata[1]}",
                          height=300, yaxis_title="stall cycles (metric window)")
 
 
-def _grouped_bars(tables: Sequence[tuple[str, pd.DataFrame]], kind: str, y: str, custom: str, hover: str, *,
-                  height: int, yaxis_title: str) -> go.Figure:
-    """One bar trace per ``(label, frame)``, bars named ``"unit kind"``, in first-seen order."""
+def _grouped_bars(tables: Sequence[tuple[str, pd.DataFrame]], prefix: Optional[str], kind: str, y: str,
+                  custom, hover: str, *, height: int, yaxis_title: str) -> go.Figure:
+    """One bar trace per ``(label, frame)``, bars named ``"<prefix column> <kind column>"`` (or just
+    the kind column), in first-seen order."""
     fig = go.Figure()
     order: list[str] = []
     for label, frame in tables:
-        names = (frame["unit"] + " " + frame[kind]).tolist()
+        names = (frame[kind] if prefix is None else frame[prefix] + " " + frame[kind]).tolist()
         order += [n for n in names if n not in order]
-        fig.add_trace(go.Bar(x=names, y=frame[y], name=label, customdata=frame[custom],
+        fig.add_trace(go.Bar(x=names, y=frame[y], name=label, customdata=frame[custom].to_numpy().tolist()
+                             if isinstance(custom, list) else frame[custom],
                              hovertemplate=hover + "<extra>" + label + "</extra>"))
     fig.update_layout(barmode="group", height=height, margin=dict(l=60, r=20, t=30, b=80),
                       yaxis_title=yaxis_title, plot_bgcolor="white",

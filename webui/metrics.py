@@ -7,6 +7,8 @@ choice, caches results on the trace (``Trace.cache``) and formats values for dis
 from __future__ import annotations
 
 import math
+import re
+from dataclasses import dataclass
 from typing import Optional, Union
 
 import pandas as pd
@@ -77,3 +79,77 @@ def fmt(value, unit: str = "") -> str:
     if float(value).is_integer():
         return f"{int(value):,}"
     return f"{value:,.4g}" if abs(value) < 1000 else f"{value:,.1f}"
+
+
+def stall_by_reason(trace: Trace, window: Window) -> pd.DataFrame:
+    """Stall cycles per reason (reason, stall_cycles, share, waiting), summed over units.
+
+    ``zyfa.analyzer.stall_breakdown`` files a stall under the unit of the instruction that *waited*
+    (the one issued after an ``s_barrier``, say), not under the unit that caused it, so the page
+    labels bars by reason and lists the waiting instructions' units in ``waiting``
+    (``"SALU 48, VALU 16"``) instead of printing ``"SALU barrier"``.
+    """
+    def compute() -> pd.DataFrame:
+        frame = stall_breakdown(trace, window)
+        rows = []
+        for reason, part in frame.groupby("reason", sort=False):
+            part = part.sort_values("stall_cycles", ascending=False)
+            rows.append({"reason": reason, "stall_cycles": int(part["stall_cycles"].sum()),
+                         "share": float(part["share"].sum()),
+                         "waiting": ", ".join(f"{u} {int(c)}" for u, c in zip(part["unit"], part["stall_cycles"]))})
+        out = pd.DataFrame(rows, columns=["reason", "stall_cycles", "share", "waiting"])
+        return out.sort_values("stall_cycles", ascending=False, kind="stable").reset_index(drop=True)
+    return _cached(trace, f"webui.stall_by_reason.{window}", compute)
+
+
+_ROLE = re.compile(r":(?:func|class|data|attr|meth|mod):`~?([^`]+)`")
+
+
+def definition(metric: str) -> str:
+    """A metric's definition as Markdown: its docstring's first paragraph with reST markup turned
+    into text (``x`` -> `x`, :func:`~a.b.c` -> `c`)."""
+    m = analyzer.METRICS.get(metric)
+    if m is None:
+        raise KeyError(f"unknown metric {metric!r}")
+    doc = " ".join((m.fn.__doc__ or m.description or "").strip().split("\n\n")[0].split())
+    doc = _ROLE.sub(lambda g: f"`{g.group(1).rsplit('.', 1)[-1]}`", doc)
+    return doc.replace("``", "`")
+
+
+def plain(markdown: str) -> str:
+    """Markdown from :func:`definition` without backticks (for tooltips)."""
+    return markdown.replace("`", "")
+
+
+@dataclass(frozen=True)
+class Headline:
+    """What the cycle model predicted for the whole kernel (``meta.extra``, as ``zyfa-trace kernel``
+    prints it), or None fields for traces without a prediction (hardware captures)."""
+
+    kernel: str
+    source: str
+    seconds: Optional[float]
+    cycles: Optional[float]
+    tflops: Optional[float]
+    clock_mhz: Optional[float]
+    clock_note: str
+
+
+def headline(trace: Trace) -> Headline:
+    extra = trace.meta.extra or {}
+
+    def num(key):
+        v = extra.get(key)
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+    clock = num("predicted_clock_mhz") or trace.meta.clock_mhz
+    note = "predicted clock" if num("predicted_clock_mhz") else "clock of the trace (fixed, not predicted)"
+    return Headline(trace.meta.kernel, trace.meta.label, num("predicted_seconds"), num("predicted_cycles"),
+                    num("predicted_tflops"), clock, note)
+
+
+def speedup(a: Headline, b: Headline) -> Optional[float]:
+    """How many times faster A is than B: B's predicted time / A's (None without both predictions)."""
+    if a.seconds is None or b.seconds is None or a.seconds <= 0:
+        return None
+    return b.seconds / a.seconds

@@ -154,14 +154,18 @@ def iteration_span(trace: Trace, iteration: int) -> tuple[int, int]:
     return int(trace.column("issue")[rows].min()), int(trace.column("end")[rows].max())
 
 
-def rows_in_view(trace: Trace, x0: float, x1: float, limit: int) -> tuple[list[int], int]:
-    """Rows executing in ``[x0, x1)`` (zero-length records count as one cycle) in start order:
-    the first ``limit`` of them, and how many there are."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-        raise ValueError(f"limit must be a non-negative int, got {limit!r}")
+def view_rows(trace: Trace, x0: float, x1: float) -> np.ndarray:
+    """Rows executing in ``[x0, x1)`` (zero-length records count as one cycle), in start order."""
     a = _arrays(trace)
     hit = np.flatnonzero((a.drawn_end > x0) & (a.start < x1))
-    hit = hit[np.argsort(a.start[hit], kind="stable")]
+    return hit[np.argsort(a.start[hit], kind="stable")]
+
+
+def rows_in_view(trace: Trace, x0: float, x1: float, limit: int) -> tuple[list[int], int]:
+    """:func:`view_rows`: the first ``limit`` of them, and how many there are."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise ValueError(f"limit must be a non-negative int, got {limit!r}")
+    hit = view_rows(trace, x0, x1)
     return [int(r) for r in hit[:limit]], int(hit.size)
 
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
 import pytest
 
 from zyfa import analyzer
 from zyfa.webui import metrics
-from zyfa.webui.app import ServerThread, create_app, default_pair, is_loopback, parse_relayout
-from zyfa.webui.figures import Panel, schedule_figure, valu_figure
+from zyfa.trace.schema import Trace
+from zyfa.webui.app import (GRAPH_CONFIG, ServerThread, create_app, default_pair, host_allowed, is_loopback,
+                            parse_relayout, positive_int)
+from zyfa.webui.figures import Panel, schedule_figure, stall_figure, valu_figure
 from zyfa.webui.store import TraceStore
 from zyfa.webui.timeline import View
 from zyfa.webui.whatif import WhatIf
@@ -41,8 +44,8 @@ def test_default_pair_prefers_zyfa_and_aiter(tmp_path, make_trace):
     store = TraceStore([tmp_path])
     a, b = default_pair(store)
     assert (store.get(a).meta.kernel, store.get(b).meta.kernel) == ("zyfa-fp8", "aiter-like-fp8")
-    assert default_pair(TraceStore([tmp_path / "a0.parquet"] and [], [tmp_path / "a0.parquet"])) == (
-        f"file:{(tmp_path / 'a0.parquet').resolve()}", None)
+    # ids name files relatively: the browser never learns the server's absolute paths
+    assert default_pair(TraceStore([], [tmp_path / "a0.parquet"])) == ("file:a0.parquet", None)
 
 
 def test_create_app_validates_arguments(tmp_path):
@@ -177,11 +180,107 @@ def test_hover_text_names_instruction_cycles_and_stall(make_trace):
                     "<br>issue 0 · start 0 · end 16 (16 cycles)<br>stall 2 (dependency)<br>region QK_0")
 
 
-def test_stall_figure_uses_analyzer_table(make_trace):
-    from zyfa.webui.figures import stall_figure
-
+def test_stall_figure_labels_by_reason_not_by_waiting_unit(make_trace):
     t = make_trace()
-    frame = analyzer.stall_breakdown(t, "whole")
-    fig = stall_figure([("A", frame)])
+    fig = stall_figure([("A", metrics.stall_by_reason(t, "whole"))])
     # 2 SIMDs x 2 waves x 3 iterations: each first MFMA of a phase waits 2 cycles on a dependency
-    assert list(fig.data[0].x) == ["MFMA dependency"] and list(fig.data[0].y) == [2 * 2 * 3 * 2]
+    assert list(fig.data[0].x) == ["dependency"] and list(fig.data[0].y) == [2 * 2 * 3 * 2]
+    assert fig.data[0].customdata[0][1] == "MFMA 24"  # the units of the instructions that waited
+
+
+def test_barrier_stall_is_not_called_a_salu_barrier(make_trace):
+    """The record after s_barrier carries the barrier stall; the chart says "barrier", and names
+    the waiting instruction's unit only as the one that waited."""
+    base = make_trace(simds=1, iterations=1)
+    df = base.df
+    extra = df.iloc[[0]].copy()
+    extra["opcode"], extra["unit"], extra["stall"], extra["stall_reason"] = "s_mov_b32", "SALU", 40, "barrier"
+    extra["issue"] = extra["start"] = 1000
+    extra["end"] = 1001
+    t = Trace(pd.concat([df, extra], ignore_index=True), base.meta)
+    by_reason = metrics.stall_by_reason(t, "whole")
+    row = by_reason.set_index("reason").loc["barrier"]
+    assert (row["stall_cycles"], row["waiting"]) == (40, "SALU 40")
+    assert "SALU barrier" not in list(stall_figure([("A", by_reason)]).data[0].x)
+
+
+def test_metric_definitions_are_text_not_rest():
+    for name in analyzer.METRICS:
+        text = metrics.definition(name)
+        assert text and "``" not in text and ":func:" not in text and ":class:" not in text, (name, text)
+    assert "`zyfa.analyzer.tables.ARCHS`" not in metrics.definition("tflops_device")
+    with pytest.raises(KeyError, match="unknown metric"):
+        metrics.definition("nope")
+
+
+# -- headline -------------------------------------------------------------------------------------
+
+def test_headline_is_the_cycle_models_prediction(make_trace):
+    a, b = make_trace(), make_trace("aiter-like-fp8")
+    for t, seconds, tflops in ((a, 2e-5, 30.0), (b, 3e-5, 20.0)):
+        t.meta.extra.update(predicted_seconds=seconds, predicted_cycles=seconds * 2.4e9, predicted_tflops=tflops)
+    ha, hb = metrics.headline(a), metrics.headline(b)
+    assert (ha.seconds, ha.tflops, ha.clock_mhz) == (2e-5, 30.0, 2400.0)
+    assert metrics.speedup(ha, hb) == pytest.approx(1.5)
+    assert metrics.speedup(ha, metrics.headline(make_trace())) is None  # no prediction: no speed-up
+
+
+# -- request checks: Host / Origin, forged ids, grid requests --------------------------------------
+
+@pytest.mark.parametrize("host, origin, hosts, ok", [
+    ("127.0.0.1:8050", None, (), True),
+    ("localhost:8050", "http://localhost:8050", (), True),
+    ("[::1]:8050", "http://[::1]:8050", (), True),
+    ("evil.example:8050", None, (), False),  # DNS rebinding: the attacker's name in Host
+    ("127.0.0.1:8050", "http://evil.example", (), False),  # cross-site request
+    ("127.0.0.1:8050", "null", (), False),
+    (None, None, (), False),
+    ("box.lan:8050", "http://box.lan:8050", ("box.lan",), True),
+])
+def test_host_allowed(host, origin, hosts, ok):
+    assert host_allowed(host, origin, hosts) is ok
+
+
+def test_host_and_origin_checked_on_every_route(tmp_path, make_trace):
+    make_trace().save(tmp_path / "z")
+    client = create_app(TraceStore([tmp_path])).server.test_client()
+    assert client.get("/", headers={"Host": "127.0.0.1:8050"}).status_code == 200
+    for headers in ({"Host": "rebind.example:8050"}, {"Host": "127.0.0.1", "Origin": "http://evil.example"}):
+        for path in ("/", "/_dash-layout", "/traces/z.parquet"):
+            assert client.get(path, headers=headers).status_code == 403, (path, headers)
+        assert client.post("/_dash-update-component", json={}, headers=headers).status_code == 403
+
+
+def _dash_call(client, output: str, inputs: list, state: list = ()):
+    body = {"output": output, "outputs": [{"id": o.split(".")[0], "property": o.split(".")[1]}
+                                          for o in output.strip(".").split("...")] if "..." in output else
+            {"id": output.split(".")[0], "property": output.split(".")[1]},
+            "inputs": inputs, "state": list(state), "changedPropIds": [f"{i['id']}.{i['property']}" for i in inputs]}
+    return client.post("/_dash-update-component", json=body, headers={"Host": "127.0.0.1"})
+
+
+def test_forged_trace_ids_are_4xx_not_500(tmp_path, make_trace):
+    make_trace().save(tmp_path / "z")
+    app = create_app(TraceStore([tmp_path]))
+    client = app.server.test_client()
+    client.get("/_dash-layout", headers={"Host": "127.0.0.1"})
+    for forged in ("file:../../etc/passwd.parquet", "file:/etc/passwd", "sim:999", "upload:x", 5, ["a"]):
+        resp = _dash_call(client, "headline.children",
+                          [{"id": "trace-a", "property": "value", "value": forged},
+                           {"id": "trace-b", "property": "value", "value": None}])
+        assert resp.status_code == 400, (forged, resp.status_code)
+        assert str(tmp_path) not in resp.get_data(as_text=True)
+    ok = _dash_call(client, "headline.children", [{"id": "trace-a", "property": "value", "value": "file:z.parquet"},
+                                                  {"id": "trace-b", "property": "value", "value": None}])
+    assert ok.status_code == 200
+
+
+def test_whatif_seqlen_field():
+    assert positive_int(100, "seqlen") == 100 and positive_int("256", "seqlen") == 256
+    for bad in (None, "", 0, -5, 1.5, "abc", True):
+        with pytest.raises(ValueError, match="seqlen"):
+            positive_int(bad, "seqlen")
+
+
+def test_modebar_has_no_cloud_share_button(tmp_path, make_trace):
+    assert "sendDataToCloud" in GRAPH_CONFIG["modeBarButtonsToRemove"] and GRAPH_CONFIG["showSendToCloud"] is False

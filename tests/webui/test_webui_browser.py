@@ -125,11 +125,11 @@ def test_explorer_side_by_side_click_zoom_whatif(browser, served):
     assert (details["opcode"], details["unit"]) == (record["opcode"], record["unit"])
     assert (int(details["start"]), int(details["end"])) == (record["start"], record["end"])
     _wait_plot(page, "(gd.layout.shapes || []).length == 1")
-    page.wait_for_selector(f'#grid .ag-row-selected[row-id="{row}"]', timeout=TIMEOUT_MS)
+    page.wait_for_selector(f'#grid .zyfa-selected[row-id="{row}"]', timeout=TIMEOUT_MS)
     page.screenshot(path=str(ARTIFACTS / "02-instruction-clicked.png"), full_page=True)
 
     # -- click a row of the instruction table: details follow ----------------------------------
-    cell = page.locator('#grid .ag-center-cols-container .ag-row:not(.ag-row-selected) .ag-cell[col-id="opcode"]').first
+    cell = page.locator('#grid .ag-center-cols-container .ag-row:not(.zyfa-selected) .ag-cell[col-id="opcode"]').first
     grid_row = int(cell.locator("xpath=..").get_attribute("row-id"))
     cell.click()
     page.wait_for_function("(r) => { const t = document.querySelector('#details-table');"
@@ -247,7 +247,7 @@ def test_large_trace_is_decimated_wide_and_detailed_zoomed(browser, tmp_path, ma
         _wait_plot(page, f"gd.querySelectorAll('g.point').length == {in_view}")
         # the grid is a separate callback output: wait for it instead of reading it at once
         page.wait_for_function("(text) => document.querySelector('#grid-info').textContent.startsWith(text)",
-                               arg=f"{in_view} instructions in view", timeout=TIMEOUT_MS)
+                               arg=f"{in_view} instructions in view in A", timeout=TIMEOUT_MS)
         page.screenshot(path=str(ARTIFACTS / "07-large-zoomed.png"))
         page.close()
     finally:

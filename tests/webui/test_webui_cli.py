@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import os
 import re
 import subprocess
 import sys
@@ -11,6 +13,7 @@ import urllib.request
 import pytest
 
 from zyfa.cli import ui_main
+from zyfa.webui.app import prepare
 
 
 def test_help_of_both_entry_points():
@@ -27,9 +30,31 @@ def test_bad_arguments_exit_2_with_a_message(tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().err
     assert ui_main.main(["--trace-dir", str(tmp_path / "nodir")]) == 2
     assert "not a directory" in capsys.readouterr().err
+
+
+def test_startup_skips_and_lists_unreadable_traces(tmp_path, make_trace, capsys):
+    """A corrupt file, a dangling symlink, a FIFO and a directory named *.parquet are skipped (never
+    opened: a FIFO would block) and listed, by relative name; the good trace is served."""
+    make_trace("zyfa-fp8").save(tmp_path / "good")
     (tmp_path / "broken.parquet").write_bytes(b"PAR1 truncated")
-    assert ui_main.main(["--trace-dir", str(tmp_path)]) == 2
-    assert "broken.parquet" in capsys.readouterr().err
+    os.symlink(tmp_path / "gone.parquet", tmp_path / "dangling.parquet")
+    os.mkfifo(tmp_path / "fifo.parquet")
+    (tmp_path / "dir.parquet").mkdir()
+    parser = argparse.ArgumentParser()
+    ui_main.add_arguments(parser)
+    args = parser.parse_args(["--trace-dir", str(tmp_path), "--port", "0"])
+    args.seqlen = 256
+    server, status = prepare(args)
+    try:
+        assert status == 0 and server is not None
+        err = capsys.readouterr().err
+        for name in ("broken.parquet", "dangling.parquet", "fifo.parquet", "dir.parquet"):
+            assert f"skipped {name}: " in err, (name, err)
+        assert str(tmp_path) not in err  # relative names only
+        assert [e.label for e in server.app_store.entries()] == ["good.parquet"]
+        assert set(server.app_store.skipped) == {"broken.parquet", "dangling.parquet", "fifo.parquet", "dir.parquet"}
+    finally:
+        server.close()
 
 
 def test_serves_the_page_on_loopback(tmp_path, make_trace):

@@ -25,6 +25,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace-dir", action="append", default=[], metavar="DIR",
                    help="directory whose .parquet traces may be opened (repeatable)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1, this machine only)")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="another host name the page may be reached by (repeatable); requests naming any other "
+                        "host in their Host or Origin header are refused (DNS rebinding)")
     p.add_argument("--port", type=int, default=8050, help="port (default 8050; 0 picks a free one)")
     p.add_argument("--shape", default="1k", metavar="SEQLEN",
                    help="sequence length of the start-up simulation when no trace is given (default 1k; b1 h1 d128)")
