@@ -39,6 +39,7 @@ class AttentionArgs:
     q_descale: Optional[torch.Tensor]
     k_descale: Optional[torch.Tensor]
     v_descale: Optional[torch.Tensor]
+    recipe: str = "zyfa-v2"  # FP8 numerics (docs/numerics.md): "zyfa-v2" or "zyfa-v1"
 
     @property
     def is_fp8(self) -> bool:
@@ -97,6 +98,8 @@ class Backend:
     interface makes a backward through it fail with "forward only"). ``out_dtype``: the dtype of
     ``out`` for an input dtype (what the ``zyfa::fwd`` fake implementation reports to
     ``torch.compile``; the op checks that ``forward`` keeps to it).
+    ``recipes``: the FP8 numerics recipes it implements; FP8 calls with another recipe skip it
+    (``None``: exact maths on the dequantised inputs, no recipe, e.g. the reference backends).
     """
 
     name: str
@@ -106,6 +109,14 @@ class Backend:
     description: str = ""
     differentiable: bool = False
     out_dtype: Callable[[torch.dtype], torch.dtype] = default_out_dtype
+    recipes: Optional[tuple[str, ...]] = ("zyfa-v1",)
+
+    def refusal(self, args: AttentionArgs) -> Optional[str]:
+        """``unsupported(args)``, else the FP8 recipe this backend lacks, else None."""
+        reason = self.unsupported(args)
+        if reason is None and args.is_fp8 and self.recipes is not None and args.recipe not in self.recipes:
+            reason = f"implements FP8 recipe(s) {', '.join(self.recipes)}, not {args.recipe!r} (pass recipe=...)"
+        return reason
 
 
 _REGISTRY: dict[str, Backend] = {}
@@ -142,7 +153,7 @@ def select_backend(name: str, args: AttentionArgs) -> Backend:
     if name == "auto":
         reasons = []
         for backend in sorted(backends.values(), key=lambda b: -b.priority):
-            reason = backend.unsupported(args)
+            reason = backend.refusal(args)
             if reason is None:
                 return backend
             reasons.append(f"{backend.name}: {reason}")
@@ -151,7 +162,7 @@ def select_backend(name: str, args: AttentionArgs) -> Backend:
         known = ", ".join(sorted(["auto", *backends]))
         raise ValueError(f"unknown backend {name!r}; known backends: {known}")
     backend = backends[name]
-    reason = backend.unsupported(args)
+    reason = backend.refusal(args)
     if reason is not None:
         raise NotImplementedError(f"backend {name!r} cannot run these inputs: {reason}")
     return backend

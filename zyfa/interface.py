@@ -28,6 +28,7 @@ import torch
 from zyfa import reference as _reference  # noqa: F401  (registers "reference" and "oracle")
 from zyfa.backends import AttentionArgs, Backend, select_backend
 
+RECIPES = ("zyfa-v1", "zyfa-v2")  # FP8 numerics recipes (zyfa.numerics.RECIPES)
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float8_e4m3fn)
 MAX_HEADDIM = 256
 
@@ -106,7 +107,7 @@ def _window(window_size, seqlen_q: int, seqlen_k: int) -> tuple[int, int]:
 
 
 def _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
-              q_descale, k_descale, v_descale) -> AttentionArgs:
+              q_descale, k_descale, v_descale, recipe="zyfa-v2") -> AttentionArgs:
     for name, x in (("q", q), ("k", k), ("v", v)):
         _check_tensor(name, x)
     if not (q.dtype == k.dtype == v.dtype):
@@ -151,12 +152,15 @@ def _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, a
             raise ValueError(f"alibi_slopes must have shape (nheads,) or (batch, nheads), got {tuple(alibi_slopes.shape)}")
         if alibi_slopes.device != q.device:
             raise ValueError(f"alibi_slopes is on {alibi_slopes.device} but q is on {q.device}")
+    if recipe not in RECIPES:
+        raise ValueError(f"recipe must be one of {RECIPES} (docs/numerics.md), got {recipe!r}")
     return AttentionArgs(
         q=q, k=k, v=v, softmax_scale=softmax_scale, causal=bool(causal), window_size=(left, right),
         softcap=softcap, alibi_slopes=alibi_slopes,
         q_descale=_check_descale("q_descale", q_descale, q, batch, nheads_k),
         k_descale=_check_descale("k_descale", k_descale, q, batch, nheads_k),
         v_descale=_check_descale("v_descale", v_descale, q, batch, nheads_k),
+        recipe=recipe,
     )
 
 
@@ -177,10 +181,10 @@ def _check_auto(args: AttentionArgs, backend: str) -> None:
 # -- layer 1: the custom op ------------------------------------------------------------------------
 
 def _op_args(q, k, v, softmax_scale, causal, window_left, window_right, softcap, alibi_slopes,
-             q_descale, k_descale, v_descale) -> AttentionArgs:
+             q_descale, k_descale, v_descale, recipe) -> AttentionArgs:
     return AttentionArgs(q=q, k=k, v=v, softmax_scale=softmax_scale, causal=causal,
                          window_size=(window_left, window_right), softcap=softcap, alibi_slopes=alibi_slopes,
-                         q_descale=q_descale, k_descale=k_descale, v_descale=v_descale)
+                         q_descale=q_descale, k_descale=k_descale, v_descale=v_descale, recipe=recipe)
 
 
 def _pick(args: AttentionArgs, backend: str) -> Backend:
@@ -192,7 +196,7 @@ def _pick(args: AttentionArgs, backend: str) -> Backend:
 def fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_scale: float, causal: bool,
         window_left: int, window_right: int, softcap: float, alibi_slopes: Optional[torch.Tensor],
         q_descale: Optional[torch.Tensor], k_descale: Optional[torch.Tensor], v_descale: Optional[torch.Tensor],
-        backend: str) -> tuple[torch.Tensor, torch.Tensor]:
+        backend: str, recipe: str = "zyfa-v2") -> tuple[torch.Tensor, torch.Tensor]:
     """``torch.ops.zyfa.fwd``: attention forward on arguments :func:`flash_attn_func` validated.
 
     Returns ``out`` (batch, seqlen_q, nheads, headdim_v) in the backend's ``out_dtype`` and
@@ -200,7 +204,7 @@ def fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_scale: float,
     arguments that passed the public function's checks.
     """
     args = _op_args(q, k, v, softmax_scale, causal, window_left, window_right, softcap, alibi_slopes,
-                    q_descale, k_descale, v_descale)
+                    q_descale, k_descale, v_descale, recipe)
     for name, descale in (("q_descale", q_descale), ("k_descale", k_descale), ("v_descale", v_descale)):
         _check_descale_values(name, descale)
     impl = _pick(args, backend)
@@ -214,9 +218,9 @@ def fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_scale: float,
 
 @fwd.register_fake
 def _fwd_fake(q, k, v, softmax_scale, causal, window_left, window_right, softcap, alibi_slopes,
-              q_descale, k_descale, v_descale, backend):
+              q_descale, k_descale, v_descale, backend, recipe="zyfa-v2"):
     args = _op_args(q, k, v, softmax_scale, causal, window_left, window_right, softcap, alibi_slopes,
-                    q_descale, k_descale, v_descale)
+                    q_descale, k_descale, v_descale, recipe)
     impl = _pick(args, backend)  # the backend the real call picks: it decides the dtype
     batch, seqlen_q, nheads, _ = q.shape
     out = q.new_empty((batch, seqlen_q, nheads, v.shape[3]), dtype=impl.out_dtype(q.dtype))
@@ -247,14 +251,14 @@ def _bwd_fake(grad_out, q, k, v, backend):
 def _fwd_setup_context(ctx, inputs, output):
     q, k, v = inputs[:3]
     ctx.save_for_backward(q, k, v)
-    args = _op_args(*inputs[:12])
+    args = _op_args(*inputs[:12], inputs[13])
     ctx.backend = inputs[12] if inputs[12] != "auto" else _pick(args, "auto").name  # named in the error
 
 
 def _fwd_backward(ctx, grad_out, grad_lse):
     q, k, v = ctx.saved_tensors
     grads = bwd(grad_out, q, k, v, ctx.backend)
-    return (*(g if need else None for g, need in zip(grads, ctx.needs_input_grad[:3])), *([None] * 10))
+    return (*(g if need else None for g, need in zip(grads, ctx.needs_input_grad[:3])), *([None] * 11))
 
 
 fwd.register_autograd(_fwd_backward, setup_context=_fwd_setup_context)
@@ -270,7 +274,7 @@ def _flash_attn_forward(args: AttentionArgs, backend: str) -> tuple[torch.Tensor
             return impl.forward(args)
     left, right = args.window_size
     return fwd(args.q, args.k, args.v, args.softmax_scale, args.causal, left, right, args.softcap,
-               args.alibi_slopes, args.q_descale, args.k_descale, args.v_descale, backend)
+               args.alibi_slopes, args.q_descale, args.k_descale, args.v_descale, backend, args.recipe)
 
 
 # -- layer 3: the public function ---------------------------------------------------------------------
@@ -292,6 +296,7 @@ def flash_attn_func(
     k_descale: Optional[torch.Tensor] = None,
     v_descale: Optional[torch.Tensor] = None,
     backend: str = "auto",
+    recipe: str = "zyfa-v2",
 ):
     """Scaled dot-product attention forward pass (prefill), FlashAttention-2/3 compatible.
 
@@ -348,6 +353,9 @@ def flash_attn_func(
             the ZYFA numerics, so FP8 with window/softcap/alibi must name "reference"), "reference" (dense
             PyTorch, fp32), "oracle" (fp64), or a kernel backend listed by
             :func:`zyfa.available_backends` (e.g. "triton", "gfx950").
+        recipe: FP8 numerics (docs/numerics.md): "zyfa-v2" (hybrid phi block offset, unbiased
+            LSE) or "zyfa-v1" (the ablation; what the gfx950 kernels implement). Backends that
+            lack the recipe are skipped under "auto" and refused by name. Ignored for non-FP8 inputs.
 
     Returns:
         out: (batch_size, seqlen_q, nheads, headdim_v); input dtype, bfloat16 for FP8 inputs,
@@ -357,7 +365,7 @@ def flash_attn_func(
         S_dmask [only if return_attn_probs]: always None.
     """
     args = _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap,
-                     alibi_slopes, q_descale, k_descale, v_descale)
+                     alibi_slopes, q_descale, k_descale, v_descale, recipe)
     del deterministic  # every backend is deterministic (no atomics, fixed reduction order)
     out, softmax_lse = _flash_attn_forward(args, backend)
     if return_attn_probs:

@@ -50,14 +50,15 @@ E4M3_NAN_CODE = 0x7F              # e4m3fn has no inf; 0x7f / 0xff are NaN
 LOG2E_F32 = float(torch.tensor(1.4426950408889634, dtype=torch.float32))  # 1/ln(2), fp32
 LN2_F32 = float(torch.tensor(math.log(2.0), dtype=torch.float32))
 KEY_BLOCK = 64                    # keys per block, aligned to key 0
-LEANP_BIAS = 120.5                # code of 2^8 (120) + 0.5: trunc(y) rounds half up
+LEANP_BIAS = 120.5                # v1: code of 2^8 (120) + 0.5: trunc(y) rounds half up
 MAGIC = 1.5 * 2.0**23             # fp32 ulp is 1 in [2^23, 2^24): low mantissa bits = integer
 E8M0_MIN_EXP = -127               # smallest E8M0 scale exponent; below it a block is dropped
 BM_LIMIT = 2.0**18                # |bm| bound: 120.5 - 8*bm (and the magic constant) exact in fp32
 
-VARIANTS = ("zyfa", "leanp", "roundedsum", "blockscale", "naive")
+VARIANTS = ("zyfa", "zyfa-v1", "zyfa-v2", "leanp", "roundedsum", "blockscale", "naive")
+RECIPES = ("zyfa-v1", "zyfa-v2")  # the public ``recipe=`` choices; "zyfa" / "leanp" are zyfa-v1
 ROUNDINGS = ("trunc", "magic")
-GRANULARITIES = ("head", "tensor")
+GRANULARITIES = ("head", "tensor", "token")
 
 
 # -- exact fp32 / e4m3 arithmetic ----------------------------------------------------------------
@@ -189,11 +190,13 @@ def quantize_fp8(x: torch.Tensor, granularity: str = "head", nheads_k: Optional[
     ``granularity="head"``: one scale per (batch, kv head); the ``nheads // nheads_k`` query heads
     of one kv head share it (pass ``nheads_k`` for Q under GQA; default ``nheads``).
     ``granularity="tensor"``: one scale for the whole tensor, repeated to (batch, nheads_k).
+    ``granularity="token"``: one scale per (batch, token, head), descale (batch, seqlen, nheads)
+    (a per-token Q scale, which the kernels fold into their per-row constants).
     ``descale = amax / 448`` (fp32; 1.0 for an all-zero group), stored = RNE of
     ``clamp(x / descale, -448, 448)``; never NaN. Input is first converted to float32.
 
     Returns ``(x8, descale)``: float8_e4m3fn of ``x``'s shape and float32 (batch, nheads_k), with
-    real value = ``descale[b, h // (nheads // nheads_k)] * x8[b, :, h]``.
+    real value = ``descale[b, h // (nheads // nheads_k)] * x8[b, :, h]`` (``descale[b, s, h]`` per token).
     """
     _check_bshd("x", x)
     if not x.is_floating_point():
@@ -213,11 +216,16 @@ def quantize_fp8(x: torch.Tensor, granularity: str = "head", nheads_k: Optional[
     g = h // hk
     if granularity == "head":
         amax = xf.abs().reshape(b, s, hk, g * d).amax(dim=(1, 3))
+    elif granularity == "token":
+        amax = xf.abs().amax(dim=3)
     else:
         amax = xf.abs().amax().expand(b, hk)
     descale = amax / E4M3_MAX
     descale = torch.where(descale > 0, descale, torch.ones_like(descale)).contiguous()
-    scaled = xf / descale.repeat_interleave(g, dim=1)[:, None, :, None]
+    if granularity == "token":
+        scaled = xf / descale[..., None]
+    else:
+        scaled = xf / descale.repeat_interleave(g, dim=1)[:, None, :, None]
     codes = encode_e4m3(scaled.clamp(-E4M3_MAX, E4M3_MAX))
     return codes.view(torch.float8_e4m3fn), descale
 
@@ -269,6 +277,31 @@ def rotate_qk(q: torch.Tensor, k: torch.Tensor):
 
 
 # -- Lean P ---------------------------------------------------------------------------------------
+
+def unbiased_leanp_offset() -> float:
+    """The offset ``delta`` (FMA constant ``120 + delta``) that makes truncating Lean P unbiased.
+
+    ``code = floor(z + delta)`` with ``z = 8 log2(p) + 56`` (the continuous e4m3 code of p). Write
+    ``z = 8a + w``, ``w`` in [0, 8): the decoded value is ``2^(a-7) (1 + floor(w + delta)/8)``, the
+    true one ``2^(a-7) 2^(w/8)``, so with ``w`` uniform (a row's scores are not aligned to the
+    e4m3 grid) the mean ratio decoded/true is
+    ``E[R] = (1/ln 2) (1/2 + (e^(delta ln2/8) S - 4) / 8)``, ``S = sum_{k=1..8} 2^(-k/8)``.
+    ``E[R] = 1`` gives ``delta = (8 / ln 2) ln(8 ln 2 / S) = 0.043345``. The LSE bias is
+    ``ln E[R]``: +0.0396 nats at v1's delta = 0.5 (the issue's +0.04), 0 at delta*.
+    """
+    s = sum(2.0 ** (-k / 8.0) for k in range(1, 9))
+    return 8.0 / math.log(2.0) * math.log(8.0 * math.log(2.0) / s)
+
+
+def leanp_mean_ratio(delta: float) -> float:
+    """``E[R]`` of :func:`unbiased_leanp_offset` (mean decoded / true probability) at ``delta``."""
+    s = sum(2.0 ** (-k / 8.0) for k in range(1, 9))
+    return (0.5 + (math.exp(delta * math.log(2.0) / 8.0) * s - 4.0) / 8.0) / math.log(2.0)
+
+
+# v2 FMA constant: 120 + delta*, rounded to fp32 (120.04335021972656)
+LEANP_BIAS_V2 = float(torch.tensor(120.0 + unbiased_leanp_offset(), dtype=torch.float32))
+
 
 def lean_p_code(s: torch.Tensor, T8, bm, rounding: str = "trunc") -> torch.Tensor:
     """Lean P: e4m3 bit pattern of ~2^(t*s - bm + 8) from one fp32 FMA and one convert.
@@ -324,7 +357,9 @@ class _Operands:
         self.q = q.to(torch.float64).permute(0, 2, 1, 3).reshape(b, hk, h // hk, sq, d)
         self.k = torch.nn.functional.pad(k.to(torch.float64), (0, 0, 0, 0, 0, pad)).permute(0, 2, 1, 3)[:, :, None]
         self.v = torch.nn.functional.pad(v.to(torch.float64), (0, 0, 0, 0, 0, pad)).permute(0, 2, 1, 3)[:, :, None]
-        self.t = t.reshape(b, hk, 1, 1, 1)          # log2-domain score scale, fp32
+        # log2-domain score scale t, fp32, one per row (per (batch, kv head) unless Q has per-token scales)
+        t = t if t.dim() == 5 else t.reshape(b, hk, 1, 1, 1)
+        self.t = t.expand(b, hk, h // hk, sq, 1)
         self.v_scale = v_scale.reshape(b, hk, 1, 1, 1)
 
     def first_row(self, k0: int) -> int:
@@ -376,7 +411,9 @@ def _blocks(ops: _Operands, variant: str, rounding: str, p_round) -> Iterator[tu
     allowed-key mask (rows r0:, block keys), rows whose allowed scores contain a NaN).
 
     ``scale`` (fp32, per row) is the log2 of the factor the block's P carries: ``bm - 8`` for the
-    block-scaled variants, the running max ``m`` for naive/BF16 (exact softmax).
+    block-scaled variants, the running max ``m`` for naive/BF16 (exact softmax). zyfa-v2 yields
+    the pair ``(e, M)``: the block's E8M0 exponent and the row's running max after the block; its
+    P carries ``2^(e + M)``.
     """
     m = torch.full((*ops.shape, ops.sq), -math.inf, dtype=torch.float32, device=ops.q.device)
     for k0 in range(0, ops.sk, ops.block):
@@ -385,9 +422,26 @@ def _blocks(ops: _Operands, variant: str, rounding: str, p_round) -> Iterator[tu
             break
         s, allowed = ops.scores(r0, k0)
         mask = _Mask(allowed)
+        t = ops.t[..., r0:, :]
+        if variant == "zyfa-v2":
+            # -- hybrid offset bm' = n + phi: phi = frac(running max M), n = ceil(x_b - phi) --------
+            x_b = (t * mask.amax(s))[..., 0]         # fp32 t * (block max score)
+            nan_rows = torch.isnan(x_b)
+            m_new = torch.maximum(m[..., r0:], x_b)
+            m[..., r0:] = m_new
+            whole = torch.floor(m_new)
+            phi = m_new - whole                       # exact
+            n = torch.ceil(x_b - phi)
+            _check_bm_range(n)
+            const = (LEANP_BIAS_V2 - 8.0 * phi) - 8.0 * n  # = c - 8 bm', two fp32 roundings
+            y = fma_f32(s, 8.0 * t, const[..., None])
+            code = mask.fill_(torch.where(y >= 0, torch.trunc(y).clamp(max=E4M3_MAX_CODE), 0.0), 0.0)
+            P = code.to(torch.uint8).view(torch.float8_e4m3fn).to(torch.float64)
+            yield r0, k0, P, _tree_sum(P).to(torch.float32), (n - 8.0 - whole, m_new), allowed, nan_rows
+            continue
         if variant in ("naive", "bf16"):
             # -- exact softmax with a running fp32 max; P rounded after exp2 --------------------
-            x = mask.fill_(ops.t * s, -math.inf)
+            x = mask.fill_(t * s, -math.inf)
             nan_rows = torch.isnan(x).any(dim=-1)
             m_new = torch.maximum(m[..., r0:], x.amax(dim=-1))
             m[..., r0:] = m_new
@@ -397,14 +451,14 @@ def _blocks(ops: _Operands, variant: str, rounding: str, p_round) -> Iterator[tu
         # -- per-block power-of-two scaling: bm = ceil(fp32(t * max s)) --------------------------
         mx = mask.amax(s)
         nan_rows = torch.isnan(mx[..., 0])
-        bm = torch.ceil(ops.t * mx)
+        bm = torch.ceil(t * mx)
         _check_bm_range(bm)
-        if variant in ("leanp", "zyfa"):
-            code = mask.fill_(lean_p_code(s, 8.0 * ops.t, bm, rounding), 0)
+        if variant in ("leanp", "zyfa", "zyfa-v1"):
+            code = mask.fill_(lean_p_code(s, 8.0 * t, bm, rounding), 0)
             P = code.view(torch.float8_e4m3fn).to(torch.float64)  # exact: equals decode_e4m3 (tested)
             yield r0, k0, P, _tree_sum(P).to(torch.float32), (bm - 8.0)[..., 0], allowed, nan_rows
             continue
-        x = mask.fill_(ops.t * s, -math.inf)
+        x = mask.fill_(t * s, -math.inf)
         p = _exp2_f32(x - (bm - 8.0))
         P = round_e4m3(p)
         yield r0, k0, P, _tree_sum(P if variant == "roundedsum" else p), (bm - 8.0)[..., 0], allowed, nan_rows
@@ -438,6 +492,22 @@ def _forward(ops: _Operands, variant: str, rounding: str, p_round):
         nan_rows[..., r0:] |= bad
         pv = masked_pv(P.to(torch.float64), allowed, ops.v[..., k0:k0 + ops.block, :]).to(torch.float32)
         m_old = m[..., r0:]
+        if variant == "zyfa-v2":
+            # -- E8M0 block scale 2^e; FA-style alpha = 2^(M_old - M) only where M grew ----------
+            e, m_new = scale
+            keep = e >= E8M0_MIN_EXP
+            pv = torch.where(keep[..., None] | torch.isnan(pv), _ldexp_f32(pv, e[..., None]), 0.0)
+            psum = torch.where(keep, _ldexp_f32(psum, e), 0.0)
+            grew = m_new != m_old
+            if bool(grew.any()):
+                alpha = torch.where(grew, _exp2_f32(m_old - m_new), 1.0)  # exp2(-inf) = 0: first block
+                acc[..., r0:, :] = fma_f32(acc[..., r0:, :], alpha[..., None], pv)
+                l[..., r0:] = fma_f32(l[..., r0:], alpha, psum)
+            else:
+                acc[..., r0:, :] += pv
+                l[..., r0:] += psum
+            m[..., r0:] = m_new
+            continue
         if exact:
             alpha = _exp2_f32(m_old - scale)
             acc[..., r0:, :] = acc[..., r0:, :] * alpha[..., None] + pv
@@ -487,8 +557,10 @@ def _check_fp8_inputs(q8, k8, v8, q_descale, k_descale, v_descale, softmax_scale
     for name, ds in (("q_descale", q_descale), ("k_descale", k_descale), ("v_descale", v_descale)):
         if ds is None:
             ds = torch.ones(b, hk, dtype=torch.float32, device=q8.device)
-        if not isinstance(ds, torch.Tensor) or ds.dtype != torch.float32 or tuple(ds.shape) != (b, hk):
-            raise ValueError(f"{name} must be a float32 tensor of shape (batch, nheads_k) = {(b, hk)}, "
+        shapes = ((b, hk), (b, q8.shape[1], h)) if name == "q_descale" else ((b, hk),)
+        if not isinstance(ds, torch.Tensor) or ds.dtype != torch.float32 or tuple(ds.shape) not in shapes:
+            allowed = " or (batch, seqlen_q, nheads) per token" if name == "q_descale" else ""
+            raise ValueError(f"{name} must be a float32 tensor of shape (batch, nheads_k) = {(b, hk)}{allowed}, "
                              f"got {getattr(ds, 'dtype', type(ds).__name__)} {tuple(getattr(ds, 'shape', ()))}")
         if not bool((torch.isfinite(ds) & (ds > 0)).all()):
             raise ValueError(f"{name} must be positive and finite")
@@ -501,14 +573,26 @@ def _check_fp8_inputs(q8, k8, v8, q_descale, k_descale, v_descale, softmax_scale
         raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
     if rounding not in ROUNDINGS:
         raise ValueError(f"rounding must be one of {ROUNDINGS}, got {rounding!r}")
+    if variant == "zyfa-v2" and rounding != "trunc":
+        raise ValueError("variant 'zyfa-v2' is specified with rounding='trunc' only (its FMA constant is "
+                         "fractional, so the magic-number rounding does not apply)")
     if not isinstance(block, int) or block <= 0 or block & (block - 1):
         raise ValueError(f"block must be a positive power of two (the spec uses 64), got {block!r}")
     return descales, float(softmax_scale)
 
 
 def _score_scale(softmax_scale: float, dq: torch.Tensor, dk: torch.Tensor) -> torch.Tensor:
-    """t = fp32(fp32(softmax_scale * LOG2E) * fp32(dq * dk)), per (batch, kv head)."""
+    """t = fp32(fp32(softmax_scale * LOG2E) * fp32(dq * dk)), per (batch, kv head): (b, hk).
+
+    A per-token ``dq`` (b, sq, h) gives one t per query row, (b, hk, group, sq, 1): the per-token Q
+    scale folds into the per-row constants (t, 8t) at no per-element cost.
+    """
     c = torch.tensor(softmax_scale, dtype=torch.float32) * torch.tensor(LOG2E_F32, dtype=torch.float32)
+    if dq.dim() == 3:
+        b, sq, h = dq.shape
+        hk = dk.shape[1]
+        dq = dq.permute(0, 2, 1).reshape(b, hk, h // hk, sq, 1)
+        dk = dk.reshape(b, hk, 1, 1, 1)
     return c.to(dq.device) * (dq * dk)
 
 
@@ -526,11 +610,15 @@ def zyfa_fp8_attention(q8, k8, v8, q_descale=None, k_descale=None, v_descale=Non
         q8: (batch, seqlen_q, nheads, headdim) float8_e4m3fn; k8: (batch, seqlen_k, nheads_k,
             headdim); v8: (batch, seqlen_k, nheads_k, headdim_v). GQA when nheads_k < nheads.
         q_descale, k_descale, v_descale: float32 (batch, nheads_k) (FA3 convention); None = 1.
+            ``q_descale`` may also be per token, (batch, seqlen_q, nheads).
         causal: bottom-right aligned causal mask (query i sits at key i + seqlen_k - seqlen_q).
         softmax_scale: default headdim ** -0.5.
-        variant: "zyfa" / "leanp" (spec steps 1-5; identical numerics: the Hadamard of full ZYFA
+        variant: "zyfa-v2" (spec v2: hybrid phi offset, unbiased FMA constant), "zyfa" /
+            "zyfa-v1" / "leanp" (spec v1 steps 1-5; identical numerics: the Hadamard of full ZYFA
             happens at quantisation), "roundedsum", "blockscale", "naive" (the spec's ablations).
-        rounding: Lean P convert, "trunc" (gfx950) or "magic" (Hopper).
+            The default stays "zyfa" (v1), which the gfx950 kernels and their functional
+            emulation implement; ``flash_attn_func`` picks by its ``recipe`` argument.
+        rounding: Lean P convert, "trunc" (gfx950) or "magic" (Hopper); zyfa-v2: "trunc" only.
         block: keys per block (64 in the spec).
 
     Returns:
@@ -627,6 +715,8 @@ def attention_row_kl(q, k, v, q8, k8, v8, q_descale=None, k_descale=None, v_desc
     kl = torch.zeros(*ops.shape, ops.sq, dtype=torch.float64, device=q64.device)
     for (r0, _, P, _, scale_exp, _, _), ref in zip(_blocks(ops, variant, rounding, p_round),
                                              _reference_log2_probs(q64, k64, ops, scale)):
+        if isinstance(scale_exp, tuple):  # zyfa-v2: (e, M) -> the block's P carries 2^(e + M) (float64: exact)
+            scale_exp = scale_exp[0].to(torch.float64) + scale_exp[1].to(torch.float64)
         log2_w = (scale_exp.to(torch.float64) - m[..., r0:].to(torch.float64)) - torch.log2(l[..., r0:].to(torch.float64))
         p = P.to(torch.float64) * torch.exp2(log2_w)[..., None]
         r = torch.exp2(ref)
@@ -657,7 +747,7 @@ def _emulator_forward(args: AttentionArgs):
         out = torch.empty(*args.q.shape[:3], args.headdim_v, dtype=torch.bfloat16, device="meta")
         return out, torch.empty(args.batch, args.nheads, args.seqlen_q, dtype=torch.float32, device="meta")
     return zyfa_fp8_attention(args.q, args.k, args.v, args.q_descale, args.k_descale, args.v_descale,
-                              causal=args.causal, softmax_scale=args.softmax_scale)
+                              causal=args.causal, softmax_scale=args.softmax_scale, variant=args.recipe)
 
 
 register_backend(
@@ -667,5 +757,6 @@ register_backend(
         unsupported=_emulator_unsupported,
         priority=5,
         description="bit-exact torch emulator of the ZYFA FP8 numerics (docs/numerics.md), any device",
+        recipes=RECIPES,
     )
 )

@@ -152,6 +152,7 @@ register_backend(
         priority=0,
         description="dense PyTorch, fp32 accumulate, any device (slow; correctness baseline)",
         differentiable=True,
+        recipes=None,
     )
 )
 register_backend(
@@ -163,5 +164,6 @@ register_backend(
         description="dense PyTorch in fp64, returns fp64 output (tests and accuracy studies)",
         differentiable=True,
         out_dtype=_float64,
+        recipes=None,
     )
 )

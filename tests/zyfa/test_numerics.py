@@ -386,12 +386,12 @@ def test_backend_emulator_is_auto_for_fp8():
     _, (q8, k8, v8, dq, dk, dvs) = quantised(1, 100, 100, 4, 2, 64, 64)
     out, lse, _ = zyfa.flash_attn_func(q8, k8, v8, causal=True, q_descale=dq, k_descale=dk, v_descale=dvs,
                                        return_attn_probs=True)
-    ref = N.zyfa_fp8_attention(q8, k8, v8, dq, dk, dvs, causal=True)
+    ref = N.zyfa_fp8_attention(q8, k8, v8, dq, dk, dvs, causal=True, variant="zyfa-v2")  # the default recipe
     assert torch.equal(out, ref[0]) and torch.equal(lse, ref[1])
     backend = zyfa.available_backends()["emulator"]
     assert backend.priority == 5
-    # no descales = 1.0
-    assert torch.equal(zyfa.flash_attn_func(q8, k8, v8, backend="emulator"),
+    # no descales = 1.0; recipe="zyfa-v1" is the v1 emulator
+    assert torch.equal(zyfa.flash_attn_func(q8, k8, v8, backend="emulator", recipe="zyfa-v1"),
                        N.zyfa_fp8_attention(q8, k8, v8, causal=False)[0])
 
 
