@@ -603,7 +603,8 @@ def _fp8_operands(q8, k8, v8, q_descale, k_descale, v_descale, causal, softmax_s
 
 
 def zyfa_fp8_attention(q8, k8, v8, q_descale=None, k_descale=None, v_descale=None, causal=True,
-                       softmax_scale=None, variant="zyfa", rounding="trunc", block=KEY_BLOCK):
+                       softmax_scale=None, variant="zyfa", rounding="trunc", block=KEY_BLOCK,
+                       out_dtype=torch.bfloat16):
     """FP8 attention forward with the ZYFA numerics (docs/numerics.md), bit-exact.
 
     Arguments:
@@ -620,15 +621,19 @@ def zyfa_fp8_attention(q8, k8, v8, q_descale=None, k_descale=None, v_descale=Non
             emulation implement; ``flash_attn_func`` picks by its ``recipe`` argument.
         rounding: Lean P convert, "trunc" (gfx950) or "magic" (Hopper); zyfa-v2: "trunc" only.
         block: keys per block (64 in the spec).
+        out_dtype: torch.bfloat16 (the spec) or torch.float32 (``fp32(acc / l) * dv`` before
+            the bf16 rounding, for kernel conformance tests).
 
     Returns:
-        out: (batch, seqlen_q, nheads, headdim_v) bfloat16; softmax_lse: (batch, nheads,
+        out: (batch, seqlen_q, nheads, headdim_v) ``out_dtype``; softmax_lse: (batch, nheads,
         seqlen_q) float32, natural log. Rows with no allowed key: out 0, lse +inf.
     """
+    if out_dtype not in (torch.bfloat16, torch.float32):
+        raise ValueError(f"out_dtype must be torch.bfloat16 or torch.float32, got {out_dtype}")
     ops = _fp8_operands(q8, k8, v8, q_descale, k_descale, v_descale, causal, softmax_scale,
                         variant, rounding, block)
     out, lse, _, _ = _forward(ops, variant, rounding, round_e4m3)
-    return _to_bshd(out).to(torch.bfloat16), lse.reshape(lse.shape[0], lse.shape[1] * lse.shape[2], ops.sq)
+    return _to_bshd(out).to(out_dtype), lse.reshape(lse.shape[0], lse.shape[1] * lse.shape[2], ops.sq)
 
 
 def bf16_attention(q, k, v, causal=True, softmax_scale=None, block=KEY_BLOCK):

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from zyfa.kernels.spec import KernelBuild, KernelSpec
+from zyfa.numerics import LEANP_BIAS_V2
 from zyfa.shapes import AttnShape
 
 ARCH = "gfx950"
@@ -97,7 +98,8 @@ def _constexprs(v: AotVariant) -> dict:
                  HEAD_DIM_V_PAD=padded_headdim(v.headdim_v, fp8), IS_CAUSAL=v.causal, BLOCK_M=v.block_m,
                  BLOCK_N=BLOCK_KEYS, WARP_SPEC=False, INTERPRET=False)
     if fp8:
-        const.update(ROWSUM_MMA=False, ACC_IN_DOT=False, SCALED_PV=True, PROTON=False, IMPRECISE_ACC=None)
+        const.update(ROWSUM_MMA=False, ACC_IN_DOT=False, SCALED_PV=True, PROTON=False, IMPRECISE_ACC=None,
+                     RECIPE_V2=False, C2=LEANP_BIAS_V2)  # gfx950 AOT build: spec v1 (scaled MFMA for PV)
     return const
 
 

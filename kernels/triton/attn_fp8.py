@@ -10,6 +10,13 @@ and FlashAttention-3 (Shah et al., 2024); the softmax is the ZYFA one of ``docs/
   running integer max; the row sum adds the *rounded* probabilities;
 * epilogue ``out = (acc / l) * dv`` in bf16 and ``lse = (m + log2 l) ln 2``.
 
+``RECIPE_V2`` (``recipe="zyfa-v2"``, spec v2 of ``docs/numerics.md``): the hybrid block offset
+``bm' = ceil(x_b - phi) + phi`` (``phi`` the fractional part of the row's running max ``M`` of
+``t * max s``), the unbiased constant ``c = 120.04335``, truncating convert (gfx950 pair), E8M0
+exponent ``n - 8 - floor(M)`` and ``alpha = exp2(M_old - M)`` (float64, rounded once) applied with an
+explicit FMA only where ``M`` grew. (The per-token Q scale of spec v2 is emulator-only so far: here
+``t`` is one value per (batch, kv head).)
+
 Causal masking is bottom-right aligned; the key loop runs in two stages as in the tutorial: blocks
 every row of the tile may see (no mask), then the diagonal / ragged-tail blocks (masked).
 """
@@ -24,10 +31,30 @@ import triton.language as tl
 import triton.profiler.language as pl
 
 from zyfa.kernels.triton._common import (
-    LOG2E, TileConfig, autotune_configs, interpreting, key_ranges, padded_headdim, prune_for_headdim,
+    AUTOTUNE_CONFIGS, LOG2E, TileConfig, autotune_configs, device_arch, interpreting, key_ranges, padded_headdim,
+    prune_for_headdim,
 )
+from zyfa.numerics import LEANP_BIAS_V2, RECIPES
 
 _INTERPRET = interpreting()
+
+
+@triton.jit
+def _lean_p_v2(s, t, T8, m_i, C2: tl.constexpr):
+    """Spec v2 steps 2-4 for one block: (P as e4m3, E8M0 exponent e, new running max M, valid rows)."""
+    mx = tl.max(s, 1)
+    valid = mx > float("-inf")
+    x_b = t * mx
+    m_new = tl.maximum(m_i, tl.where(valid, x_b, float("-inf")))
+    whole = tl.math.floor(m_new)
+    phi = m_new - whole                                   # exact
+    n = tl.math.ceil(x_b - phi)
+    cst = tl.where(valid, (C2 - 8.0 * phi) - 8.0 * n, 0.0)  # c - 8 bm'
+    y = tl.fma(s, T8, cst[:, None])
+    code = tl.minimum(tl.where(y >= 0.0, y, 0.0).to(tl.int32), 126)  # truncating convert, clamp 126
+    p = code.to(tl.uint8).to(tl.float8e4nv, bitcast=True)
+    e = tl.where(valid, n - 8.0 - whole, -1000.0)
+    return p, e, m_new, valid
 
 
 @triton.jit
@@ -38,7 +65,7 @@ def _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
                         BLOCK_N: tl.constexpr, MASKED: tl.constexpr, IS_CAUSAL: tl.constexpr,
                         WARP_SPEC: tl.constexpr, ROWSUM_MMA: tl.constexpr, ACC_IN_DOT: tl.constexpr,
                         SCALED_PV: tl.constexpr, INTERPRET: tl.constexpr, PROTON: tl.constexpr,
-                        IMPRECISE_ACC: tl.constexpr):
+                        IMPRECISE_ACC: tl.constexpr, RECIPE_V2: tl.constexpr, C2: tl.constexpr):
     offs_n0 = tl.arange(0, BLOCK_N)
     magic: tl.constexpr = 12582912.0  # 1.5 * 2**23
     if ROWSUM_MMA:  # P @ ones gives the rounded-P row sum on the tensor cores (gfx950: one extra MFMA)
@@ -69,68 +96,87 @@ def _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
         if PROTON:
             pl.exit_scope("qk")
             pl.enter_scope("softmax")
-        # -- per-64-key power-of-two scale: bm = ceil(t * max s) ----
-        mx = tl.max(s, 1)
-        valid = mx > float("-inf")
-        bm = tl.where(valid, tl.math.ceil(t * mx), 0.0)
-        m_new = tl.maximum(m_i, tl.where(valid, bm, float("-inf")))
-        # -- Lean P (magic rounding): e4m3 code = low byte of max(fma(s, 8t, C), 1.5*2^23) ----
-        c = (120.0 - 8.0 * bm) + magic
-        f = tl.fma(s, T8, c[:, None])
-        code = (tl.maximum(f, magic).to(tl.int32, bitcast=True) & 0xFF).to(tl.uint8)
-        p = code.to(tl.float8e4nv, bitcast=True)
-        # -- rescale and accumulate: acc = acc * 2^(m - m_new) + (P V) * 2^(bm - 8 - m_new) ----
-        e = bm - 8.0 - m_new
-        alpha = tl.where(m_new > float("-inf"), tl.math.exp2(m_i - m_new), 1.0)
-        if ACC_IN_DOT:
-            # acc = dot(P, V, acc * alpha / c) * c with c = 2^max(e, -100): both factors are powers
-            # of two (exact); the clamp keeps alpha / c finite (blocks below 2^-100 are invisible in fp32).
-            e_c = tl.maximum(e, -100.0)
-            pre = tl.where(valid, tl.math.exp2(m_i - m_new - e_c), 1.0)
-            post = tl.where(valid, tl.math.exp2(e_c), 1.0)
-        else:
-            blk_scale = tl.where(valid & (e >= -127.0), tl.math.exp2(e), 0.0)
-        if PROTON:
-            pl.exit_scope("softmax")
-            pl.enter_scope("pv")
-        if INTERPRET:
-            p_op = p.to(tl.float32)
-            v_op = v.to(tl.float32)
-        else:
-            p_op = p
-            v_op = v
-        if SCALED_PV:
-            # gfx950: v_mfma_scale_f32_*_f8f6f4 applies 2^e to P for free (E8M0 code e + 127, one per
-            # 32 keys; e < -127 clamps to 2^-127 instead of dropping the block, invisible in fp32)
-            e8m0 = (tl.maximum(e, -127.0) + 127.0).to(tl.uint8)
-            p_scale = tl.broadcast_to(e8m0[:, None], [s.shape[0], BLOCK_N // 32])
-            acc = tl.dot_scaled(p, p_scale, "e4m3", v, None, "e4m3", acc=acc * alpha[:, None])
-        elif ACC_IN_DOT:
-            acc = tl.dot(p_op, v_op, acc * pre[:, None], input_precision="ieee" if INTERPRET else None,
-                         max_num_imprecise_acc=IMPRECISE_ACC) * post[:, None]
-        else:
-            pv = tl.dot(p_op, v_op, input_precision="ieee" if INTERPRET else None,
-                        max_num_imprecise_acc=IMPRECISE_ACC)
-            acc = acc * alpha[:, None] + pv * blk_scale[:, None]
-        if ROWSUM_MMA:
+        if RECIPE_V2:
+            # -- spec v2: hybrid phi offset, E8M0 2^e, FA-style alpha where the running max grew ----
+            p, e, m_new, valid = _lean_p_v2(s, t, T8, m_i, C2)
+            grew = m_new != m_i
+            alpha = tl.where(grew, tl.math.exp2((m_i - m_new).to(tl.float64)).to(tl.float32), 1.0)
+            blk_scale = tl.where(e >= -127.0, tl.math.exp2(e), 0.0)
+            if PROTON:
+                pl.exit_scope("softmax")
+                pl.enter_scope("pv")
             if INTERPRET:
-                ones_op = ones.to(tl.float32)
+                pv = tl.dot(p.to(tl.float32), v.to(tl.float32), input_precision="ieee")
             else:
-                ones_op = ones
-            if ACC_IN_DOT:
-                l_i = tl.dot(p_op, ones_op, l_i * pre[:, None],
-                             input_precision="ieee" if INTERPRET else None) * post[:, None]
-            else:
-                rowsum = tl.dot(p_op, ones_op, input_precision="ieee" if INTERPRET else None)
-                l_i = l_i * alpha[:, None] + rowsum * blk_scale[:, None]
+                pv = tl.dot(p, v, max_num_imprecise_acc=IMPRECISE_ACC)
+            acc = tl.fma(acc, alpha[:, None], pv * blk_scale[:, None])  # one rounding (spec v2 step 5)
+            l_i = tl.fma(l_i, alpha, tl.sum(p.to(tl.float32), 1) * blk_scale)
+            m_i = m_new
+            if PROTON:
+                pl.exit_scope("pv")
         else:
+            # -- per-64-key power-of-two scale: bm = ceil(t * max s) ----
+            mx = tl.max(s, 1)
+            valid = mx > float("-inf")
+            bm = tl.where(valid, tl.math.ceil(t * mx), 0.0)
+            m_new = tl.maximum(m_i, tl.where(valid, bm, float("-inf")))
+            # -- Lean P (magic rounding): e4m3 code = low byte of max(fma(s, 8t, C), 1.5*2^23) ----
+            c = (120.0 - 8.0 * bm) + magic
+            f = tl.fma(s, T8, c[:, None])
+            code = (tl.maximum(f, magic).to(tl.int32, bitcast=True) & 0xFF).to(tl.uint8)
+            p = code.to(tl.float8e4nv, bitcast=True)
+            # -- rescale and accumulate: acc = acc * 2^(m - m_new) + (P V) * 2^(bm - 8 - m_new) ----
+            e = bm - 8.0 - m_new
+            alpha = tl.where(m_new > float("-inf"), tl.math.exp2(m_i - m_new), 1.0)
             if ACC_IN_DOT:
-                l_i = l_i * alpha + tl.sum(p.to(tl.float32), 1) * tl.where(valid, tl.math.exp2(e_c), 0.0)
+                # acc = dot(P, V, acc * alpha / c) * c with c = 2^max(e, -100): both factors are powers
+                # of two (exact); the clamp keeps alpha / c finite (blocks below 2^-100 are invisible in fp32).
+                e_c = tl.maximum(e, -100.0)
+                pre = tl.where(valid, tl.math.exp2(m_i - m_new - e_c), 1.0)
+                post = tl.where(valid, tl.math.exp2(e_c), 1.0)
             else:
-                l_i = l_i * alpha + tl.sum(p.to(tl.float32), 1) * blk_scale
-        m_i = m_new
-        if PROTON:
-            pl.exit_scope("pv")
+                blk_scale = tl.where(valid & (e >= -127.0), tl.math.exp2(e), 0.0)
+            if PROTON:
+                pl.exit_scope("softmax")
+                pl.enter_scope("pv")
+            if INTERPRET:
+                p_op = p.to(tl.float32)
+                v_op = v.to(tl.float32)
+            else:
+                p_op = p
+                v_op = v
+            if SCALED_PV:
+                # gfx950: v_mfma_scale_f32_*_f8f6f4 applies 2^e to P for free (E8M0 code e + 127, one per
+                # 32 keys; e < -127 clamps to 2^-127 instead of dropping the block, invisible in fp32)
+                e8m0 = (tl.maximum(e, -127.0) + 127.0).to(tl.uint8)
+                p_scale = tl.broadcast_to(e8m0[:, None], [s.shape[0], BLOCK_N // 32])
+                acc = tl.dot_scaled(p, p_scale, "e4m3", v, None, "e4m3", acc=acc * alpha[:, None])
+            elif ACC_IN_DOT:
+                acc = tl.dot(p_op, v_op, acc * pre[:, None], input_precision="ieee" if INTERPRET else None,
+                             max_num_imprecise_acc=IMPRECISE_ACC) * post[:, None]
+            else:
+                pv = tl.dot(p_op, v_op, input_precision="ieee" if INTERPRET else None,
+                            max_num_imprecise_acc=IMPRECISE_ACC)
+                acc = acc * alpha[:, None] + pv * blk_scale[:, None]
+            if ROWSUM_MMA:
+                if INTERPRET:
+                    ones_op = ones.to(tl.float32)
+                else:
+                    ones_op = ones
+                if ACC_IN_DOT:
+                    l_i = tl.dot(p_op, ones_op, l_i * pre[:, None],
+                                 input_precision="ieee" if INTERPRET else None) * post[:, None]
+                else:
+                    rowsum = tl.dot(p_op, ones_op, input_precision="ieee" if INTERPRET else None)
+                    l_i = l_i * alpha[:, None] + rowsum * blk_scale[:, None]
+            else:
+                if ACC_IN_DOT:
+                    l_i = l_i * alpha + tl.sum(p.to(tl.float32), 1) * tl.where(valid, tl.math.exp2(e_c), 0.0)
+                else:
+                    l_i = l_i * alpha + tl.sum(p.to(tl.float32), 1) * blk_scale
+            m_i = m_new
+            if PROTON:
+                pl.exit_scope("pv")
     return acc, l_i, m_i
 
 
@@ -150,7 +196,8 @@ def _attn_fwd_fp8(Q, K, V, Out, Lse, T, DV,
                   IS_CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                   WARP_SPEC: tl.constexpr, ROWSUM_MMA: tl.constexpr, ACC_IN_DOT: tl.constexpr,
                   INTERPRET: tl.constexpr, SCALED_PV: tl.constexpr = False, PROTON: tl.constexpr = False,
-                  IMPRECISE_ACC: tl.constexpr = None):
+                  IMPRECISE_ACC: tl.constexpr = None, RECIPE_V2: tl.constexpr = False,
+                  C2: tl.constexpr = LEANP_BIAS_V2):
     tl.static_assert(BLOCK_N == 64, "ZYFA scales P per 64-key block")
     # grid (query tiles, batch * heads): consecutive programs share one head's K and V in L2
     # (heads-fastest with heaviest tiles first measured 2-7% slower on the H200, run 3)
@@ -183,12 +230,12 @@ def _attn_fwd_fp8(Q, K, V, Out, Lse, T, DV,
                                         stride_ks, stride_vs, stride_vd, offs_m, offs_d, offs_dv,
                                         0, full_hi, offset, SEQ_K, HEAD_DIM, HEAD_DIM_V, BLOCK_N,
                                         False, IS_CAUSAL, WARP_SPEC, ROWSUM_MMA, ACC_IN_DOT,
-                                        SCALED_PV, INTERPRET, PROTON, IMPRECISE_ACC)
+                                        SCALED_PV, INTERPRET, PROTON, IMPRECISE_ACC, RECIPE_V2, C2)
     acc, l_i, m_i = _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
                                         stride_ks, stride_vs, stride_vd, offs_m, offs_d, offs_dv,
                                         full_hi, hi, offset, SEQ_K, HEAD_DIM, HEAD_DIM_V, BLOCK_N,
                                         True, IS_CAUSAL, WARP_SPEC, ROWSUM_MMA, ACC_IN_DOT,
-                                        SCALED_PV, INTERPRET, PROTON, IMPRECISE_ACC)
+                                        SCALED_PV, INTERPRET, PROTON, IMPRECISE_ACC, RECIPE_V2, C2)
     # -- epilogue: out = fp32(acc / l) * dv -> bf16; lse = (m + log2 l) ln2; empty rows -> 0, +inf ----
     if ROWSUM_MMA:
         l_i = tl.max(l_i, 1)
@@ -216,7 +263,7 @@ def attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_sca
                   q_descale: torch.Tensor | None = None, k_descale: torch.Tensor | None = None,
                   v_descale: torch.Tensor | None = None, transpose_v: bool | None = None,
                   out_dtype: torch.dtype = torch.bfloat16, config: TileConfig | None = None,
-                  proton_scopes: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+                  proton_scopes: bool = False, recipe: str = "zyfa-v1") -> tuple[torch.Tensor, torch.Tensor]:
     """ZYFA FP8 forward. q, k, v: float8_e4m3fn ``(b, s, h, d)``; descales float32 ``(b, h_k)``.
 
     Returns ``out`` bfloat16 ``(b, s_q, h, d_v)`` and ``softmax_lse`` float32 ``(b, h, s_q)``.
@@ -225,7 +272,19 @@ def attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_sca
     ``out_dtype=torch.float32`` keeps the fp32 ``(acc / l) * dv`` unrounded (tests). ``config``
     bypasses the autotuner; ``proton_scopes`` (needs ``config``) compiles Proton scopes ``qk``,
     ``softmax``, ``pv`` around the three phases of the key loop (see :mod:`zyfa.trace.proton`).
+    ``recipe``: ``"zyfa-v1"`` (magic rounding, the kernel benchmarked so far) or ``"zyfa-v2"``
+    (docs/numerics.md spec v2; plain PV path only).
     """
+    if recipe not in RECIPES:
+        raise ValueError(f"recipe must be one of {RECIPES}, got {recipe!r}")
+    if recipe == "zyfa-v2":
+        candidates = [config] if config is not None else [None]
+        if config is None and not _INTERPRET:
+            table = AUTOTUNE_CONFIGS.get((device_arch(), "fp8"), AUTOTUNE_CONFIGS[("default", "fp8")])
+            candidates = [c for tier in table.values() for c in tier]
+        if any(c is not None and (c.rowsum_mma or c.acc_in_dot or c.scaled_pv) for c in candidates):
+            raise ValueError("recipe 'zyfa-v2' runs the plain PV / row-sum path only: pass a config without "
+                             "rowsum_mma, acc_in_dot and scaled_pv (the gfx950 autotune list uses scaled_pv)")
     if proton_scopes and config is None:
         raise ValueError("proton_scopes=True needs an explicit config (the autotuner would time instrumented code)")
     if out_dtype not in (torch.bfloat16, torch.float32):
@@ -252,7 +311,7 @@ def attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_sca
     out = torch.empty(b, s_q, h, d_v, dtype=out_dtype, device=q.device)
     lse = torch.empty(b, h, s_q, dtype=torch.float32, device=q.device)
     grid = lambda meta: (triton.cdiv(s_q, meta["BLOCK_M"]), b * h)  # noqa: E731
-    launch = dict(IS_CAUSAL=causal, INTERPRET=_INTERPRET)
+    launch = dict(IS_CAUSAL=causal, INTERPRET=_INTERPRET, RECIPE_V2=recipe == "zyfa-v2")
     if config is None:
         kernel = _attn_fwd_fp8
     else:

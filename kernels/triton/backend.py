@@ -43,7 +43,7 @@ def forward(args: AttentionArgs) -> tuple[torch.Tensor, torch.Tensor]:
     if args.is_fp8:
         from zyfa.kernels.triton.attn_fp8 import attention_fp8
         return attention_fp8(args.q, args.k, args.v, args.softmax_scale, args.causal,
-                             args.q_descale, args.k_descale, args.v_descale)
+                             args.q_descale, args.k_descale, args.v_descale, recipe=args.recipe)
     from zyfa.kernels.triton.attn_bf16 import attention_bf16
     return attention_bf16(args.q, args.k, args.v, args.softmax_scale, args.causal)
 
@@ -54,4 +54,5 @@ register_backend(Backend(
     unsupported=unsupported,
     priority=PRIORITY,
     description="Triton kernels (FP8 with ZYFA numerics, BF16/FP16) on CUDA/ROCm GPUs",
+    recipes=("zyfa-v1", "zyfa-v2"),
 ))

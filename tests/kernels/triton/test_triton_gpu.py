@@ -134,3 +134,22 @@ def test_every_head_dim_runs(d, dv, dtype):
     print(f"\nHEADDIM {dtype} d={d} dv={dv} rel_l2={err:.3e}")
     assert out.shape == (1, 257, 4, dv)
     assert err <= {torch.float16: 2e-3, torch.bfloat16: 1.5e-2, torch.float8_e4m3fn: 6e-2}[dtype]
+
+
+def test_fp8_v2_equals_emulator_bitwise_with_exact_accumulation():
+    # integer Q, K and V in {-1, 0, 1}: every fp32 partial sum of QK^T and PV is exact, so with IEEE
+    # fp32 accumulation (precise_acc) the fp32 outputs must equal the emulator's bit for bit
+    numerics = pytest.importorskip("zyfa.numerics")
+    g = torch.Generator().manual_seed(11)
+    q = torch.randint(-8, 9, (1, 333, 4, 128), generator=g).float()
+    k = torch.randint(-8, 9, (1, 333, 2, 128), generator=g).float()
+    k[..., :2] *= 8
+    v = torch.randint(-1, 2, (1, 333, 2, 128), generator=g).float()
+    q8, k8, v8 = (x.to(torch.float8_e4m3fn) for x in (q, k, v))
+    dq, dk, dv_ = (torch.rand(1, 2, generator=g) * 0.2 + 0.01 for _ in range(3))
+    ref, ref_lse = numerics.zyfa_fp8_attention(q8, k8, v8, dq, dk, dv_, causal=True, variant="zyfa-v2",
+                                               out_dtype=torch.float32)
+    out, lse = attention_fp8(q8.cuda(), k8.cuda(), v8.cuda(), 128 ** -0.5, True, dq.cuda(), dk.cuda(), dv_.cuda(),
+                             out_dtype=torch.float32, config=TileConfig(128, 8, 3, precise_acc=True), recipe="zyfa-v2")
+    assert torch.equal(out.cpu(), ref)
+    assert float((lse.cpu() - ref_lse).abs().max()) <= 1e-5  # the kernel's fp32 log2 vs float64 rounded once
