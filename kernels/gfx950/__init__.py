@@ -46,6 +46,11 @@ def _branch_assumptions(built) -> list[dict]:
                         "steady_state": "not-taken",
                         "why": "lazy O rescale: only lanes whose block max exceeds the running max execute it; "
                                "every lane does on the first tile, rarely afterwards"})
+        elif inst.opcode == "s_cbranch_vccnz" and inst.operands[0].name == ".L_divide_exact":
+            out.append({"index": index, "pc": built.pcs[index], "label": inst.operands[0].name,
+                        "steady_state": "not-taken",
+                        "why": "epilogue: the per-element IEEE division runs only for a wave with an empty row, "
+                               "an output element that is exactly 0, or one outside [den 2^-100, 2^100]"})
     return out
 
 

@@ -98,7 +98,17 @@ class Neg:
         return f"-{self.reg}"
 
 
-Operand = Union[Reg, Neg, Label, int, float, str]
+@dataclass(frozen=True)
+class Abs:
+    """The absolute value of a VALU source operand (``|v3|``); VOP3 encodings only."""
+
+    reg: Reg
+
+    def __str__(self) -> str:
+        return f"|{self.reg}|"
+
+
+Operand = Union[Reg, Neg, Abs, Label, int, float, str]
 
 # -- operand signatures --------------------------------------------------------------------------
 # Spec letters: v VGPR, a AGPR, s SGPR, c constant (int/float literal), k special register (vcc...),
@@ -123,6 +133,8 @@ SIGNATURES: dict[str, tuple] = {
     "v_cndmask_b32": (V1, VSC, V1, ("k", 2)),
     "v_cmp_lt_i32": (("k", 2), VSC, V1), "v_cmp_gt_f32": (("k", 2), VSC, V1),
     "v_cmp_eq_f32": (("k", 2), VSC, V1), "v_cmp_gt_u32": (("k", 2), VSC, V1),
+    "v_cmp_lt_f32": (("k", 2), VSC, V1),
+    "v_min3_f32": (V1, VC, VC, VC),
     "v_max3_f32": (V1, VC, VC, VC), "v_fma_f32": (V1, VC, VC, VC), "v_med3_i32": (V1, VC, VC, VC),
     "v_ldexp_f32": (V1, VC, VC),
     "v_pk_fma_f32": (("v", 2), ("v", 2), ("v", 2), ("v", 2)), "v_pk_mul_f32": (("v", 2), ("v", 2), ("v", 2)),
@@ -145,7 +157,7 @@ SIGNATURES: dict[str, tuple] = {
     "s_and_saveexec_b64": (S2, ("k", 2)), "s_or_b64": (("k", 2), ("k", 2), S2),
     # control
     "s_branch": (("l", 1),), "s_cbranch_scc0": (("l", 1),), "s_cbranch_scc1": (("l", 1),),
-    "s_cbranch_execz": (("l", 1),), "s_cbranch_execnz": (("l", 1),),
+    "s_cbranch_execz": (("l", 1),), "s_cbranch_execnz": (("l", 1),), "s_cbranch_vccnz": (("l", 1),),
     "s_barrier": (), "s_setprio": (("c", 1),), "s_nop": (("c", 1),), "s_endpgm": (),
     "s_waitcnt": ("*",),
     # memory
@@ -188,9 +200,9 @@ def _check_operand(opcode: str, position: int, spec: tuple, operand: Operand) ->
         if width != _SPECIAL_WIDTH[operand] and width != "*":
             raise ValueError(f"{where}: {operand} is {_SPECIAL_WIDTH[operand]} dwords, expected {width}")
         return
-    if isinstance(operand, Neg):
+    if isinstance(operand, (Neg, Abs)):
         if letters != "vsc":
-            raise TypeError(f"{where}: a negated operand needs a VOP3 source slot")
+            raise TypeError(f"{where}: a {type(operand).__name__.lower()} modifier needs a VOP3 source slot")
         operand = operand.reg
     if not isinstance(operand, Reg):
         raise TypeError(f"{where}: expected a register, constant or label, got {type(operand).__name__}")
@@ -205,7 +217,7 @@ def _check_operand(opcode: str, position: int, spec: tuple, operand: Operand) ->
 
 _INLINE_FLOATS = (0.0, 0.5, 1.0, 2.0, 4.0, -0.5, -1.0, -2.0, -4.0)
 # VALU opcodes encoded only as VOP3/VOP3P on gfx9: they cannot take a 32-bit literal.
-_VOP3_ONLY = ("v_max3", "v_fma", "v_med3", "v_ldexp", "v_mul_lo", "v_cvt_pk", "v_div_", "v_pk_", "v_mad",
+_VOP3_ONLY = ("v_max3", "v_min3", "v_fma", "v_med3", "v_ldexp", "v_mul_lo", "v_cvt_pk", "v_div_", "v_pk_", "v_mad",
               "v_mfma", "v_cmp_")
 
 

@@ -18,7 +18,7 @@ from typing import Optional
 
 from zyfa.gfx950.isa import classify
 
-from zyfa.kernels.gfx950.dsl import Allocator, Asm, Instr, Label, Neg, Reg
+from zyfa.kernels.gfx950.dsl import Abs, Allocator, Asm, Instr, Label, Neg, Reg
 from zyfa.kernels.gfx950.kernargs import KERNARG_SIZE, field_offset
 from zyfa.kernels.gfx950.schedule import (BLOCK_M, BLOCK_N, MFMA_EMITTERS, ROWS_PER_WG, SCALE_BLOCK, WAVES,
                                           Cluster, KernelConfig, barrier_intervals, loads_per_thread, schedule)
@@ -903,22 +903,7 @@ class _Kernel:
         e("v_cndmask_b32", den, l, self.v.cinf, "vcc")  # 0 / inf = 0 for empty rows
         e("v_lshlrev_b32", self.v.tmp2, 2, self.v.qrow)
         e("buffer_store_dword", tmp, self.v.tmp2, self.rsrc["lse"], 0, mods=("offen",))
-        r = self.ring
-        d_s, n_s, rcp, err, quo = r[0][0], r[0][1], r[0][2], r[0][3], r[1][0]
-        for i in range(64):
-            e("v_div_scale_f32", d_s, "vcc", den, den, x[i])
-            e("v_div_scale_f32", n_s, "vcc", x[i], den, x[i])
-            e("v_rcp_f32", rcp, d_s)
-            e("v_fma_f32", err, Neg(d_s), rcp, 1.0)
-            e("v_fma_f32", rcp, err, rcp, rcp)
-            e("v_mul_f32", quo, n_s, rcp)
-            e("v_fma_f32", err, Neg(d_s), quo, n_s)
-            e("v_fma_f32", quo, err, rcp, quo)
-            e("v_fma_f32", err, Neg(d_s), quo, n_s)
-            e("v_div_fmas_f32", quo, err, rcp, quo)
-            e("v_div_fixup_f32", x[i], quo, den, x[i])
-            if self.fp8:
-                e("v_mul_f32", x[i], self.hc[2], x[i])
+        self.divide_rows(x[0:64], den)
         # register r of hd tile u holds head-dim 32u + 16h + r: 32 contiguous bytes of bf16
         e("v_lshrrev_b32", self.v.tmp, 5, self.tid)
         e("v_and_b32", self.v.tmp, 1, self.v.tmp)
@@ -934,6 +919,76 @@ class _Kernel:
                   mods=("offen", f"offset:{64 * u + 16 * half}"))
                 e("s_waitcnt", "vmcnt(0)")
         e("s_endpgm")
+
+    def ieee_divide(self, out: Reg, num: Reg, den: Reg):
+        """out = num / den, IEEE-correct fp32 (the compiler's sequence: div_scale, rcp, Newton, div_fmas,
+        div_fixup: 10 VALU + 1 TRANS). Clobbers ring slots 0 and 1 and VCC."""
+        e, r = self.e, self.ring
+        d_s, n_s, rcp, err, quo = r[0][0], r[0][1], r[0][2], r[0][3], r[1][0]
+        e("v_div_scale_f32", d_s, "vcc", den, den, num)
+        e("v_div_scale_f32", n_s, "vcc", num, den, num)
+        e("v_rcp_f32", rcp, d_s)
+        e("v_fma_f32", err, Neg(d_s), rcp, 1.0)
+        e("v_fma_f32", rcp, err, rcp, rcp)
+        e("v_mul_f32", quo, n_s, rcp)
+        e("v_fma_f32", err, Neg(d_s), quo, n_s)
+        e("v_fma_f32", quo, err, rcp, quo)
+        e("v_fma_f32", err, Neg(d_s), quo, n_s)
+        e("v_div_fmas_f32", quo, err, rcp, quo)
+        e("v_div_fixup_f32", out, quo, den, num)
+
+    def reduce3(self, opcode: str, values: list, out: Reg):
+        """out = opcode-reduction (v_min3/v_max3) of ``values`` (operands, modifiers allowed):
+        ceil((n - 1) / 2) VOP3 ops, the last value repeated when n is even."""
+        e = self.e
+        e(opcode, out, values[0], values[1], values[2])
+        rest = list(values[3:])
+        for i in range(0, len(rest), 2):
+            pair = rest[i:i + 2]
+            e(opcode, out, out, pair[0], pair[-1])
+
+    def divide_rows(self, x: Reg, den: Reg):
+        """x[i] = fp32(x[i] / den) (* dv for fp8), bit-identical to IEEE division (docs/numerics.md,
+        output step), with ONE full division per row (lane) instead of one per element.
+
+        Fast path (Markstein): ``r = RN(1/den)`` by the IEEE sequence once; per element
+        ``q0 = x r``, ``e = fma(-den, q0, x)`` (exact), ``q = fma(e, r, q0)`` = RN(x / den): 3 VALU
+        instead of 10 VALU + 1 TRANS. The theorem needs no underflow or overflow: ``den`` in
+        [0.5, 2^64] and every ``|x|`` in [den 2^-100, 2^100] (then |q| is in [2^-100, 2^101], the
+        remainder's exponent is above fp32's minimum and fits 24 bits). The guard costs 64
+        v_min3/v_max3 of ``|x|`` and 4 compares per wave; any lane outside (an empty row, den =
+        inf; an element that is exactly 0 or tiny) sends the whole wave to the IEEE sequence per
+        element (out of line). A NaN element is not caught by the min/max (IEEE minNum): both
+        paths give NaN, possibly with another payload. Clobbers ring slots 0-2, VCC, mx0, bm0,
+        bm1, kk."""
+        e = self.e
+        one, r, lo, hi = self.ring[2][0], self.v.bm0, self.v.mx0, self.v.kk
+        slow, done = Label(".L_divide_exact"), Label(".L_divide_done")
+        self.reduce3("v_min3_f32", [Abs(x[i]) for i in range(x.count)], lo)
+        self.reduce3("v_max3_f32", [Abs(x[i]) for i in range(x.count)], hi)
+        e("v_mul_f32", lo, 2.0 ** 100, lo)
+        for condition in (("v_cmp_gt_f32", den, lo),  # min |x| < den 2^-100 (zeros included)
+                          ("v_cmp_lt_f32", 2.0 ** 100, hi),  # max |x| > 2^100
+                          ("v_cmp_gt_f32", 0.5, den),  # den < 0.5
+                          ("v_cmp_lt_f32", 2.0 ** 64, den)):  # den > 2^64 (inf: an empty row)
+            e(condition[0], "vcc", *condition[1:])
+            e("s_cbranch_vccnz", slow)
+        e("v_mov_b32", one, 1.0)
+        self.ieee_divide(r, one, den)
+        q0, err = self.ring[2][1], self.ring[2][2]
+        for i in range(x.count):
+            e("v_mul_f32", q0, r, x[i])
+            e("v_fma_f32", err, Neg(den), q0, x[i])
+            e("v_fma_f32", x[i], err, r, q0)
+            if self.fp8:
+                e("v_mul_f32", x[i], self.hc[2], x[i])
+        e("s_branch", done)
+        self.asm.items.append(slow)
+        for i in range(x.count):
+            self.ieee_divide(x[i], x[i], den)
+            if self.fp8:
+                e("v_mul_f32", x[i], self.hc[2], x[i])
+        self.asm.items.append(done)
 
     def build(self) -> None:
         self.prologue()
@@ -972,7 +1027,7 @@ def spread_items(items: list, steps: int) -> list[list]:
 
 
 def _vector_keys(operand) -> tuple[int, ...]:
-    reg = operand.reg if isinstance(operand, Neg) else operand
+    reg = operand.reg if isinstance(operand, (Neg, Abs)) else operand
     if not isinstance(reg, Reg) or reg.kind == "s":
         return ()
     base = 0 if reg.kind == "v" else ARCH_VGPRS

@@ -23,7 +23,9 @@ from pathlib import Path
 from tqdm import tqdm
 
 from zyfa.analyzer import summary
-from zyfa.kernels import aiter, registry
+from zyfa.kernels import aiter, gfx950, registry
+from zyfa.kernels.gfx950.counts import tile_counts
+from zyfa.kernels.gfx950.generator import generate
 from zyfa.shapes import parse_shape
 from zyfa.trace import proton, rocprof
 from zyfa.trace.cdna4 import tracer
@@ -113,6 +115,11 @@ def run(args: argparse.Namespace) -> int:
     print(f"  MFMA busy            {_pct(values.get('mfma_busy'))}   ({origin})")
     print(f"  ping-pong overlap    {_pct(values.get('pingpong_overlap'))}")
     print(f"  VALU cycles/block    {_num(values.get('valu_cycles_per_block'))}")
+    static = _static_counts(kernel, shape)
+    if static is not None:
+        print(f"  static per 32x128 tile (from the generated code): softmax {static.valu_cycles} VALU + "
+              f"{static.trans_cycles} TRANS cycles, mask {static.mask_cycles} (diagonal tiles), "
+              f"{static.mfma} MFMAs ({static.mfma_rowsum} row-sum)")
     print(f"  predicted time       {est.seconds * 1e3:.3f} ms  ({est.cycles} cycles)")
     print(f"  predicted TFLOP/s    {est.tflops:.0f}  (simulated; FLOPs = {shape.flops:.4g}, causal halved)")
     for note in est.notes:
@@ -124,6 +131,13 @@ def run(args: argparse.Namespace) -> int:
     if args.emulate:
         _emulate(kernel, shape)
     return 0
+
+
+def _static_counts(kernel: str, shape):
+    """Static per-tile counts of a gfx950 generator kernel (None for other kernels)."""
+    if kernel not in gfx950.VARIANTS:
+        return None
+    return tile_counts(generate(gfx950.config_for(kernel, shape)))
 
 
 def _check_out(args: argparse.Namespace, kernel: str, shape) -> None:

@@ -5,6 +5,7 @@ import shutil
 import subprocess
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from zyfa.kernels.gfx950 import build_for, config_for, grid
@@ -16,6 +17,7 @@ from zyfa.kernels.gfx950 import generator as generator_module
 from zyfa.kernels.gfx950.schedule import VARIANTS, Cluster, KernelConfig, barrier_intervals, schedule
 from zyfa.kernels.registry import get_kernel, kernels
 from zyfa.shapes import AttnShape
+from zyfa.trace.emu.formats import fma_f32
 
 
 needs_llvm = pytest.mark.skipif(not (shutil.which("llvm-mc-22") and shutil.which("ld.lld-22")),
@@ -304,3 +306,34 @@ def test_every_valid_fp8_combination_generates_within_budget():
     for config in configs:
         gen = generate(config)
         assert gen.vgprs + gen.agprs <= 256 and gen.lds_bytes <= 160 * 1024, config.name
+
+
+# -- epilogue division -------------------------------------------------------------------------------------
+def _random_f32(rng, n, exp_lo, exp_hi):
+    bits = (rng.integers(0, 2, n, dtype=np.uint32) << 31) | (rng.integers(exp_lo, exp_hi + 1, n).astype(np.uint32) << 23) \
+        | rng.integers(0, 2**23, n, dtype=np.uint32)
+    return bits.view(np.float32)
+
+
+def test_markstein_division_equals_ieee_inside_the_guard():
+    """The fast epilogue path: r = RN(1/d); q0 = x r; e = fma(-d, q0, x); q = fma(e, r, q0) is the
+    IEEE quotient for d in [0.5, 2^64] and |x| in [d 2^-100, 2^100] (the generator's guard), and
+    is not outside it (why the guard exists). Exact fp32 FMA: the functional emulator's."""
+    rng = np.random.default_rng(18)
+    n = 400_000
+    d = np.abs(_random_f32(rng, n, 126, 127 + 64))
+    x = _random_f32(rng, n, 1, 254)
+    inside = (np.abs(x) >= d * np.float32(2.0**-100)) & (np.abs(x) <= np.float32(2.0**100))
+    x, d = x[inside], d[inside]
+    with np.errstate(all="ignore"):
+        r = np.float32(1) / d
+        q0 = x * r
+        q = fma_f32(fma_f32(-d, q0, x), r, q0)
+        assert np.array_equal(q.view(np.uint32), (x / d).view(np.uint32)), "Markstein != IEEE inside the guard"
+        tiny = _random_f32(rng, n, 0, 3)  # subnormal and barely normal numerators: quotients underflow
+        d = np.abs(_random_f32(rng, n, 126, 146))
+        r = np.float32(1) / d
+        q0 = tiny * r
+        q = fma_f32(fma_f32(-d, q0, tiny), r, q0)
+        assert (q.view(np.uint32) != (tiny / d).view(np.uint32)).sum() > 100
+    assert inside.sum() > n // 2

@@ -68,6 +68,28 @@ def test_zyfa_fp8_race_free_across_wave_orders():
     assert torch.equal(a.lse, b.lse)
 
 
+def test_epilogue_division_fast_and_exact_paths_both_bit_exact():
+    """One IEEE division per row + Markstein correction when every element is in range; the
+    per-element IEEE sequence (out of line) for a wave holding a zero element or an empty row.
+    Both equal the numerics emulator's IEEE division bit for bit."""
+    shape = _shape("zyfa-fp8", 256, heads=1)
+    waves = 8  # one workgroup
+    fast = emulate_kernel("zyfa-fp8", shape)
+    _check(fast)
+    assert fast.stats.executed["v_div_scale_f32"] == 2 * waves  # the per-row reciprocal only
+    inputs = make_inputs(shape)
+    inputs["v"][..., 5] = torch.zeros((), dtype=inputs["v"].dtype)  # head dim 5 of O is exactly 0
+    slow = emulate_kernel("zyfa-fp8", shape, inputs=inputs)
+    _check(slow)
+    assert slow.stats.executed["v_div_scale_f32"] == 2 * 64 * waves  # every element, every wave
+    # seqlen_q > seqlen_k, bottom-right causal: the first rows see no key (den = inf) -> exact path there
+    empty = AttnShape(batch=1, heads=1, heads_k=1, seqlen_q=256, seqlen_k=200, headdim=128, headdim_v=128,
+                      causal=True, dtype="fp8")
+    result = emulate_kernel("zyfa-fp8", empty)
+    _check(result)
+    assert 2 * waves < result.stats.executed["v_div_scale_f32"] < 2 * 64 * waves
+
+
 def test_zyfa_fp8_seqlen_not_multiple_of_tile():
     _check(emulate_kernel("zyfa-fp8", _shape("zyfa-fp8", 300, heads=1)))
 
