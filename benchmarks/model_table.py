@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """The CDNA4 cycle model's side-by-side table (SIMULATED, not measured): every registered gfx950
 kernel and AITER's real BF16 causal forward on one shape, with the analyzer's steady-state
-metrics and the model's whole-kernel prediction. Prints a markdown table.
+metrics and the model's whole-kernel prediction. Prints a markdown table. For the gfx950
+generator kernels also the static per-tile softmax VALU cycles (``counts.tile_counts``: the
+generated code, the model's timing table) and the MFMA work over the shape's FLOPs without the
+rounded row-sum MFMAs (one per 64-key block by design: the whole-grid ratio times
+``(MFMAs - row-sum MFMAs) / MFMAs`` per tile).
 
     python3 benchmarks/model_table.py [--shape 32k] [--heads 32] [--clock 2400]
 
@@ -13,6 +17,9 @@ import argparse
 import time
 
 from zyfa.analyzer import summary
+from zyfa.kernels import gfx950
+from zyfa.kernels.gfx950.counts import tile_counts
+from zyfa.kernels.gfx950.generator import generate
 from zyfa.kernels.registry import kernels, spec_of
 from zyfa.shapes import parse_shape
 from zyfa.trace.cdna4.estimate import EstimateConfig
@@ -29,8 +36,9 @@ def main():
     args = p.parse_args()
     registered = kernels()
     print(f"CDNA4 cycle model (simulated), b1 h{args.heads} s{args.shape} d128 causal, {args.clock:.0f} MHz\n")
-    print("| kernel | dtype | MFMA busy (steady) | ping-pong overlap | VALU cycles/block | predicted ms | predicted TFLOP/s |")
-    print("|---|---|---|---|---|---|---|")
+    print("| kernel | dtype | MFMA busy (steady) | ping-pong overlap | VALU cycles/block | static softmax VALU/tile "
+          "| MFMA work / FLOPs (w/o row sum) | predicted ms | predicted TFLOP/s |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name in ROWS:
         if not name.startswith("aiter:") and name not in registered:
             print(f"| {name} | - | not registered | | | | |")
@@ -46,8 +54,13 @@ def main():
             continue
         s = summary(trace, "steady")
         pct = lambda v: "n/a" if v is None else f"{100 * v:.1f} %"
+        static, work = "-", f"{est.flops_ratio:.3f}"
+        if name in gfx950.VARIANTS:
+            counts = tile_counts(generate(gfx950.config_for(name, shape)))
+            static = str(counts.valu_cycles)
+            work += f" ({est.flops_ratio * (counts.mfma - counts.mfma_rowsum) / counts.mfma:.3f})"
         print(f"| {name} | {dtype} | {pct(s['mfma_busy'])} | {pct(s['pingpong_overlap'])} | "
-              f"{s['valu_cycles_per_block']:.0f} | {est.seconds * 1e3:.3f} | {est.tflops:.0f} |"
+              f"{s['valu_cycles_per_block']:.0f} | {static} | {work} | {est.seconds * 1e3:.3f} | {est.tflops:.0f} |"
               f"  <!-- {time.perf_counter() - start:.1f} s -->")
 
 
