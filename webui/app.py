@@ -26,6 +26,7 @@ from werkzeug.exceptions import BadRequest
 from werkzeug.serving import WSGIRequestHandler, make_server
 
 from zyfa.analyzer import METRICS
+from zyfa.analyzer.listing import occurrences
 from zyfa.trace.schema import COLUMNS, Trace, TraceError
 from zyfa.webui import figures, grid, metrics, timeline
 from zyfa.webui.store import TraceStore, UnsafePathError, UploadError
@@ -67,6 +68,13 @@ class Ids:
     grid_source: str = "grid-source"
     grid_purged: str = "grid-purged"
     definitions: str = "metric-definitions"
+    why: str = "why"
+    listing_a: str = "listing-a"
+    listing_b: str = "listing-b"
+    listing_info: str = "listing-info"
+    regions: str = "regions"
+    highlight: str = "highlight"
+    highlight_info: str = "highlight-info"
     valu: str = "valu"
     stalls: str = "stalls"
     w_kernel: str = "whatif-kernel"
@@ -79,6 +87,22 @@ class Ids:
 
 ID = Ids()
 PARAM_TYPE = "whatif-param"  # pattern-matching id type of the generator-parameter controls
+
+
+# instruction-view columns (per-reason stall columns are added per trace)
+LISTING_COLUMNS = [
+    {"field": "pc", "headerName": "pc", "width": 90, "filter": "agNumberColumnFilter",
+     "valueFormatter": {"function": "params.value >= 0 ? '0x' + params.value.toString(16) : '—'"}},
+    {"field": "region", "filter": "agTextColumnFilter"}, {"field": "opcode", "filter": "agTextColumnFilter"},
+    {"field": "operands", "filter": "agTextColumnFilter"}, {"field": "unit", "filter": "agTextColumnFilter"},
+    {"field": "executions", "filter": "agNumberColumnFilter"},
+    {"field": "busy", "headerName": "busy cycles", "filter": "agNumberColumnFilter"},
+    {"field": "latency", "headerName": "latency (mean)", "filter": "agNumberColumnFilter",
+     "valueFormatter": {"function": "d3.format('.1f')(params.value)"}},
+    {"field": "stall", "headerName": "stall cycles", "filter": "agNumberColumnFilter"},
+    {"field": "share", "headerName": "share", "filter": "agNumberColumnFilter",
+     "valueFormatter": {"function": "d3.format('.2%')(params.value)"}},
+]
 
 
 # -- relayout parsing --------------------------------------------------------------------------
@@ -253,6 +277,24 @@ def build_layout(store: TraceStore, kernels: Sequence[str], params: dict[str, tu
                    columnSize="autoSize", style={"height": "360px"}),
         dcc.Store(id=ID.grid_source), dcc.Store(id=ID.grid_purged),
     )
+    def listing_grid(grid_id: str) -> dag.AgGrid:
+        return dag.AgGrid(id=grid_id, columnDefs=LISTING_COLUMNS, rowData=[], getRowId="params.data.key",
+                          defaultColDef={"sortable": True, "filter": True, "floatingFilter": True,
+                                         "resizable": True, "minWidth": 60},
+                          dashGridOptions={"rowSelection": {"mode": "singleRow", "checkboxes": False,
+                                                            "enableClickSelection": True}, "animateRows": False},
+                          style={"height": "420px"})
+
+    listing = _section(
+        "Instruction view: per instruction (pc) executions, busy, latency and stall cycles (zyfa.analyzer.listing, "
+        "metric window); click a row to highlight every execution on the timeline",
+        html.Div(id=ID.regions),
+        html.Div([html.Div([html.B("A"), listing_grid(ID.listing_a)], style={"flex": "1", "minWidth": "0"}),
+                  html.Div([html.B("B"), listing_grid(ID.listing_b)], style={"flex": "1", "minWidth": "0"})],
+                 style={"display": "flex", "gap": "12px"}),
+        html.Div(id=ID.listing_info, style={"color": "#555", "fontSize": "12px"}),
+        html.Div(id=ID.highlight_info, role="status", style={"color": "#a00"}),
+    )
     valu = _section("VALU/TRANS cycles per key block by opcode class (zyfa.analyzer.valu_by_class, metric window)",
                     dcc.Graph(id=ID.valu, config=GRAPH_CONFIG))
     stalls = _section("Stall cycles by reason (zyfa.analyzer.stall_breakdown, metric window): cycles a wave waited "
@@ -262,8 +304,8 @@ def build_layout(store: TraceStore, kernels: Sequence[str], params: dict[str, tu
         html.H2("zyfa schedule explorer", style={"margin": "4px 0"}),
         html.Div("Cycle-model traces are simulated (CDNA4 cycle model), not measured.",
                  style={"color": "#666", "fontSize": "12px"}),
-        headline, sources, whatif, view, tables, instructions, valu, stalls,
-        dcc.Store(id=ID.view), dcc.Store(id=ID.selected),
+        headline, html.Div(id=ID.why), sources, whatif, view, tables, listing, instructions, valu, stalls,
+        dcc.Store(id=ID.view), dcc.Store(id=ID.selected), dcc.Store(id=ID.highlight),
     ], style={"fontFamily": "sans-serif", "fontSize": "14px", "margin": "8px 16px"})
 
 
@@ -448,6 +490,34 @@ def _headline(store: TraceStore, a: Optional[str], b: Optional[str]) -> list:
     return lines
 
 
+def _window(choice, view_range, panels: dict) -> metrics.Window:
+    try:
+        return metrics.window_spec(choice, _range(view_range) or _full_view(list(panels.items())))
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from exc
+
+
+def _listing_rows(frame) -> list[dict]:
+    """Listing rows for the grid; ``key`` = ``"pc"`` (or ``"-1|opcode"`` for records without a pc)."""
+    out = frame.to_dict("records")
+    for rec in out:
+        rec["key"] = str(rec["pc"]) if rec["pc"] >= 0 else f"-1|{rec['opcode']}"
+    return out
+
+
+def _region_view(regions) -> html.Table | str:
+    if regions.empty:
+        return ""
+    cols = [c for c in regions.columns if c != "region"]
+    head = html.Tr([html.Th("region")] + [html.Th(c.replace("_", " ")) for c in cols])
+    body = [html.Tr([html.Td(r["region"])] + [html.Td(metrics.fmt(r[c]), style={"textAlign": "right",
+                                                                                   "padding": "0 8px"})
+                                              for c in cols], **{"data-region": r["region"]})
+            for r in regions.to_dict("records")]
+    return html.Details([html.Summary("A and B aligned by schedule region (Σ over the region's instructions)"),
+                         html.Table([html.Thead(head), html.Tbody(body)], id="region-table")], open=True)
+
+
 def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[Simulator]) -> None:
     # -- sources: open a path, upload, re-simulate -----------------------------------------
     @app.callback(
@@ -551,8 +621,9 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
     @app.callback(
         Output(ID.timeline, "figure"), Output(ID.view_info, "children"),
         Input(ID.view, "data"), Input(ID.selected, "data"), Input(ID.trace_a, "value"), Input(ID.trace_b, "value"),
+        Input(ID.highlight, "data"),
     )
-    def draw_timeline(view_range, selected, a, b):
+    def draw_timeline(view_range, selected, a, b, highlight):
         panels = _panels(store, a, b)
         x0, x1 = _range(view_range) or _full_view(panels)
         view = timeline.View(x0, x1)
@@ -560,7 +631,11 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
         sel = None
         if isinstance(selected, dict) and selected.get("slot") in slots:
             sel = (slots.index(selected["slot"]), _int(selected.get("row"), "selected row"))
-        fig = figures.schedule_figure([p for _, p in panels], view, sel)
+        lit = None
+        if isinstance(highlight, dict) and highlight.get("slot") in slots:
+            index = slots.index(highlight["slot"])
+            lit = (index, occurrences(panels[index][1].trace, _int(highlight.get("pc"), "pc"), highlight.get("opcode")))
+        fig = figures.schedule_figure([p for _, p in panels], view, sel, lit)
         mode = "merged segments (zoom in for single instructions)" if fig.layout.meta["decimated"] else \
             "every instruction"
         return fig, f"cycles {x0:,.0f}–{x1:,.0f}: {mode}"
@@ -573,10 +648,7 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
         panels = dict(_panels(store, a, b))
         if "a" not in panels:
             return "choose trace A", figures.valu_figure([]), figures.stall_figure([])
-        try:
-            window = metrics.window_spec(choice, _range(view_range) or _full_view(list(panels.items())))
-        except ValueError as exc:
-            raise BadRequest(str(exc)) from exc
+        window = _window(choice, view_range, panels)
         frame = metrics.table(panels["a"].trace, panels["b"].trace if "b" in panels else None, window)
         cols = [c for c in ("a", "b", "diff", "ratio") if c in frame.columns]
         head = html.Tr([html.Th("metric")] + [html.Th({"a": "A", "b": "B", "diff": "B − A"}.get(c, c)) for c in cols])
@@ -598,6 +670,75 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
                                        for slot, p in panels.items()])
         return table, valu, stalls
 
+    # -- why, instruction view, highlight ---------------------------------------------------------
+    @app.callback(Output(ID.why, "children"),
+                  Input(ID.trace_a, "value"), Input(ID.trace_b, "value"), Input(ID.window, "value"),
+                  Input(ID.view, "data"))
+    def show_why(a, b, choice, view_range):
+        panels = dict(_panels(store, a, b))
+        if "a" not in panels or "b" not in panels:
+            return ""
+        window = _window(choice, view_range, panels)
+        explained, work = metrics.why(panels["a"].trace, panels["b"].trace, window)
+        words = metrics.why_words(explained, work, panels["a"].trace.meta.kernel, panels["b"].trace.meta.kernel,
+                                  window)
+        head = html.Tr([html.Th(h) for h in ("rank", "term", "A", "B", "B − A", "share of difference")])
+        body = [html.Tr([html.Td("" if r.term == "total" else str(i + 1)), html.Td(r.meaning, title=r.term),
+                         *[html.Td(metrics.fmt(v, "cycles"), style={"textAlign": "right", "padding": "0 8px"})
+                           for v in (r.a, r.b, r.diff)],
+                         html.Td(metrics.fmt(r.share, "fraction"), style={"textAlign": "right"})],
+                        **{"data-term": r.term})
+                for i, r in enumerate(explained.itertuples())]
+        return _section("Why (simulated): SIMD-cycles per key block, split into terms that add up, ranked by how "
+                        "much of the A/B difference each explains",
+                        html.P(words, id="why-words"),
+                        html.Table([html.Thead(head), html.Tbody(body)], id="why-table",
+                                   style={"borderCollapse": "collapse"}))
+
+    @app.callback(Output(ID.listing_a, "rowData"), Output(ID.listing_b, "rowData"), Output(ID.regions, "children"),
+                  Output(ID.listing_info, "children"), Output(ID.listing_a, "columnDefs"),
+                  Output(ID.listing_b, "columnDefs"),
+                  Input(ID.trace_a, "value"), Input(ID.trace_b, "value"), Input(ID.window, "value"),
+                  Input(ID.view, "data"))
+    def show_listing(a, b, choice, view_range):
+        panels = dict(_panels(store, a, b))
+        if "a" not in panels:
+            return [], [], "", "", LISTING_COLUMNS, LISTING_COLUMNS
+        window = _window(choice, view_range, panels)
+        frames = {slot: metrics.listing(p.trace, window) for slot, p in panels.items()}
+        cols = {slot: LISTING_COLUMNS[:-1] + [
+            {"field": c, "headerName": c.replace("_", " "), "filter": "agNumberColumnFilter"}
+            for c in f.columns if c.startswith("stall_")] + LISTING_COLUMNS[-1:] for slot, f in frames.items()}
+        rows = {slot: _listing_rows(f) for slot, f in frames.items()}
+        regions = metrics.region_table(frames)
+        info = (f"window {window}; busy = Σ(end − start); latency = mean(end − issue); stall = cycles the wave waited "
+                "before issuing it, total and per reason; share = its stall + busy / all instructions' stall + busy")
+        return (rows.get("a", []), rows.get("b", []), _region_view(regions), info, cols.get("a", LISTING_COLUMNS),
+                cols.get("b", LISTING_COLUMNS))
+
+    @app.callback(Output(ID.highlight, "data"), Output(ID.highlight_info, "children"),
+                  Input(ID.listing_a, "cellClicked"), Input(ID.listing_b, "cellClicked"),
+                  Input(ID.trace_a, "value"), Input(ID.trace_b, "value"), prevent_initial_call=True)
+    def choose_highlight(cell_a, cell_b, a, b):
+        if ctx.triggered_id in (ID.trace_a, ID.trace_b):
+            return None, ""
+        slot = "a" if ctx.triggered_id == ID.listing_a else "b"
+        cell = cell_a if slot == "a" else cell_b
+        if not isinstance(cell, dict) or not isinstance(cell.get("rowId"), str):
+            raise PreventUpdate
+        panels = dict(_panels(store, a, b))
+        if slot not in panels:
+            raise PreventUpdate
+        pc_text, _, opcode = cell["rowId"].partition("|")
+        pc = _int(pc_text, "pc")
+        rows = occurrences(panels[slot].trace, pc, opcode or None)
+        if rows.size == 0:
+            raise BadRequest(f"no instruction at pc {pc} in {slot.upper()}")
+        name = str(panels[slot].trace.table.column("opcode")[int(rows[0])])
+        where = f"pc 0x{pc:x}" if pc >= 0 else "no pc"
+        return ({"slot": slot, "pc": pc, "opcode": opcode or None},
+                f"{slot.upper()}: {name} at {where}: {rows.size} executions highlighted on the timeline")
+
     # -- instruction table (server-side rows) and selection ---------------------------------------
     @app.callback(
         Output(ID.grid_source, "data"),
@@ -609,7 +750,8 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
     # a new source (trace, slot or view): drop the grid's cached blocks so it asks the server again
     app.clientside_callback(
         """function(source) {
-            const api = window.dash_ag_grid && window.dash_ag_grid.getApi ? window.dash_ag_grid.getApi('%s') : null;
+            let api = null;  // getApi throws until the grid is initialised (it then asks for rows itself)
+            try { api = window.dash_ag_grid.getApi('%s'); } catch (e) { api = null; }
             if (api && api.purgeInfiniteCache) { api.purgeInfiniteCache(); }
             return window.dash_clientside.no_update;
         }""" % ID.grid,
@@ -631,7 +773,8 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
     # mark the selected record in the grid (rows loaded later pick it up from the context)
     app.clientside_callback(
         """function(selected, source) {
-            const api = window.dash_ag_grid && window.dash_ag_grid.getApi ? window.dash_ag_grid.getApi('%s') : null;
+            let api = null;
+            try { api = window.dash_ag_grid.getApi('%s'); } catch (e) { api = null; }
             if (!api) { return window.dash_clientside.no_update; }
             const mine = selected && source && selected.slot === source.slot;
             api.setGridOption('context', {selected: mine ? String(selected.row) : null});

@@ -69,8 +69,10 @@ def _hover(trace: Trace, seg: pd.DataFrame) -> list[str]:
     return out
 
 
-def schedule_figure(panels: Sequence[Panel], view: View, selected: Optional[tuple[int, int]] = None) -> go.Figure:
-    """Timelines and strips of ``panels`` over ``view``; ``selected = (panel, row)`` is outlined."""
+def schedule_figure(panels: Sequence[Panel], view: View, selected: Optional[tuple[int, int]] = None,
+                    highlight: Optional[tuple[int, np.ndarray]] = None) -> go.Figure:
+    """Timelines and strips of ``panels`` over ``view``; ``selected = (panel, row)`` is outlined;
+    ``highlight = (panel, rows)`` (every execution of one instruction) is drawn as outlined bars."""
     if not panels:
         fig = go.Figure()
         fig.update_layout(height=200, annotations=[dict(text="no trace loaded", showarrow=False,
@@ -91,6 +93,8 @@ def schedule_figure(panels: Sequence[Panel], view: View, selected: Optional[tupl
         row_t, row_s = 2 * i + 1, 2 * i + 2
         decimated_any |= _add_timeline(fig, p, i, row_t, view, in_legend)
         _add_strip(fig, p, row_s, view)
+    if highlight is not None:
+        _highlight(fig, panels, view, *highlight)
     if selected is not None:
         _outline(fig, panels, selected)
     fig.update_xaxes(range=[view.x0, view.x1], showspikes=True, spikemode="across", spikethickness=1)
@@ -162,6 +166,27 @@ def _outline(fig: go.Figure, panels: Sequence[Panel], selected: tuple[int, int])
     end = max(int(trace.column("end")[row]), start + 1)
     fig.add_shape(type="rect", x0=start, x1=end, y0=y - 0.5, y1=y + 0.5, line=dict(color=HIGHLIGHT, width=2),
                   fillcolor="rgba(0,0,0,0)", row=2 * index + 1, col=1)
+
+
+def _highlight(fig: go.Figure, panels: Sequence[Panel], view: View, index: int, rows: np.ndarray) -> None:
+    """Outlined bars over the records ``rows`` of panel ``index`` that lie in ``view``."""
+    if not 0 <= index < len(panels):
+        return
+    trace = panels[index].trace
+    rows = np.asarray(rows, dtype=np.int64)
+    start, end = trace.column("start")[rows], np.maximum(trace.column("end")[rows], trace.column("start")[rows] + 1)
+    keep = (end > view.x0) & (start < view.x1)
+    rows, start, end = rows[keep], start[keep], end[keep]
+    trk = tracks(trace)
+    y_of = {(t.cu, t.simd, t.wave): i for i, t in enumerate(trk)}
+    y = [y_of[k] for k in zip(trace.column("cu")[rows].tolist(), trace.column("simd")[rows].tolist(),
+                              trace.column("wave")[rows].tolist())]
+    fig.add_trace(go.Bar(
+        orientation="h", base=start, x=end - start, y=y, width=1.0, name="highlighted instruction",
+        marker=dict(color="rgba(255,0,0,0.25)", line=dict(color="#D00000", width=2)), showlegend=True,
+        customdata=np.stack([np.full(len(rows), index), rows], axis=1).tolist() if len(rows) else [],
+        hovertemplate="highlighted instruction<extra></extra>",
+    ), row=2 * index + 1, col=1)
 
 
 def valu_figure(tables: Sequence[tuple[str, pd.DataFrame]]) -> go.Figure:

@@ -11,9 +11,11 @@ import re
 from dataclasses import dataclass
 from typing import Optional, Union
 
+import numpy as np
 import pandas as pd
 
 from zyfa import analyzer
+from zyfa.analyzer import listing as analyzer_listing
 from zyfa.trace.schema import Trace
 
 # page window choice -> analyzer window spec ("view" = the timeline's current x range)
@@ -153,3 +155,53 @@ def speedup(a: Headline, b: Headline) -> Optional[float]:
     if a.seconds is None or b.seconds is None or a.seconds <= 0:
         return None
     return b.seconds / a.seconds
+
+
+def listing(trace: Trace, window: Window) -> pd.DataFrame:
+    """``zyfa.analyzer.listing.instruction_listing``, cached per trace and window."""
+    return _cached(trace, f"webui.listing.{window}", lambda: analyzer_listing.instruction_listing(trace, window))
+
+
+def why(a: Trace, b: Trace, window: Window) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(explain(a, b), unit_work_diff(a, b))`` of :mod:`zyfa.analyzer.listing`, cached on A."""
+    key = f"webui.why.{window}.{id(b)}"
+    cached = a.cache.get(key)
+    if cached is None or cached[0] is not b:
+        cached = a.cache[key] = (b, analyzer_listing.explain(a, b, window),
+                                 analyzer_listing.unit_work_diff(a, b, window))
+    return cached[1], cached[2]
+
+
+def why_words(explained: pd.DataFrame, work: pd.DataFrame, a_label: str, b_label: str, window: Window) -> str:
+    """One paragraph naming the term that explains most of the difference, with cycles."""
+    if explained.empty:
+        return "No key block lies wholly inside the window of both traces: nothing to explain."
+    total = explained.set_index("term").loc["total"]
+    top = explained.iloc[0]
+    faster, slower = (a_label, b_label) if total["diff"] > 0 else (b_label, a_label)
+    text = (f"Per key block (window {window}), A ({a_label}) costs {total['a']:,.0f} SIMD-cycles and B ({b_label}) "
+            f"{total['b']:,.0f}: {faster} is cheaper by {abs(total['diff']):,.0f}. "
+            f"Largest term: {top['meaning']}: {top['a']:,.0f} vs {top['b']:,.0f} "
+            f"({top['diff']:+,.0f} cycles, {100 * top['share']:.0f}% of the difference).")
+    moved = work[work["diff"].abs() > 0].head(3)
+    if len(moved):
+        parts = [f"{r.region} {r.unit} {r.diff:+,.0f}" for r in moved.itertuples()]
+        text += " Busy cycles per key block that differ most (B − A, by region and unit): " + ", ".join(parts) + "."
+    return text
+
+
+def region_table(listings: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Per region, each slot's executions, busy and stall cycles (sums of its listing rows) and the
+    B − A difference of busy + stall: the A and B listings aligned by schedule region."""
+    parts = {}
+    for slot, frame in listings.items():
+        if frame.empty:
+            continue
+        sums = frame.groupby("region")[["executions", "busy", "stall"]].sum()
+        parts[slot] = sums.rename(columns=lambda c: f"{slot.upper()}_{c}")
+    if not parts:
+        return pd.DataFrame(columns=["region"])
+    out = pd.concat(parts.values(), axis=1).fillna(0).astype(np.int64)
+    if "a" in parts and "b" in parts:
+        out["B−A busy+stall"] = (out["B_busy"] + out["B_stall"]) - (out["A_busy"] + out["A_stall"])
+    return out.reset_index().rename(columns={"index": "region"})

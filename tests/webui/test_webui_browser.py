@@ -24,7 +24,9 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "webui"
-TIMEOUT_MS = 60_000
+# generous bounds only so a broken page fails instead of hanging; every wait is on an event (a server
+# answer, a DOM state), never a sleep, so a loaded box just waits longer
+TIMEOUT_MS = 300_000
 TRACK_LABEL = re.compile(r"^CU\d+ S\d+ w\d+$")
 
 
@@ -224,6 +226,11 @@ def test_refuses_traversal_and_malformed_upload(browser, served):
     assert b"root:" not in body and body.lstrip().lower().startswith(b"<!doctype html>")
 
 
+def _is_update(output: str):
+    """Predicate for the server's answer to the Dash callback whose outputs include ``output``."""
+    return lambda resp: "_dash-update-component" in resp.url and output in (resp.request.post_data or "")
+
+
 def test_large_trace_is_decimated_wide_and_detailed_zoomed(browser, tmp_path, make_trace):
     big = make_trace("zyfa-fp8", simds=4, iterations=250)  # 8 waves x 250 x 12 = 24000 records
     big.save(tmp_path / "big")
@@ -237,9 +244,11 @@ def test_large_trace_is_decimated_wide_and_detailed_zoomed(browser, tmp_path, ma
                                timeout=TIMEOUT_MS)
         assert _plot(page)["bars"] < len(big) / 4  # the browser gets merged segments, not 24000 bars
         page.screenshot(path=str(ARTIFACTS / "06-large-wide.png"))
-        # drag-zoom equivalent: the server answers the relayout with one bar per instruction
-        page.evaluate("() => Plotly.relayout(document.querySelector('#timeline .js-plotly-plot'),"
-                      " {'xaxis.range[0]': 1000, 'xaxis.range[1]': 1600})")
+        # drag-zoom equivalent; wait for the server's answer to the redraw, then for the DOM
+        with page.expect_response(_is_update("timeline.figure"), timeout=TIMEOUT_MS) as answer:
+            page.evaluate("() => Plotly.relayout(document.querySelector('#timeline .js-plotly-plot'),"
+                          " {'xaxis.range[0]': 1000, 'xaxis.range[1]': 1600})")
+        assert answer.value.ok
         page.wait_for_function("() => document.querySelector('#view-info').textContent.includes('every instruction')",
                                timeout=TIMEOUT_MS)
         start, end = big.column("start"), big.column("end")
@@ -249,6 +258,160 @@ def test_large_trace_is_decimated_wide_and_detailed_zoomed(browser, tmp_path, ma
         page.wait_for_function("(text) => document.querySelector('#grid-info').textContent.startsWith(text)",
                                arg=f"{in_view} instructions in view in A", timeout=TIMEOUT_MS)
         page.screenshot(path=str(ARTIFACTS / "07-large-zoomed.png"))
+        page.close()
+    finally:
+        server.shutdown()
+
+
+@pytest.fixture
+def three(tmp_path, make_trace):
+    """A live server over zyfa, aiter and a third trace ("other", one SIMD)."""
+    traces = tmp_path / "traces"
+    make_trace("zyfa-fp8").save(traces / "zyfa")
+    make_trace("aiter-like-fp8", valu_ops=24, gap=8).save(traces / "aiter")
+    make_trace("other", simds=1, iterations=2).save(traces / "other")
+    store = TraceStore([traces])
+    server = ServerThread(create_app(store), "127.0.0.1", 0)
+    server.start()
+    yield server, store
+    server.shutdown()
+
+
+def _choose(page, dropdown: str, label: str) -> None:
+    page.click(f"#{dropdown}")
+    page.get_by_role("option", name=label, exact=True).click(timeout=TIMEOUT_MS)
+
+
+def test_switching_a_and_b_updates_timeline_details_grid_and_headline(browser, three):
+    server, store = three
+    other = store.get("file:other.parquet")
+    page = browser.new_page(viewport={"width": 1500, "height": 2400})
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(server.url, timeout=TIMEOUT_MS)
+    _wait_plot(page, "Array.from(gd.querySelectorAll('.annotation-text'))"
+                     ".some(e => e.textContent.startsWith('B: aiter-like-fp8'))")
+    # select an instruction of A so the details panel has something to go stale
+    bar = page.locator("#timeline g.trace.bars g.point path").first
+    box = bar.bounding_box()
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.wait_for_selector("#details-table", timeout=TIMEOUT_MS)
+
+    _choose(page, "trace-b", "other.parquet")
+    _wait_plot(page, "Array.from(gd.querySelectorAll('.annotation-text'))"
+                     ".some(e => e.textContent.startsWith('B: other'))")
+    page.wait_for_function("() => !document.querySelector('#details-table')", timeout=TIMEOUT_MS)
+    assert "click an instruction" in page.inner_text("#details")
+    labels = [t for t in _plot(page)["labels"] if TRACK_LABEL.match(t)]
+    assert labels[-2:] == ["CU0 S0 w0", "CU0 S0 w1"] and len(labels) == 4 + 2  # A: 4 waves, B (other): 2
+    page.wait_for_function("() => document.querySelector('#headline').textContent.includes('B: other')",
+                           timeout=TIMEOUT_MS)
+    page.check("#grid-slot input[value=b]")
+    page.wait_for_function("(t) => document.querySelector('#grid-info').textContent.startsWith(t)",
+                           arg=f"{len(other)} instructions in view in B", timeout=TIMEOUT_MS)
+    page.wait_for_function("(n) => document.querySelectorAll('#grid .ag-center-cols-container .ag-row').length > 0"
+                           " && Array.from(document.querySelectorAll('#grid .ag-row [col-id=\"row\"]'))"
+                           ".every(c => +c.textContent < n)", arg=len(other), timeout=TIMEOUT_MS)
+
+    _choose(page, "trace-a", "other.parquet")
+    _wait_plot(page, "Array.from(gd.querySelectorAll('.annotation-text'))"
+                     ".some(e => e.textContent.startsWith('A: other'))")
+    page.screenshot(path=str(ARTIFACTS / "08-switched.png"), full_page=True)
+    assert errors == []
+    page.close()
+
+
+def test_grid_filter_finds_every_match_on_the_server(browser, tmp_path, make_trace):
+    """More v_exp records than the old 5000-row client-side cap: the filter runs over all of them."""
+    big = make_trace("zyfa-fp8", simds=4, iterations=250, valu_ops=24)
+    want = int((big.df["opcode"] == "v_exp_f32").sum())
+    assert want > 5000
+    big.save(tmp_path / "big")
+    server = ServerThread(create_app(TraceStore([tmp_path])), "127.0.0.1", 0)
+    server.start()
+    try:
+        page = browser.new_page(viewport={"width": 1400, "height": 1400})
+        page.goto(server.url, timeout=TIMEOUT_MS)
+        page.wait_for_function("(t) => document.querySelector('#grid-info').textContent.startsWith(t)",
+                               arg=f"{len(big)} instructions in view in A", timeout=TIMEOUT_MS)
+        column = page.locator('#grid .ag-header-cell[col-id="opcode"]').first.get_attribute("aria-colindex")
+        box = page.locator(f'#grid .ag-floating-filter[aria-colindex="{column}"] input')  # opcode's floating filter
+        with page.expect_response(_is_update("grid.getRowsResponse"), timeout=TIMEOUT_MS):
+            box.fill("v_exp")
+        page.wait_for_function("(t) => document.querySelector('#grid-info').textContent.startsWith(t)",
+                               arg=f"{want} of {len(big)} instructions in view in A match the filter",
+                               timeout=TIMEOUT_MS)
+        page.wait_for_function("() => { const c = Array.from(document.querySelectorAll("
+                               "'#grid .ag-center-cols-container .ag-cell[col-id=\"opcode\"]'));"
+                               " return c.length > 0 && c.every(e => e.textContent === 'v_exp_f32'); }",
+                               timeout=TIMEOUT_MS)
+        page.screenshot(path=str(ARTIFACTS / "09-grid-filter.png"))
+        page.close()
+    finally:
+        server.shutdown()
+
+
+def test_instruction_view_click_highlights_every_execution(browser, served):
+    server, store, _ = served
+    b = store.get("file:aiter.parquet")
+    page = browser.new_page(viewport={"width": 1500, "height": 2600})
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(server.url, timeout=TIMEOUT_MS)
+    page.wait_for_selector("#listing-b .ag-row", timeout=TIMEOUT_MS)
+    page.locator("#metric-window input[value=whole]").check()
+    cell = page.locator('#listing-b .ag-row[row-id="%d"] .ag-cell[col-id="opcode"]' % (0x200 + 8 * 3))
+    cell.wait_for(timeout=TIMEOUT_MS)
+    assert cell.text_content() == "v_exp_f32"
+    cell.click()
+    n = int((b.column("pc") == 0x200 + 8 * 3).sum())
+    page.wait_for_function("(t) => document.querySelector('#highlight-info').textContent.includes(t)",
+                           arg=f"B: v_exp_f32 at pc 0x218: {n} executions highlighted", timeout=TIMEOUT_MS)
+    _wait_plot(page, "gd.data.some(t => t.name == 'highlighted instruction' && t.base.length == %d)" % n)
+    drawn = page.evaluate("() => { const gd = document.querySelector('#timeline .js-plotly-plot');"
+                          " const t = gd.data.find(t => t.name == 'highlighted instruction');"
+                          " return t.customdata.map(c => c[1]); }")
+    assert sorted(drawn) == sorted(int(r) for r in (b.column("pc") == 0x218).nonzero()[0])
+    page.screenshot(path=str(ARTIFACTS / "10-instruction-highlight.png"), full_page=True)
+    # the modebar never offers an upload to Plotly's cloud
+    titles = page.evaluate("() => Array.from(document.querySelectorAll('.modebar-btn'))"
+                           ".map(b => (b.getAttribute('data-title') || '') + ' ' + (b.getAttribute('data-attr') || ''))")
+    assert titles and not [t for t in titles if "cloud" in t.lower() or "chart studio" in t.lower()]
+    assert errors == []
+    page.close()
+
+
+def test_headline_equals_the_cli_prediction_and_names_the_phase(browser, tmp_path):
+    simulator, _, why = default_simulator()
+    if simulator is None:
+        pytest.skip(f"needs the CDNA4 cycle model: {why}")
+    from zyfa.shapes import AttnShape
+    from zyfa.trace.cdna4 import tracer  # simulate + save: the path zyfa-trace kernel takes
+
+    shape = AttnShape(batch=1, heads=1, heads_k=1, seqlen_q=256, seqlen_k=256, headdim=128, headdim_v=128,
+                      dtype="fp8")
+    est = {}
+    for kernel in ("zyfa-fp8", "aiter-like-fp8"):
+        trace, est[kernel] = tracer.simulate(kernel, shape)
+        tracer.save(trace, tmp_path)
+    server = ServerThread(create_app(TraceStore([tmp_path])), "127.0.0.1", 0)
+    server.start()
+    try:
+        page = browser.new_page(viewport={"width": 1500, "height": 1200})
+        page.goto(server.url, timeout=TIMEOUT_MS)
+        page.wait_for_selector("#speedup", timeout=TIMEOUT_MS)
+        shown = page.evaluate("() => Array.from(document.querySelectorAll('#headline [data-slot]'))"
+                              ".map(e => [e.dataset.slot, e.dataset.seconds])")
+        assert shown == [["a", repr(est["zyfa-fp8"].seconds)], ["b", repr(est["aiter-like-fp8"].seconds)]]
+        speedup = float(page.get_attribute("#speedup", "data-speedup"))
+        assert speedup == est["aiter-like-fp8"].seconds / est["zyfa-fp8"].seconds
+        page.wait_for_selector("#why-table tr[data-term]", timeout=TIMEOUT_MS)
+        terms = page.evaluate("() => Array.from(document.querySelectorAll('#why-table tr[data-term]'))"
+                              ".map(tr => tr.dataset.term)")
+        assert terms[-1] == "total" and set(terms[:-1]) == {"mfma_busy", "handover_gap", "same_wave_gap", "edge"}
+        words = page.inner_text("#why-words")
+        assert "Largest term:" in words and "cycles" in words
+        page.screenshot(path=str(ARTIFACTS / "11-headline-why.png"))
         page.close()
     finally:
         server.shutdown()

@@ -1,0 +1,210 @@
+"""Per-instruction listing and the "why" of a cycle difference, over schema-v1 traces.
+
+Pure functions (no UI): the web UI's instruction view and headline call them; they read only
+:class:`~zyfa.trace.schema.Trace` and the analyzer's windows.
+
+* :func:`instruction_listing`: one row per instruction of the program (``pc``), like RGP's or
+  rocprof-compute-viewer's instruction timing view: executions, busy and latency cycles, stall
+  cycles by reason, and the instruction's share of all stall + busy cycles.
+* :func:`region_of`: the schedule region of each record: the ``region`` column where the
+  generator recorded it, else a region derived from the loop structure (``prologue``,
+  ``loop``, ``epilogue`` by the ``iteration`` column and pc order), so AITER code objects and
+  ATT-imported hardware traces are grouped too.
+* :func:`mfma_pipe_budget` and :func:`explain`: the MFMA pipe's time per key block split into
+  terms that add up exactly, and two traces' terms ranked by how much of the cycle difference
+  each explains.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+import pandas as pd
+
+from zyfa.analyzer.arrays import arrays_of
+from zyfa.analyzer.metrics import blocks
+from zyfa.analyzer.window import WindowSpec, resolve_window
+from zyfa.trace.schema import Trace
+
+PROLOGUE, LOOP, EPILOGUE = "prologue", "loop", "epilogue"
+
+
+def region_of(trace: Trace) -> np.ndarray:
+    """Region name per record (object array).
+
+    The ``region`` column where it is set. Where it is null: ``loop`` for an instruction (pc) that
+    executes in more than one main-loop iteration, else ``prologue`` / ``epilogue`` by whether its
+    pc lies before or after the loop's first pc (the whole trace's records without a pc are
+    ``prologue`` before the first loop record's issue and ``epilogue`` after it).
+    """
+    key = "analyzer.listing.region_of"
+    if key in trace.cache:
+        return trace.cache[key]
+    n = len(trace)
+    region = np.asarray(trace.table.column("region").to_pandas(), dtype=object) if n else np.empty(0, object)
+    missing = pd.isna(region)
+    if missing.any():
+        it = trace.column("iteration", fill=-1)
+        pc = trace.column("pc", fill=-1)
+        issue = trace.column("issue")
+        frame = pd.DataFrame({"pc": pc, "it": it})
+        iters_per_pc = frame[frame.pc >= 0].groupby("pc")["it"].nunique()
+        loop_pcs = set(iters_per_pc.index[iters_per_pc > 1])
+        in_loop = np.fromiter((p in loop_pcs for p in pc), bool, n) if loop_pcs else np.zeros(n, bool)
+        if in_loop.any():
+            first_pc = min(loop_pcs)
+            first_issue = issue[in_loop].min()
+            before = np.where(pc >= 0, pc < first_pc, issue < first_issue)
+        else:
+            before = np.ones(n, bool)
+        derived = np.where(in_loop, LOOP, np.where(before, PROLOGUE, EPILOGUE)).astype(object)
+        region = np.where(missing, derived, region)
+    trace.cache[key] = region
+    return region
+
+
+def instruction_listing(trace: Trace, window: WindowSpec = "whole") -> pd.DataFrame:
+    """One row per instruction (``pc``) over the records issued in W, in program order.
+
+    Columns: ``pc``, ``opcode``, ``operands`` and ``unit`` (of its first execution), ``region``
+    (:func:`region_of`, the most frequent one), ``executions`` (records), ``busy`` (Σ end - start:
+    cycles its unit was occupied), ``latency`` (mean end - issue), ``stall`` (Σ stall: cycles its
+    wave waited before issuing it), ``stall_<reason>`` per reason present, and ``share``: the
+    instruction's stall + busy over the sum of stall + busy of all instructions in W.
+    Records without a pc (Proton regions) are grouped by (opcode, operands) with ``pc = -1``.
+    """
+    w = resolve_window(trace, window)
+    empty = ["pc", "opcode", "operands", "unit", "region", "executions", "busy", "latency", "stall", "share"]
+    if len(trace) == 0:
+        return pd.DataFrame(columns=empty)
+    issue = trace.column("issue")
+    rec = np.flatnonzero((issue >= w.start) & (issue < w.end))
+    if rec.size == 0:
+        return pd.DataFrame(columns=empty)
+    cols = trace.table.select(["pc", "opcode", "operands", "unit", "stall_reason"]).take(rec).to_pandas()
+    frame = pd.DataFrame({
+        "pc": cols["pc"].fillna(-1).astype(np.int64).to_numpy(), "opcode": cols["opcode"].astype(object).to_numpy(),
+        "operands": cols["operands"].astype(object).fillna("").to_numpy(), "unit": cols["unit"].astype(object).to_numpy(),
+        "region": region_of(trace)[rec], "busy": (trace.column("end") - trace.column("start"))[rec],
+        "latency": (trace.column("end") - issue)[rec], "stall": trace.column("stall")[rec],
+        "reason": cols["stall_reason"].astype(object).fillna("unknown").to_numpy(),
+    })
+    keys = ["pc"] if (frame["pc"] >= 0).all() else ["pc", "opcode", "operands"]
+    g = frame.groupby(keys, sort=True)
+    out = g.agg(**{k: (k, "first") for k in ("opcode", "operands", "unit") if k not in keys},
+                executions=("busy", "size"), busy=("busy", "sum"), latency=("latency", "mean"),
+                stall=("stall", "sum")).reset_index()
+    # most frequent region per instruction (ties: the name first in sort order)
+    counts = frame.groupby([*keys, "region"]).size().reset_index(name="n")
+    counts = counts.sort_values([*keys, "n"], ascending=[True] * len(keys) + [False], kind="stable")
+    out = out.merge(counts.drop_duplicates(keys)[[*keys, "region"]], on=keys, how="left")
+    out = out[["pc", "opcode", "operands", "unit", "region", "executions", "busy", "latency", "stall"]]
+    stalled = frame[frame["stall"] > 0]
+    if len(stalled):
+        by_reason = stalled.pivot_table(index=keys, columns="reason", values="stall", aggfunc="sum", fill_value=0)
+        by_reason.columns = [f"stall_{r}" for r in by_reason.columns]
+        out = out.merge(by_reason.reset_index(), on=keys, how="left")
+        for c in by_reason.columns:
+            out[c] = out[c].fillna(0).astype(np.int64)
+    total = float((out["stall"] + out["busy"]).sum())
+    out["share"] = (out["stall"] + out["busy"]) / total if total else np.nan
+    return out.reset_index(drop=True)
+
+
+def occurrences(trace: Trace, pc: int, opcode: Optional[str] = None) -> np.ndarray:
+    """Rows (record numbers) of every execution of the instruction at ``pc`` (for ``pc = -1``,
+    records without a pc whose opcode is ``opcode``)."""
+    pcs = trace.column("pc", fill=-1)
+    hit = pcs == int(pc)
+    if int(pc) < 0 and opcode is not None:
+        hit &= np.asarray(trace.table.column("opcode").to_pandas(), dtype=object) == opcode
+    return np.flatnonzero(hit)
+
+
+# -- the MFMA pipe's time per key block, and the "why" of a difference ------------------------------------
+
+BUDGET_TERMS = {
+    "mfma_busy": "MFMA pipe busy (matrix work)",
+    "handover_gap": "MFMA pipe idle at a hand-over between waves (the partner's softmax/VALU phase not done)",
+    "same_wave_gap": "MFMA pipe idle between two MFMAs of one wave (dependency, waitcnt, loads)",
+    "edge": "MFMA pipe idle before the first / after the last MFMA of the window",
+}
+
+
+def mfma_pipe_budget(trace: Trace, window: WindowSpec = "steady") -> dict[str, Optional[float]]:
+    """The MFMA pipes' time in W per key block, split into terms that add up exactly.
+
+    Per SIMD, its MFMA records ordered by start (they do not overlap: schema rule) and clipped to
+    W cover ``busy`` cycles; the gaps between consecutive ones are ``handover_gap`` when the two
+    MFMAs belong to different waves and ``same_wave_gap`` otherwise; ``edge`` is the rest of W
+    (before the first, after the last). Summed over SIMDs and divided by :func:`blocks` (key blocks
+    fully inside W): the terms add up to ``total = simds x |W| / blocks``, the SIMD-cycles one key
+    block costs. All None when W holds no complete block or the trace has no MFMA.
+    """
+    a = arrays_of(trace)
+    w = resolve_window(trace, window)
+    n_blocks = blocks(trace, w)
+    keys = ["total", *BUDGET_TERMS]
+    mf = np.flatnonzero(a.unit_mask("MFMA") & (a.end > w.start) & (a.start < w.end))
+    if not n_blocks or mf.size == 0 or a.n_simd == 0:
+        return dict.fromkeys(keys)
+    mf = mf[np.lexsort((a.start[mf], a.simd_id[mf]))]
+    s, e = np.clip(a.start[mf], w.start, w.end), np.clip(a.end[mf], w.start, w.end)
+    same_simd = a.simd_id[mf[1:]] == a.simd_id[mf[:-1]]
+    gap = np.where(same_simd, np.maximum(s[1:] - e[:-1], 0), 0)
+    handover = same_simd & (a.wave_id[mf[1:]] != a.wave_id[mf[:-1]])
+    busy = float((e - s).sum())
+    hand = float(gap[handover].sum())
+    same = float(gap[~handover].sum())
+    total = float(a.n_simd * (w.end - w.start))
+    per = 1.0 / n_blocks
+    return {"total": total * per, "mfma_busy": busy * per, "handover_gap": hand * per, "same_wave_gap": same * per,
+            "edge": (total - busy - hand - same) * per}
+
+
+def explain(a: Trace, b: Trace, window: WindowSpec = "steady") -> pd.DataFrame:
+    """Why B's key block costs more (or fewer) cycles than A's: the terms of :func:`mfma_pipe_budget`
+    ranked by how much of the difference each explains.
+
+    Columns: term, meaning, a, b, diff (= b - a, SIMD-cycles per key block), share (diff / total
+    diff; the shares add up to 1 because the terms add up to the total), ranked by |diff|.
+    Empty when either trace has no budget.
+    """
+    ba, bb = mfma_pipe_budget(a, window), mfma_pipe_budget(b, window)
+    cols = ["term", "meaning", "a", "b", "diff", "share"]
+    if ba["total"] is None or bb["total"] is None:
+        return pd.DataFrame(columns=cols)
+    total_diff = bb["total"] - ba["total"]
+    rows = [{"term": t, "meaning": m, "a": ba[t], "b": bb[t], "diff": bb[t] - ba[t],
+             "share": (bb[t] - ba[t]) / total_diff if total_diff else np.nan} for t, m in BUDGET_TERMS.items()]
+    out = pd.DataFrame(rows, columns=cols)
+    out = out.iloc[np.argsort(-np.abs(out["diff"].to_numpy()), kind="stable")].reset_index(drop=True)
+    total = {"term": "total", "meaning": "SIMD-cycles per key block (the sum of the terms)", "a": ba["total"],
+             "b": bb["total"], "diff": total_diff, "share": 1.0 if total_diff else np.nan}
+    return pd.concat([out, pd.DataFrame([total])], ignore_index=True)
+
+
+def unit_work_diff(a: Trace, b: Trace, window: WindowSpec = "steady") -> pd.DataFrame:
+    """Busy cycles per key block by unit and region in both traces and their difference: what the
+    waves do instead (a larger softmax phase shows here as VALU/TRANS cycles in ``softmax_*``).
+
+    Columns: region, unit, a, b, diff (= b - a), ranked by |diff|. Records issued in W; a key block
+    as in :func:`blocks`.
+    """
+    def per_block(t: Trace) -> pd.Series:
+        w = resolve_window(t, window)
+        n = blocks(t, w)
+        issue = t.column("issue")
+        rec = np.flatnonzero((issue >= w.start) & (issue < w.end))
+        frame = pd.DataFrame({"region": region_of(t)[rec],
+                              "unit": np.asarray(t.table.column("unit").to_pandas(), dtype=object)[rec],
+                              "cycles": (t.column("end") - t.column("start"))[rec]})
+        sums = frame.groupby(["region", "unit"])["cycles"].sum()
+        return sums / n if n else sums * np.nan
+
+    sa, sb = per_block(a), per_block(b)
+    out = pd.concat({"a": sa, "b": sb}, axis=1).fillna(0.0)
+    out["diff"] = out["b"] - out["a"]
+    out = out.reset_index()
+    return out.iloc[np.argsort(-np.abs(out["diff"].to_numpy()), kind="stable")].reset_index(drop=True)
