@@ -21,6 +21,7 @@ _PLUGIN_MODULES = (
     "zyfa.numerics",
     "zyfa.kernels.triton.backend",
     "zyfa.kernels.gfx950.backend",
+    "zyfa.kernels.hopper.backend",
 )
 
 

@@ -36,7 +36,7 @@ MODEL_SHAPES = {
     "qwen3-8b": (32, 8, 128, 128),
     "mla": (16, 16, 192, 128),  # DeepSeek-V2-Lite prefill head shape
 }
-BACKENDS = ("zyfa-triton-fp8", "zyfa-triton-bf16", "sdpa-cudnn", "sdpa-flash", "fa3-bf16", "fa3-fp8")
+BACKENDS = ("zyfa-cute-fp8", "zyfa-triton-fp8", "zyfa-triton-bf16", "sdpa-cudnn", "sdpa-flash", "fa3-bf16", "fa3-fp8")
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,14 @@ def _zyfa_fp8(x: Inputs):
     return lambda: attention_fp8(x.q8, x.k8, x.v8, x.scale, x.shape.causal, x.dq, x.dk, x.dv)[0]
 
 
+def _zyfa_cute_fp8(pingpong: bool):
+    def build(x: Inputs):
+        from zyfa.kernels.hopper.attn_fp8_sm90 import attention_fp8_sm90
+        return lambda: attention_fp8_sm90(x.q8, x.k8, x.v8, x.scale, x.shape.causal, x.dq, x.dk, x.dv,
+                                          pingpong=pingpong)[0]
+    return build
+
+
 def _zyfa_bf16(x: Inputs):
     from zyfa.kernels.triton.attn_bf16 import attention_bf16
     return lambda: attention_bf16(x.q, x.k, x.v, x.scale, x.shape.causal)[0]
@@ -129,6 +137,7 @@ def _fa3(fp8: bool):
 
 
 BUILDERS: dict[str, Callable] = {
+    "zyfa-cute-fp8": _zyfa_cute_fp8(True), "zyfa-cute-fp8-nopp": _zyfa_cute_fp8(False),
     "zyfa-triton-fp8": _zyfa_fp8, "zyfa-triton-bf16": _zyfa_bf16,
     "sdpa-cudnn": _sdpa("cudnn"), "sdpa-flash": _sdpa("flash"),
     "fa3-bf16": _fa3(False), "fa3-fp8": _fa3(True),

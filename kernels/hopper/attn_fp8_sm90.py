@@ -1,0 +1,581 @@
+"""FP8 (e4m3) causal flash-attention forward for Hopper (sm_90a) in CuTe DSL, with Lean P.
+
+Schedule (after FlashAttention-3, Shah et al. 2024; written for this repository, not copied):
+
+* one CTA = 128 query rows = two consumer warpgroups of 64 rows each, plus one producer warpgroup
+  of which one warp issues every TMA load (Q once, then K and V tiles of 64 keys through two
+  mbarrier rings); the producer gives registers back (``setmaxnreg`` 24), the consumers take them
+  (``setmaxnreg`` 240);
+* S = Q K^T and O += P V on the tensor cores (``wgmma`` fp8, fp32 accumulate), Q/K/V from shared
+  memory, P from registers;
+* named-barrier ping-pong between the two consumer warpgroups: each issues its GEMMs
+  (QK^T of block j and PV of block j-1) only in its turn, so one warpgroup's softmax runs while the
+  other's GEMMs keep the tensor cores busy; inside a warpgroup the softmax of block j overlaps the
+  PV GEMM of block j-1 (intra-warpgroup overlap).
+
+Numerics: ``docs/numerics.md``, Hopper "magic" variant, per 64-key block:
+
+* ``bm = ceil(t * max_j s_j)``; the e4m3 code of ``2^(t s - bm + 8)`` is the low byte of
+  ``max(fma(s, 8t, (120 - 8 bm) + 1.5*2^23), 1.5*2^23)``: one FFMA, one FMNMX and a byte select
+  (PRMT packs four codes into one A-operand register), no exp, no fp8 convert, no ``.ftz``;
+* every block's PV GEMM starts from zero (so the tensor core's reduced-precision fp8 accumulation
+  spans 64 keys only) and is merged into the fp32 accumulator with one FFMA,
+  ``acc = acc * 2^(bm_prev - bm_j) + P_j V_j``: the accumulator stays in units of the last block's
+  scale ``2^(bm_last - 8)``, the power of two is built from its exponent bits (exact), and the
+  running max cancels out of the arithmetic;
+* the row sum of the *rounded* P comes from the tensor cores: V is padded with 8 rows of ones
+  (``d_v + 8`` columns of O), so column ``d_v`` of the accumulator is ``sum_j P_j`` scaled exactly
+  like O;
+* epilogue ``out = fp32(acc / l) * dv`` (bf16, round to nearest even) and
+  ``lse = (bm_last - 8 + log2 l) ln 2``.
+
+The fp32 accumulator layout of ``wgmma`` and its fp8 A-operand register layout differ; instead of
+shuffling registers between threads (FA3's ``permute_Aregs_fp8``) this kernel keeps each thread's
+own values and permutes V's keys in the host-side transpose instead (:func:`zyfa.kernels.hopper.layout.v_key_permutation`):
+``P' V' = P V`` for any permutation applied to both.
+
+Deviation from the spec (pathological inputs only): a block whose ``bm`` lies more than 64 below the
+current reference ``bm_prev`` of its row is dropped (the spec drops blocks ``2^127`` below the
+running max); this bounds ``2^(bm_prev - bm_j)`` so the accumulator cannot overflow.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import cuda.bindings.driver as cuda
+import cutlass
+import cutlass.cute as cute
+import cutlass.pipeline as pipeline
+import cutlass.utils as utils
+import cutlass.utils.hopper_helpers as sm90_utils
+from cutlass import Float32, Int32, Uint32, const_expr
+from cutlass._mlir.dialects import llvm
+from cutlass.cute.nvgpu import cpasync, warpgroup
+from cutlass.cute.runtime import from_dlpack
+from cutlass.cutlass_dsl import T, dsl_user_op
+
+from zyfa.kernels.hopper.layout import BLOCK_N, ONES_ROWS
+from zyfa.kernels.hopper.vprep import prepare_v_triton
+from zyfa.kernels.triton.attn_fp8 import fp8_constants
+
+BLOCK_M = 64          # query rows per consumer warpgroup
+NUM_MMA_WG = 2        # consumer warpgroups per CTA
+MAGIC_BITS = 0x4B400000  # 1.5 * 2**23
+MAX_DROP = 64.0       # blocks with bm < bm_prev - MAX_DROP are dropped (see module docstring)
+LN2 = math.log(2.0)
+
+
+# -- PTX helpers (inline asm: exact rounding modes, no .ftz) ----
+@dsl_user_op
+def lean_p_pack4(s0: Float32, s1: Float32, s2: Float32, s3: Float32, t8: Float32, c: Float32,
+                 *, loc=None, ip=None) -> Uint32:
+    """Four Lean P codes ``lowbyte(max(fma(s, t8, c), 1.5*2^23))`` packed little-endian into a u32."""
+    return Uint32(llvm.inline_asm(
+        T.i32(),
+        [Float32(x).ir_value(loc=loc, ip=ip) for x in (s0, s1, s2, s3, t8, c)],
+        "{\n"
+        ".reg .f32 f0, f1, f2, f3;\n"
+        ".reg .b32 lo, hi;\n"
+        "fma.rn.f32 f0, $1, $5, $6;\n"
+        "fma.rn.f32 f1, $2, $5, $6;\n"
+        "fma.rn.f32 f2, $3, $5, $6;\n"
+        "fma.rn.f32 f3, $4, $5, $6;\n"
+        "max.f32 f0, f0, 0f4B400000;\n"
+        "max.f32 f1, f1, 0f4B400000;\n"
+        "max.f32 f2, f2, 0f4B400000;\n"
+        "max.f32 f3, f3, 0f4B400000;\n"
+        "mov.b32 lo, f0;\n"
+        "mov.b32 hi, f1;\n"
+        "prmt.b32 lo, lo, hi, 0x0040;\n"
+        "mov.b32 hi, f2;\n"
+        "mov.b32 $0, f3;\n"
+        "prmt.b32 hi, hi, $0, 0x0040;\n"
+        "prmt.b32 $0, lo, hi, 0x5410;\n"
+        "}\n",
+        "=&r,f,f,f,f,f,f",
+        has_side_effects=False, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT,
+    ))
+
+
+@dsl_user_op
+def pow2_of(d: Float32, *, loc=None, ip=None) -> Float32:
+    """``2^d`` for an integral fp32 ``d`` <= 127, built from exponent bits (exact); 0 for d < -126."""
+    return Float32(llvm.inline_asm(
+        T.f32(),
+        [Float32(d).ir_value(loc=loc, ip=ip)],
+        "{\n"
+        ".reg .s32 i;\n"
+        "cvt.rni.sat.s32.f32 i, $1;\n"
+        "max.s32 i, i, -127;\n"
+        "add.s32 i, i, 127;\n"
+        "shl.b32 i, i, 23;\n"
+        "mov.b32 $0, i;\n"
+        "}\n",
+        "=f,f",
+        has_side_effects=False, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT,
+    ))
+
+
+@dsl_user_op
+def fma_rn(a: Float32, b: Float32, c: Float32, *, loc=None, ip=None) -> Float32:
+    """``fma.rn.f32`` (single rounding, no flush to zero)."""
+    return Float32(llvm.inline_asm(
+        T.f32(),
+        [Float32(x).ir_value(loc=loc, ip=ip) for x in (a, b, c)],
+        "fma.rn.f32 $0, $1, $2, $3;",
+        "=f,f,f,f",
+        has_side_effects=False, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT,
+    ))
+
+
+@dsl_user_op
+def ceil_mul(t: Float32, x: Float32, *, loc=None, ip=None) -> Float32:
+    """``ceil(fp32(t * x))`` (round-to-nearest product, then round towards +inf)."""
+    return Float32(llvm.inline_asm(
+        T.f32(),
+        [Float32(t).ir_value(loc=loc, ip=ip), Float32(x).ir_value(loc=loc, ip=ip)],
+        "{\n.reg .f32 p;\nmul.rn.f32 p, $1, $2;\ncvt.rpi.f32.f32 $0, p;\n}\n",
+        "=f,f,f",
+        has_side_effects=False, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT,
+    ))
+
+
+@dsl_user_op
+def div_rn(a: Float32, b: Float32, *, loc=None, ip=None) -> Float32:
+    """IEEE ``a / b`` (``div.rn.f32``, no flush to zero)."""
+    return Float32(llvm.inline_asm(
+        T.f32(),
+        [Float32(a).ir_value(loc=loc, ip=ip), Float32(b).ir_value(loc=loc, ip=ip)],
+        "div.rn.f32 $0, $1, $2;",
+        "=f,f,f",
+        has_side_effects=False, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT,
+    ))
+
+
+@dsl_user_op
+def log2_approx(a: Float32, *, loc=None, ip=None) -> Float32:
+    """``lg2.approx.f32`` (no flush to zero), as Triton's ``tl.log2`` on NVIDIA."""
+    return Float32(llvm.inline_asm(
+        T.f32(),
+        [Float32(a).ir_value(loc=loc, ip=ip)],
+        "lg2.approx.f32 $0, $1;",
+        "=f,f",
+        has_side_effects=False, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT,
+    ))
+
+
+def stage(j, stages: int, producer: bool) -> pipeline.PipelineState:
+    """Pipeline state of the j-th use of a ring of ``stages`` buffers (built fresh: no in-place advance
+    across staged control flow)."""
+    phase = (j // stages) % 2
+    if const_expr(producer):
+        phase = phase ^ 1
+    return pipeline.PipelineState(stages, Int32(j), Int32(j % stages), Int32(phase))
+
+
+class LeanPAttentionSm90:
+    """Compile-time configuration of the kernel; ``__call__`` is the host-side ``@cute.jit`` entry."""
+
+    def __init__(self, head_dim: int, head_dim_v: int, causal: bool, pingpong: bool = True,
+                 kv_stages: int = 4):
+        if head_dim % 32 or head_dim > 256:
+            raise ValueError(f"head_dim must be a multiple of 32 up to 256, got {head_dim}")
+        if head_dim_v % 8 or head_dim_v + ONES_ROWS > 256:
+            raise ValueError(f"head_dim_v must be a multiple of 8 up to {256 - ONES_ROWS}, got {head_dim_v}")
+        self.head_dim = head_dim
+        self.head_dim_v = head_dim_v
+        self.vrows = head_dim_v + ONES_ROWS
+        self.causal = causal
+        self.pingpong = pingpong
+        self.kv_stages = kv_stages
+        self.threads = 128 * (NUM_MMA_WG + 1)
+        self.producer_regs = 24
+        self.mma_regs = 240
+
+    @cute.jit
+    def __call__(self, mQ: cute.Tensor, mK: cute.Tensor, mVt: cute.Tensor, mO: cute.Tensor,
+                 mLse: cute.Tensor, mT: cute.Tensor, mDv: cute.Tensor, seqlen_q: Int32, seqlen_k: Int32,
+                 stream: cuda.CUstream):
+        """mQ (s_q, d, h, b), mK (s_k, d, h_k, b), mVt (d_v+8, s_k_pad, h_k, b), mO (s_q, d_v, h, b) bf16,
+        mLse (s_q, h, b) f32, mT / mDv (h_k, b) f32 (``t`` and the V descale per kv head)."""
+        fp8 = mQ.element_type
+        qk_tiler = (BLOCK_M, BLOCK_N, self.head_dim)
+        pv_tiler = (BLOCK_M, self.vrows, BLOCK_N)
+        tiled_mma_qk = self.make_tiled_mma(pv=False)
+        tiled_mma_pv = self.make_tiled_mma(pv=True)
+        layout_kmaj = utils.LayoutEnum.ROW_MAJOR  # (rows, reduction) with the reduction contiguous
+        sQ_layout = sm90_utils.make_smem_layout_a(layout_kmaj, qk_tiler, fp8, NUM_MMA_WG)
+        sK_layout = sm90_utils.make_smem_layout_b(layout_kmaj, qk_tiler, fp8, self.kv_stages)
+        sV_layout = sm90_utils.make_smem_layout_b(layout_kmaj, pv_tiler, fp8, self.kv_stages)
+        g2s = cpasync.CopyBulkTensorTileG2SOp()
+        tma_q, mQ_tma = cpasync.make_tiled_tma_atom(
+            g2s, mQ, cute.slice_(sQ_layout, (None, None, 0)), (BLOCK_M, self.head_dim))
+        tma_k, mK_tma = cpasync.make_tiled_tma_atom(
+            g2s, mK, cute.slice_(sK_layout, (None, None, 0)), (BLOCK_N, self.head_dim))
+        tma_v, mV_tma = cpasync.make_tiled_tma_atom(
+            g2s, mVt, cute.slice_(sV_layout, (None, None, 0)), (self.vrows, BLOCK_N))
+        self.q_bytes = cute.size_in_bytes(fp8, cute.slice_(sQ_layout, (None, None, 0))) * NUM_MMA_WG
+        self.k_bytes = cute.size_in_bytes(fp8, cute.slice_(sK_layout, (None, None, 0)))
+        self.v_bytes = cute.size_in_bytes(fp8, cute.slice_(sV_layout, (None, None, 0)))
+
+        @cute.struct
+        class SharedStorage:
+            mbar_q: cute.struct.MemRange[cutlass.Int64, 2]
+            mbar_k: cute.struct.MemRange[cutlass.Int64, 2 * self.kv_stages]
+            mbar_v: cute.struct.MemRange[cutlass.Int64, 2 * self.kv_stages]
+            sQ: cute.struct.Align[cute.struct.MemRange[fp8, cute.cosize(sQ_layout)], 1024]
+            sK: cute.struct.Align[cute.struct.MemRange[fp8, cute.cosize(sK_layout)], 1024]
+            sV: cute.struct.Align[cute.struct.MemRange[fp8, cute.cosize(sV_layout)], 1024]
+
+        self.shared_storage = SharedStorage
+        m_blocks = cute.ceil_div(seqlen_q, BLOCK_M * NUM_MMA_WG)
+        self.kernel(tiled_mma_qk, tiled_mma_pv, tma_q, mQ_tma, tma_k, mK_tma, tma_v, mV_tma,
+                    mO, mLse, mT, mDv, sQ_layout, sK_layout, sV_layout, seqlen_q, seqlen_k).launch(
+            grid=[m_blocks, cute.size(mQ.shape[2]), cute.size(mQ.shape[3])],
+            block=[self.threads, 1, 1], stream=stream, min_blocks_per_mp=1)
+
+    @cute.kernel
+    def kernel(self, tiled_mma_qk: cute.TiledMma, tiled_mma_pv: cute.TiledMma,
+               tma_q: cute.CopyAtom, mQ: cute.Tensor, tma_k: cute.CopyAtom, mK: cute.Tensor,
+               tma_v: cute.CopyAtom, mVt: cute.Tensor, mO: cute.Tensor, mLse: cute.Tensor,
+               mT: cute.Tensor, mDv: cute.Tensor, sQ_layout: cute.ComposedLayout,
+               sK_layout: cute.ComposedLayout, sV_layout: cute.ComposedLayout,
+               seqlen_q: Int32, seqlen_k: Int32):
+        tidx, _, _ = cute.arch.thread_idx()
+        m_block, head, batch = cute.arch.block_idx()
+        warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        wg_idx = warp_idx // 4
+        group = cute.size(mQ.shape[2]) // cute.size(mK.shape[2])
+        head_k = head // group
+
+        smem = utils.SmemAllocator()
+        storage = smem.allocate(self.shared_storage)
+        sQ = storage.sQ.get_tensor(sQ_layout.outer, swizzle=sQ_layout.inner)
+        sK = storage.sK.get_tensor(sK_layout.outer, swizzle=sK_layout.inner)
+        sV = storage.sV.get_tensor(sV_layout.outer, swizzle=sV_layout.inner)
+
+        producer = pipeline.CooperativeGroup(pipeline.Agent.Thread, 1)
+        consumers = pipeline.CooperativeGroup(pipeline.Agent.Thread, NUM_MMA_WG * 4)  # one arrive per warp
+        pipe_q = pipeline.PipelineTmaAsync.create(
+            barrier_storage=storage.mbar_q.data_ptr(), num_stages=1, producer_group=producer,
+            consumer_group=consumers, tx_count=self.q_bytes, defer_sync=True)
+        pipe_k = pipeline.PipelineTmaAsync.create(
+            barrier_storage=storage.mbar_k.data_ptr(), num_stages=self.kv_stages, producer_group=producer,
+            consumer_group=consumers, tx_count=self.k_bytes, defer_sync=True)
+        pipe_v = pipeline.PipelineTmaAsync.create(
+            barrier_storage=storage.mbar_v.data_ptr(), num_stages=self.kv_stages, producer_group=producer,
+            consumer_group=consumers, tx_count=self.v_bytes, defer_sync=True)
+        cute.arch.mbarrier_init_fence()
+        cute.arch.sync_threads()
+
+        # -- key blocks this CTA visits: [0, n_blocks); causal is bottom-right aligned ----
+        offset = seqlen_k - seqlen_q
+        n_blocks = cute.ceil_div(seqlen_k, BLOCK_N)
+        if const_expr(self.causal):
+            last_key = (m_block + 1) * (BLOCK_M * NUM_MMA_WG) + offset  # exclusive bound of the tile's keys
+            n_blocks = cutlass.min(n_blocks, cute.ceil_div(cutlass.max(last_key, 0), BLOCK_N))
+
+        if wg_idx == 0:
+            cute.arch.setmaxregister_decrease(self.producer_regs)
+            if warp_idx == 0:
+                cpasync.prefetch_descriptor(tma_q)
+                cpasync.prefetch_descriptor(tma_k)
+                cpasync.prefetch_descriptor(tma_v)
+                gQ = cute.local_tile(mQ[None, None, head, batch], (BLOCK_M, self.head_dim), (None, 0))
+                gK = cute.local_tile(mK[None, None, head_k, batch], (BLOCK_N, self.head_dim), (None, 0))
+                gV = cute.local_tile(mVt[None, None, head_k, batch], (self.vrows, BLOCK_N), (0, None))
+                tQsQ, tQgQ = cpasync.tma_partition(tma_q, 0, cute.make_layout(1),
+                                                   cute.group_modes(sQ, 0, 2), cute.group_modes(gQ, 0, 2))
+                tKsK, tKgK = cpasync.tma_partition(tma_k, 0, cute.make_layout(1),
+                                                   cute.group_modes(sK, 0, 2), cute.group_modes(gK, 0, 2))
+                tVsV, tVgV = cpasync.tma_partition(tma_v, 0, cute.make_layout(1),
+                                                   cute.group_modes(sV, 0, 2), cute.group_modes(gV, 0, 2))
+                state_q = stage(0, 1, True)
+                pipe_q.producer_acquire(state_q)
+                for w in cutlass.range_constexpr(NUM_MMA_WG):
+                    cute.copy(tma_q, tQgQ[None, m_block * NUM_MMA_WG + w], tQsQ[None, w],
+                              tma_bar_ptr=pipe_q.producer_get_barrier(state_q))
+                for j in cutlass.range(n_blocks, unroll=1):
+                    state_kv = stage(j, self.kv_stages, True)
+                    pipe_k.producer_acquire(state_kv)
+                    cute.copy(tma_k, tKgK[None, j], tKsK[None, state_kv.index],
+                              tma_bar_ptr=pipe_k.producer_get_barrier(state_kv))
+                    pipe_v.producer_acquire(state_kv)
+                    cute.copy(tma_v, tVgV[None, j], tVsV[None, state_kv.index],
+                              tma_bar_ptr=pipe_v.producer_get_barrier(state_kv))
+        else:
+            cute.arch.setmaxregister_increase(self.mma_regs)
+            self.consumer(tiled_mma_qk, tiled_mma_pv, sQ, sK, sV, pipe_q, pipe_k, pipe_v, mO, mLse,
+                          mT[head_k, batch], mDv[head_k, batch], m_block, head, batch, wg_idx - 1,
+                          n_blocks, offset, seqlen_q, seqlen_k)
+
+    @cute.jit
+    def consumer(self, tiled_mma_qk: cute.TiledMma, tiled_mma_pv: cute.TiledMma, sQ: cute.Tensor,
+                 sK: cute.Tensor, sV: cute.Tensor, pipe_q, pipe_k, pipe_v, mO: cute.Tensor,
+                 mLse: cute.Tensor, t: Float32, dv: Float32, m_block: Int32, head: Int32, batch: Int32,
+                 wg: Int32, n_blocks: Int32, offset: Int32, seqlen_q: Int32, seqlen_k: Int32):
+        tidx, _, _ = cute.arch.thread_idx()
+        wg_tidx = tidx % 128
+        thr_qk = tiled_mma_qk.get_slice(wg_tidx)
+        thr_pv = tiled_mma_pv.get_slice(wg_tidx)
+        tSrQ = tiled_mma_qk.make_fragment_A(thr_qk.partition_A(sQ))
+        tSrK = tiled_mma_qk.make_fragment_B(thr_qk.partition_B(sK))
+        tOrV = tiled_mma_pv.make_fragment_B(thr_pv.partition_B(sV))
+        acc_s = thr_qk.make_fragment_C(thr_qk.partition_shape_C((BLOCK_M, BLOCK_N)))
+        acc_o = thr_pv.make_fragment_C(thr_pv.partition_shape_C((BLOCK_M, self.vrows)))
+        acc_t = thr_pv.make_fragment_C(thr_pv.partition_shape_C((BLOCK_M, self.vrows)))  # PV of one block
+        # P as the PV A operand: (values (4,2,2), MMA_M 1, MMA_K 2) fp8 = 8 registers
+        tOrP = cute.make_rmem_tensor(thr_pv.partition_shape_A((BLOCK_M, BLOCK_N)), cutlass.Float8E4M3FN)
+        tOrP32 = cute.recast_tensor(tOrP, Uint32)
+        # row / column of every S element (for the mask), in the tile's coordinates
+        row0 = m_block * (BLOCK_M * NUM_MMA_WG) + wg * BLOCK_M
+        tScS = thr_qk.partition_C(cute.make_identity_tensor((BLOCK_M, BLOCK_N)))
+        tOcO = thr_pv.partition_C(cute.make_identity_tensor((BLOCK_M, self.vrows)))
+
+        t8 = t * 8.0
+        bref = cute.make_rmem_tensor(cute.make_layout(2), Float32)  # per row half: bm of the reference block
+        scale = cute.make_rmem_tensor(cute.make_layout(2), Float32)  # acc *= scale before the next PV
+        for h in cutlass.range_constexpr(2):
+            bref[h] = -Float32.inf
+            scale[h] = 1.0
+        acc_o.fill(0.0)
+
+        if const_expr(self.pingpong):
+            if wg == 0:  # the first warpgroup's first turn needs the other's arrival: arrive once for it
+                cute.arch.barrier_arrive(barrier_id=2, number_of_threads=256)
+
+        pipe_q.consumer_wait(stage(0, 1, False))
+        q_slice = tSrQ[None, None, None, wg]
+
+        # first block: S only (no PV yet)
+        if n_blocks > 0:
+            state = stage(0, self.kv_stages, False)
+            pipe_k.consumer_wait(state)
+            self.turn_begin(wg)
+            self.gemm(False, acc_s, q_slice, tSrK[None, None, None, state.index], zero_init=True)
+            warpgroup.commit_group()
+            self.turn_end(wg)
+            warpgroup.wait_group(0)
+            pipe_k.consumer_release(state)
+            self.softmax_block(acc_s, tScS, tOrP32, acc_o, acc_t, bref, scale, t, t8, row0, 0, offset,
+                               seqlen_k, self.block_needs_mask(0, row0, offset, seqlen_k), merge=False)
+        for j in cutlass.range(1, n_blocks, unroll=1):
+            state = stage(j, self.kv_stages, False)
+            state_v = stage(j - 1, self.kv_stages, False)
+            pipe_k.consumer_wait(state)
+            pipe_v.consumer_wait(state_v)
+            self.turn_begin(wg)
+            self.gemm(False, acc_s, q_slice, tSrK[None, None, None, state.index], zero_init=True)
+            warpgroup.commit_group()
+            self.gemm(True, acc_t, tOrP, tOrV[None, None, None, state_v.index], zero_init=True)
+            warpgroup.commit_group()
+            self.turn_end(wg)
+            warpgroup.wait_group(1)  # S of block j is ready; PV of j-1 may still run
+            pipe_k.consumer_release(state)
+            # merges PV of j-1 into acc (after waiting for it) before P of block j overwrites its registers
+            self.softmax_block(acc_s, tScS, tOrP32, acc_o, acc_t, bref, scale, t, t8, row0, j, offset,
+                               seqlen_k, self.block_needs_mask(j, row0, offset, seqlen_k), merge=True)
+            pipe_v.consumer_release(state_v)
+        if n_blocks > 0:
+            state_v = stage(n_blocks - 1, self.kv_stages, False)
+            pipe_v.consumer_wait(state_v)
+            self.turn_begin(wg)
+            self.gemm(True, acc_t, tOrP, tOrV[None, None, None, state_v.index], zero_init=True)
+            warpgroup.commit_group()
+            self.turn_end(wg)
+            warpgroup.wait_group(0)
+            pipe_v.consumer_release(state_v)
+            self.merge(acc_o, acc_t, scale)
+        if const_expr(self.pingpong):
+            if wg == 0:  # balance the first arrival: consume the other warpgroup's last one
+                cute.arch.barrier(barrier_id=2, number_of_threads=256)
+        self.epilogue(acc_o, tOcO, bref, dv, mO, mLse, row0, head, batch, seqlen_q)
+
+    @cute.jit
+    def turn_begin(self, wg: Int32):
+        if const_expr(self.pingpong):
+            cute.arch.barrier(barrier_id=2 + wg, number_of_threads=256)
+
+    @cute.jit
+    def turn_end(self, wg: Int32):
+        if const_expr(self.pingpong):
+            cute.arch.barrier_arrive(barrier_id=3 - wg, number_of_threads=256)
+
+    def make_tiled_mma(self, pv: bool) -> cute.TiledMma:
+        """The QK^T (A = Q from shared memory) or PV (A = P from registers) tiled MMA: fp8 x fp8 -> fp32,
+        both operands K-major, one warpgroup of 64 rows."""
+        kmaj = cute.nvgpu.OperandMajorMode.K
+        fp8 = cutlass.Float8E4M3FN
+        if pv:
+            return sm90_utils.make_trivial_tiled_mma(fp8, fp8, kmaj, kmaj, Float32, (1, 1, 1),
+                                                     (BLOCK_M, self.vrows), warpgroup.OperandSource.RMEM)
+        return sm90_utils.make_trivial_tiled_mma(fp8, fp8, kmaj, kmaj, Float32, (1, 1, 1), (BLOCK_M, BLOCK_N))
+
+    @cute.jit
+    def gemm(self, pv: cutlass.Constexpr, acc: cute.Tensor, tA: cute.Tensor, tB: cute.Tensor,
+             zero_init: cutlass.Constexpr):
+        # a fresh TiledMma per call: set(ACCUMULATE) rebinds its state, which must not escape the
+        # staged if/for regions this is called from
+        tiled_mma = self.make_tiled_mma(pv)
+        warpgroup.fence()
+        for k in cutlass.range_constexpr(cute.size(tA, mode=[2])):
+            tiled_mma.set(warpgroup.Field.ACCUMULATE, not zero_init or k != 0)
+            cute.gemm(tiled_mma, acc, tA[None, None, k], tB[None, None, k], acc)
+
+    @cute.jit
+    def block_needs_mask(self, j: Int32, row0: Int32, offset: Int32, seqlen_k: Int32) -> cutlass.Boolean:
+        """Whether any key of block j is disallowed for some row of this warpgroup."""
+        end = (j + 1) * BLOCK_N
+        need = end > seqlen_k
+        if const_expr(self.causal):
+            need = need or (end - 1 > row0 + offset)
+        return need
+
+    @cute.jit
+    def merge(self, acc_o: cute.Tensor, acc_t: cute.Tensor, scale: cute.Tensor):
+        """acc = acc * 2^(bm_prev - bm) + PV of the block (one FFMA, exact scaling, one rounding).
+
+        Each block's PV GEMM starts from zero, so the tensor core's reduced-precision fp8 accumulation
+        spans 64 keys only; across blocks the sum is IEEE fp32 (as in the spec)."""
+        for i in cutlass.range_constexpr(cute.size(acc_o)):
+            acc_o[i] = fma_rn(acc_o[i], scale[(i // 2) % 2], acc_t[i])
+
+    @cute.jit
+    def softmax_block(self, acc_s: cute.Tensor, tScS: cute.Tensor, tOrP32: cute.Tensor, acc_o: cute.Tensor,
+                      acc_t: cute.Tensor, bref: cute.Tensor, scale: cute.Tensor, t: Float32, t8: Float32,
+                      row0: Int32, j: Int32, offset: Int32, seqlen_k: Int32, masked: cutlass.Boolean,
+                      merge: cutlass.Constexpr):
+        """Lean P of block j: S (acc layout ((2,2,8),1,1): col = 8g + 2q + c, row = r + 8h) -> P codes.
+
+        Element i = c + 2h + 4g. A-operand word (h, kk, kb) = bytes (c, g) for g = 4kb + 2kk + {0, 1}.
+        With ``merge``, first waits for the PV GEMM of block j-1 and adds it into acc (with the scale
+        of block j-1, before this block's scale replaces it).
+        """
+        if masked:
+            for i in cutlass.range_constexpr(cute.size(acc_s)):
+                r, cidx = tScS[i]
+                key = j * BLOCK_N + cidx
+                ok = key < seqlen_k
+                if const_expr(self.causal):
+                    ok = ok and key <= row0 + r + offset
+                if not ok:
+                    acc_s[i] = -Float32.inf
+        n_g = BLOCK_N // 8
+        bms = []
+        uses = []
+        for h in cutlass.range_constexpr(2):
+            mx = acc_s[2 * h]
+            for g in cutlass.range_constexpr(n_g):
+                for c in cutlass.range_constexpr(2):
+                    if const_expr(g + c > 0):
+                        mx = cute.arch.fmax(mx, acc_s[c + 2 * h + 4 * g])
+            mx = cute.arch.fmax(mx, cute.arch.shuffle_sync_bfly(mx, offset=1))
+            mx = cute.arch.fmax(mx, cute.arch.shuffle_sync_bfly(mx, offset=2))
+            bm = ceil_mul(t, mx)
+            bms.append(bm)
+            uses.append(mx > -Float32.inf and bm >= bref[h] - MAX_DROP)
+        if const_expr(merge):
+            warpgroup.wait_group(0)  # PV of block j-1 done: its result is in acc_t, its P registers free
+            self.merge(acc_o, acc_t, scale)
+        for h in cutlass.range_constexpr(2):
+            bm = bms[h]
+            c_h = -Float32.inf
+            scale[h] = 1.0
+            if uses[h]:
+                c_h = (120.0 - 8.0 * bm) + 12582912.0
+                scale[h] = pow2_of(bref[h] - bm)
+                bref[h] = bm
+            for kb in cutlass.range_constexpr(BLOCK_N // 32):
+                for kk in cutlass.range_constexpr(2):
+                    g0 = 4 * kb + 2 * kk
+                    i0 = 2 * h + 4 * g0
+                    tOrP32[h + 2 * kk + 4 * kb] = lean_p_pack4(
+                        acc_s[i0], acc_s[i0 + 1], acc_s[i0 + 4], acc_s[i0 + 5], t8, c_h)
+
+    @cute.jit
+    def epilogue(self, acc_o: cute.Tensor, cO: cute.Tensor, bref: cute.Tensor, dv: Float32, mO: cute.Tensor,
+                 mLse: cute.Tensor, row0: Int32, head: Int32, batch: Int32, seqlen_q: Int32):
+        """out = fp32(acc / l) * dv -> bf16, lse = (bref - 8 + log2 l) ln 2; rows without keys: 0, +inf."""
+        tidx, _, _ = cute.arch.thread_idx()
+        n_g = self.vrows // 8
+        for h in cutlass.range_constexpr(2):
+            l_sum = acc_o[2 * h + 4 * (n_g - 1)]  # column d_v: P @ ones
+            has = l_sum > 0.0
+            inv_ok = l_sum
+            if not has:
+                inv_ok = 1.0
+            r_local, _ = cO[2 * h]
+            row = row0 + r_local
+            if row < seqlen_q:
+                for g in cutlass.range_constexpr(n_g - 1):
+                    for c in cutlass.range_constexpr(2):
+                        i = c + 2 * h + 4 * g
+                        _, col = cO[i]
+                        val = div_rn(acc_o[i], inv_ok) * dv
+                        if not has:
+                            val = Float32(0.0)
+                        mO[row, col, head, batch] = val.to(mO.element_type)
+                if tidx % 4 == 0:
+                    lse = Float32.inf
+                    if has:
+                        lse = (bref[h] - 8.0 + log2_approx(l_sum)) * LN2
+                    mLse[row, head, batch] = lse
+
+
+
+# -- host side ----
+_COMPILED: dict = {}
+
+
+def _cute_tensor(x, leading_dim: int, element_type=None):
+    t = from_dlpack(x, assumed_align=16).mark_layout_dynamic(leading_dim=leading_dim)
+    if element_type is not None:
+        t.element_type = element_type
+    return t
+
+
+def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=None, k_descale=None,
+                       v_descale=None, out_dtype=None, pingpong: bool = True, v_prepared=None):
+    """ZYFA FP8 forward on Hopper. q, k, v: float8_e4m3fn ``(b, s, h, d)`` on an sm_90 GPU; descales
+    float32 ``(b, h_k)`` (None: 1). Returns ``out`` ``(b, s_q, h, d_v)`` (bfloat16, or ``out_dtype``
+    float32 for conformance tests) and ``softmax_lse`` float32 ``(b, h, s_q)``.
+
+    V is first rewritten as V' (:func:`zyfa.kernels.hopper.vprep.prepare_v_triton`: keys contiguous
+    and permuted, 8 rows of ones); that copy is part of the call unless ``v_prepared`` passes it in.
+    ``pingpong=False`` drops the named-barrier turns between the two consumer warpgroups (ablation).
+    """
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        if x.dtype != torch.float8_e4m3fn:
+            raise TypeError(f"{name} must be float8_e4m3fn, got {x.dtype}")
+        if x.stride(-1) != 1:
+            raise ValueError(f"{name} needs a unit stride along headdim")
+    out_dtype = torch.bfloat16 if out_dtype is None else out_dtype
+    if out_dtype not in (torch.bfloat16, torch.float32):
+        raise ValueError(f"out_dtype must be torch.bfloat16 or torch.float32, got {out_dtype}")
+    b, s_q, h, d = q.shape
+    _, s_k, h_k, d_v = v.shape
+    ones = torch.ones(b, h_k, dtype=torch.float32, device=q.device)
+    dq = ones if q_descale is None else q_descale
+    dk = ones if k_descale is None else k_descale
+    dv = (ones if v_descale is None else v_descale).float().contiguous()
+    t = fp8_constants(softmax_scale, dq, dk)
+    vt = prepare_v_triton(v) if v_prepared is None else v_prepared
+    out = torch.empty(b, s_q, h, d_v, dtype=out_dtype, device=q.device)
+    lse = torch.empty(b, h, s_q, dtype=torch.float32, device=q.device)
+    f8 = cutlass.Float8E4M3FN
+    args = (_cute_tensor(q.view(torch.uint8).permute(1, 3, 2, 0), 1, f8),
+            _cute_tensor(k.view(torch.uint8).permute(1, 3, 2, 0), 1, f8),
+            _cute_tensor(vt.view(torch.uint8).permute(2, 3, 1, 0), 1, f8),
+            _cute_tensor(out.permute(1, 3, 2, 0), 1),
+            _cute_tensor(lse.permute(2, 1, 0), 0),
+            _cute_tensor(t.permute(1, 0), 0), _cute_tensor(dv.permute(1, 0), 0),
+            Int32(s_q), Int32(s_k), cuda.CUstream(torch.cuda.current_stream(q.device).cuda_stream))
+    key = (d, d_v, bool(causal), bool(pingpong), out_dtype)
+    fn = _COMPILED.get(key)
+    if fn is None:
+        fn = cute.compile(LeanPAttentionSm90(d, d_v, causal, pingpong=pingpong), *args)
+        _COMPILED[key] = fn
+    fn(*args)
+    return out, lse

@@ -1,0 +1,58 @@
+"""Registers ``flash_attn_func(..., backend="hopper")``: the CuTe DSL FP8 kernel on sm_90 GPUs.
+
+``unsupported`` names the reason whenever the inputs cannot run here (no DSL, no Hopper GPU, BF16
+inputs, features the kernel does not implement). Its priority stays below the Triton backend's
+until zyfa-bench shows it winning on the H200 (benchmarks/results/NOTES.md).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Optional
+
+import torch
+
+from zyfa.backends import AttentionArgs, Backend, register_backend
+
+PRIORITY = 5
+
+
+def unsupported(args: AttentionArgs) -> Optional[str]:
+    """Why the Hopper kernel cannot run ``args``, or None when it can."""
+    if importlib.util.find_spec("cutlass") is None:
+        return "the CuTe DSL is not installed (pip install 'zyfa[hopper]')"
+    if not args.q.is_cuda or torch.version.hip is not None:
+        return f"inputs are on {args.q.device}; the Hopper kernel needs an NVIDIA sm_90 GPU"
+    if torch.cuda.get_device_capability(args.q.device) != (9, 0):
+        return f"the Hopper kernel needs compute capability 9.0, got {torch.cuda.get_device_capability(args.q.device)}"
+    if not args.is_fp8:
+        return f"dtype {args.q.dtype} is not supported (float8_e4m3fn only)"
+    if args.headdim % 32 or args.headdim > 256:
+        return f"headdim {args.headdim} is not supported (multiples of 32 up to 256)"
+    if args.headdim_v % 8 or args.headdim_v > 248:
+        return f"headdim_v {args.headdim_v} is not supported (multiples of 8 up to 248)"
+    if args.is_local:
+        return f"sliding-window attention (window_size={args.window_size}) is not implemented"
+    if args.softcap != 0.0:
+        return f"softcap={args.softcap} is not implemented"
+    if args.alibi_slopes is not None:
+        return "ALiBi slopes are not implemented"
+    for name, x in (("q", args.q), ("k", args.k), ("v", args.v)):
+        if x.stride(-1) != 1:
+            return f"{name} needs a unit stride along headdim"
+    return None
+
+
+def forward(args: AttentionArgs) -> tuple[torch.Tensor, torch.Tensor]:
+    from zyfa.kernels.hopper.attn_fp8_sm90 import attention_fp8_sm90  # imports the DSL: only when used
+    return attention_fp8_sm90(args.q, args.k, args.v, args.softmax_scale, args.causal,
+                              args.q_descale, args.k_descale, args.v_descale)
+
+
+register_backend(Backend(
+    name="hopper",
+    forward=forward,
+    unsupported=unsupported,
+    priority=PRIORITY,
+    description="CuTe DSL FP8 Lean P kernel (TMA, wgmma, ping-pong) on sm_90 GPUs",
+))
