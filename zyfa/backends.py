@@ -79,6 +79,21 @@ class AttentionArgs:
         return self.window_size != (-1, -1)
 
 
+def unimplemented_features(args: AttentionArgs) -> Optional[str]:
+    """The reason a plain dense-attention kernel cannot run ``args`` (sliding window, softcap,
+    ALiBi, non-unit headdim stride), or None."""
+    if args.is_local:
+        return f"sliding-window attention (window_size={args.window_size}) is not implemented"
+    if args.softcap != 0.0:
+        return f"softcap={args.softcap} is not implemented"
+    if args.alibi_slopes is not None:
+        return "ALiBi slopes are not implemented"
+    for name, x in (("q", args.q), ("k", args.k), ("v", args.v)):
+        if x.stride(-1) != 1:
+            return f"{name} needs a unit stride along headdim"
+    return None
+
+
 ForwardFn = Callable[[AttentionArgs], tuple[torch.Tensor, torch.Tensor]]
 UnsupportedFn = Callable[[AttentionArgs], Optional[str]]
 

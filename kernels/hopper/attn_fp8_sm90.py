@@ -13,7 +13,7 @@ Schedule (after FlashAttention-3, Shah et al. 2024; written for this repository,
   other's GEMMs keep the tensor cores busy; inside a warpgroup the softmax of block j overlaps the
   PV GEMM of block j-1 (intra-warpgroup overlap).
 
-Numerics: ``docs/numerics.md``, Hopper "magic" variant, per 64-key block:
+Numerics: ``docs/numerics.md`` recipe ``zyfa-v1``, Hopper "magic" rounding, per 64-key block:
 
 * ``bm = ceil(t * max_j s_j)``; the e4m3 code of ``2^(t s - bm + 8)`` is the low byte of
   ``max(fma(s, 8t, (120 - 8 bm) + 1.5*2^23), 1.5*2^23)``: one FFMA, one FMNMX and a byte select
@@ -58,11 +58,10 @@ from cutlass.cutlass_dsl import T, dsl_user_op
 
 from zyfa.kernels.hopper.layout import BLOCK_N, ONES_ROWS
 from zyfa.kernels.hopper.vprep import prepare_v_triton
-from zyfa.kernels.triton.attn_fp8 import fp8_constants
+from zyfa.kernels.triton.attn_fp8 import fp8_launch_constants
 
 BLOCK_M = 64          # query rows per consumer warpgroup
 NUM_MMA_WG = 2        # consumer warpgroups per CTA
-MAGIC_BITS = 0x4B400000  # 1.5 * 2**23
 MAX_DROP = 64.0       # blocks with bm < bm_prev - MAX_DROP are dropped (see module docstring)
 LN2 = math.log(2.0)
 
@@ -99,71 +98,45 @@ def lean_p_pack4(s0: Float32, s1: Float32, s2: Float32, s3: Float32, t8: Float32
     ))
 
 
+def _ptx_f32(ptx: str, *args, loc=None, ip=None) -> Float32:
+    """One fp32 result of inline PTX over fp32 operands ``$1..$n`` (exact instruction choice: no
+    fast-math rewrites, no ``.ftz``)."""
+    return Float32(llvm.inline_asm(
+        T.f32(), [Float32(x).ir_value(loc=loc, ip=ip) for x in args], ptx,
+        ",".join(["=f"] + ["f"] * len(args)),
+        has_side_effects=False, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT,
+    ))
+
+
 @dsl_user_op
 def pow2_of(d: Float32, *, loc=None, ip=None) -> Float32:
     """``2^d`` for an integral fp32 ``d`` <= 127, built from exponent bits (exact); 0 for d < -126."""
-    return Float32(llvm.inline_asm(
-        T.f32(),
-        [Float32(d).ir_value(loc=loc, ip=ip)],
-        "{\n"
-        ".reg .s32 i;\n"
-        "cvt.rni.sat.s32.f32 i, $1;\n"
-        "max.s32 i, i, -127;\n"
-        "add.s32 i, i, 127;\n"
-        "shl.b32 i, i, 23;\n"
-        "mov.b32 $0, i;\n"
-        "}\n",
-        "=f,f",
-        has_side_effects=False, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT,
-    ))
+    return _ptx_f32("{\n.reg .s32 i;\ncvt.rni.sat.s32.f32 i, $1;\nmax.s32 i, i, -127;\nadd.s32 i, i, 127;\n"
+                    "shl.b32 i, i, 23;\nmov.b32 $0, i;\n}\n", d, loc=loc, ip=ip)
 
 
 @dsl_user_op
 def fma_rn(a: Float32, b: Float32, c: Float32, *, loc=None, ip=None) -> Float32:
-    """``fma.rn.f32`` (single rounding, no flush to zero)."""
-    return Float32(llvm.inline_asm(
-        T.f32(),
-        [Float32(x).ir_value(loc=loc, ip=ip) for x in (a, b, c)],
-        "fma.rn.f32 $0, $1, $2, $3;",
-        "=f,f,f,f",
-        has_side_effects=False, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT,
-    ))
+    """``fma.rn.f32`` (single rounding)."""
+    return _ptx_f32("fma.rn.f32 $0, $1, $2, $3;", a, b, c, loc=loc, ip=ip)
 
 
 @dsl_user_op
 def ceil_mul(t: Float32, x: Float32, *, loc=None, ip=None) -> Float32:
     """``ceil(fp32(t * x))`` (round-to-nearest product, then round towards +inf)."""
-    return Float32(llvm.inline_asm(
-        T.f32(),
-        [Float32(t).ir_value(loc=loc, ip=ip), Float32(x).ir_value(loc=loc, ip=ip)],
-        "{\n.reg .f32 p;\nmul.rn.f32 p, $1, $2;\ncvt.rpi.f32.f32 $0, p;\n}\n",
-        "=f,f,f",
-        has_side_effects=False, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT,
-    ))
+    return _ptx_f32("{\n.reg .f32 p;\nmul.rn.f32 p, $1, $2;\ncvt.rpi.f32.f32 $0, p;\n}\n", t, x, loc=loc, ip=ip)
 
 
 @dsl_user_op
 def div_rn(a: Float32, b: Float32, *, loc=None, ip=None) -> Float32:
-    """IEEE ``a / b`` (``div.rn.f32``, no flush to zero)."""
-    return Float32(llvm.inline_asm(
-        T.f32(),
-        [Float32(a).ir_value(loc=loc, ip=ip), Float32(b).ir_value(loc=loc, ip=ip)],
-        "div.rn.f32 $0, $1, $2;",
-        "=f,f,f",
-        has_side_effects=False, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT,
-    ))
+    """IEEE ``a / b`` (``div.rn.f32``)."""
+    return _ptx_f32("div.rn.f32 $0, $1, $2;", a, b, loc=loc, ip=ip)
 
 
 @dsl_user_op
 def log2_approx(a: Float32, *, loc=None, ip=None) -> Float32:
     """``lg2.approx.f32`` (no flush to zero), as Triton's ``tl.log2`` on NVIDIA."""
-    return Float32(llvm.inline_asm(
-        T.f32(),
-        [Float32(a).ir_value(loc=loc, ip=ip)],
-        "lg2.approx.f32 $0, $1;",
-        "=f,f",
-        has_side_effects=False, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT,
-    ))
+    return _ptx_f32("lg2.approx.f32 $0, $1;", a, loc=loc, ip=ip)
 
 
 def stage(j, stages: int, producer: bool) -> pipeline.PipelineState:
@@ -555,12 +528,8 @@ def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=No
     if out_dtype not in (torch.bfloat16, torch.float32):
         raise ValueError(f"out_dtype must be torch.bfloat16 or torch.float32, got {out_dtype}")
     b, s_q, h, d = q.shape
-    _, s_k, h_k, d_v = v.shape
-    ones = torch.ones(b, h_k, dtype=torch.float32, device=q.device)
-    dq = ones if q_descale is None else q_descale
-    dk = ones if k_descale is None else k_descale
-    dv = (ones if v_descale is None else v_descale).float().contiguous()
-    t = fp8_constants(softmax_scale, dq, dk)
+    _, s_k, _, d_v = v.shape
+    t, dv = fp8_launch_constants(softmax_scale, v, q_descale, k_descale, v_descale)
     vt = prepare_v_triton(v) if v_prepared is None else v_prepared
     out = torch.empty(b, s_q, h, d_v, dtype=out_dtype, device=q.device)
     lse = torch.empty(b, h, s_q, dtype=torch.float32, device=q.device)

@@ -12,7 +12,7 @@ from typing import Optional
 
 import torch
 
-from zyfa.backends import AttentionArgs, Backend, register_backend
+from zyfa.backends import AttentionArgs, Backend, register_backend, unimplemented_features
 
 PRIORITY = 5
 
@@ -31,16 +31,7 @@ def unsupported(args: AttentionArgs) -> Optional[str]:
         return f"headdim {args.headdim} is not supported (multiples of 32 up to 256)"
     if args.headdim_v % 8 or args.headdim_v > 248:
         return f"headdim_v {args.headdim_v} is not supported (multiples of 8 up to 248)"
-    if args.is_local:
-        return f"sliding-window attention (window_size={args.window_size}) is not implemented"
-    if args.softcap != 0.0:
-        return f"softcap={args.softcap} is not implemented"
-    if args.alibi_slopes is not None:
-        return "ALiBi slopes are not implemented"
-    for name, x in (("q", args.q), ("k", args.k), ("v", args.v)):
-        if x.stride(-1) != 1:
-            return f"{name} needs a unit stride along headdim"
-    return None
+    return unimplemented_features(args)
 
 
 def forward(args: AttentionArgs) -> tuple[torch.Tensor, torch.Tensor]:

@@ -259,6 +259,16 @@ def fp8_constants(softmax_scale: float, q_descale: torch.Tensor, k_descale: torc
     return ((q_descale.float() * k_descale.float()) * scale_log2).contiguous()
 
 
+def fp8_launch_constants(softmax_scale: float, v: torch.Tensor, q_descale, k_descale, v_descale):
+    """``(t, dv)`` float32 ``(b, h_k)`` for an FP8 launch: descales default to 1 (None)."""
+    b, _, h_k, _ = v.shape
+    ones = torch.ones(b, h_k, dtype=torch.float32, device=v.device)
+    dq = ones if q_descale is None else q_descale
+    dk = ones if k_descale is None else k_descale
+    dv = (ones if v_descale is None else v_descale).float().contiguous()
+    return fp8_constants(softmax_scale, dq, dk), dv
+
+
 def attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_scale: float, causal: bool,
                   q_descale: torch.Tensor | None = None, k_descale: torch.Tensor | None = None,
                   v_descale: torch.Tensor | None = None, transpose_v: bool | None = None,
@@ -294,11 +304,7 @@ def attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_sca
             raise TypeError(f"{name} must be float8_e4m3fn, got {x.dtype}")
     b, s_q, h, d = q.shape
     _, s_k, h_k, d_v = v.shape
-    ones = torch.ones(b, h_k, dtype=torch.float32, device=q.device)
-    dq = ones if q_descale is None else q_descale
-    dk = ones if k_descale is None else k_descale
-    dv = (ones if v_descale is None else v_descale).float().contiguous()
-    t = fp8_constants(softmax_scale, dq, dk)
+    t, dv = fp8_launch_constants(softmax_scale, v, q_descale, k_descale, v_descale)
     if transpose_v is None:
         transpose_v = q.is_cuda and torch.version.hip is None and not _INTERPRET
     if transpose_v:

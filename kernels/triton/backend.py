@@ -12,7 +12,7 @@ from typing import Optional
 
 import torch
 
-from zyfa.backends import AttentionArgs, Backend, register_backend
+from zyfa.backends import AttentionArgs, Backend, register_backend, unimplemented_features
 
 PRIORITY = 10
 _DTYPES = (torch.float8_e4m3fn, torch.bfloat16, torch.float16)
@@ -27,16 +27,7 @@ def unsupported(args: AttentionArgs) -> Optional[str]:
                 "(use backend='reference' on CPU)")
     if args.q.dtype not in _DTYPES:
         return f"dtype {args.q.dtype} is not supported (float8_e4m3fn, bfloat16, float16)"
-    if args.is_local:
-        return f"sliding-window attention (window_size={args.window_size}) is not implemented"
-    if args.softcap != 0.0:
-        return f"softcap={args.softcap} is not implemented"
-    if args.alibi_slopes is not None:
-        return "ALiBi slopes are not implemented"
-    for name, x in (("q", args.q), ("k", args.k), ("v", args.v)):
-        if x.stride(-1) != 1:
-            return f"{name} needs a unit stride along headdim"
-    return None
+    return unimplemented_features(args)
 
 
 def forward(args: AttentionArgs) -> tuple[torch.Tensor, torch.Tensor]:

@@ -31,15 +31,11 @@ cases = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(cases)
 
 
+fp8_inputs = cases.fp8_inputs
+
+
 def rel_l2(a, ref):
-    a, ref = a.double().cpu(), ref.double().cpu()
-    return float((a - ref).norm() / ref.norm())
-
-
-def fp8_inputs(b, sq, sk, h, hk, d, dv, seed=0):
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    q, k, v = (torch.randn(b, s, n, e, generator=g, device="cuda") for s, n, e in ((sq, h, d), (sk, hk, d), (sk, hk, dv)))
-    return [*cases.quantise(q, hk), *cases.quantise(k, hk), *cases.quantise(v, hk)]
+    return cases.rel_l2(a.cpu(), ref.cpu())
 
 
 SPEC_SHAPES = [(1, 333, 333, 4, 2, 128, 128, True), (2, 200, 517, 2, 1, 128, 128, True),
@@ -82,8 +78,10 @@ def test_bitwise_deterministic_over_1000_calls():
 
 def test_backend_dispatch():
     q8, dq, k8, dk, v8, dv_ = fp8_inputs(1, 100, 100, 2, 2, 128, 128, seed=2)
-    out = flash_attn_func(q8, k8, v8, causal=True, q_descale=dq, k_descale=dk, v_descale=dv_, backend="hopper")
-    oracle = flash_attn_func(q8, k8, v8, causal=True, q_descale=dq, k_descale=dk, v_descale=dv_, backend="oracle")
+    out = flash_attn_func(q8, k8, v8, causal=True, q_descale=dq, k_descale=dk, v_descale=dv_, backend="hopper",
+                          recipe="zyfa-v1")
+    oracle = flash_attn_func(q8, k8, v8, causal=True, q_descale=dq, k_descale=dk, v_descale=dv_, backend="oracle",
+                             recipe="zyfa-v1")
     err = rel_l2(out, oracle)
     print(f"\nDISPATCH rel_l2 vs oracle {err:.3e}")
     assert not math.isnan(err) and err < 6e-2

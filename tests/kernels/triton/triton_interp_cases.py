@@ -29,6 +29,13 @@ def quantise(x, h_k):
     return xs.clamp(-448, 448).to(torch.float8_e4m3fn), ds
 
 
+def fp8_inputs(b, sq, sk, h, hk, d, dv, seed=0, device="cuda"):
+    """Gaussian q, k, v quantised per (batch, kv head): [q8, dq, k8, dk, v8, dv]."""
+    g = torch.Generator(device=device).manual_seed(seed)
+    q, k, v = (torch.randn(b, s, n, e, generator=g, device=device) for s, n, e in ((sq, h, d), (sk, hk, d), (sk, hk, dv)))
+    return [*quantise(q, hk), *quantise(k, hk), *quantise(v, hk)]
+
+
 def spec_fp8_magic(q8, k8, v8, dq, dk, dv, scale, causal):
     b, sq, h, d = q8.shape
     sk, hk, d_v = k8.shape[1], k8.shape[2], v8.shape[3]
