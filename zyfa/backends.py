@@ -9,6 +9,7 @@ itself knows nothing about Triton or gfx950.
 from __future__ import annotations
 
 import importlib
+import warnings
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -146,6 +147,8 @@ def register_backend(backend: Backend) -> None:
 
 
 def _load_plugins() -> None:
+    """Import the kernel backends once; one that fails to import is reported with a warning
+    naming it and its error (its backend is then missing from :func:`available_backends`)."""
     global _plugins_loaded
     if _plugins_loaded:
         return
@@ -153,8 +156,9 @@ def _load_plugins() -> None:
     for module in _PLUGIN_MODULES:
         try:
             importlib.import_module(module)
-        except ImportError:
-            continue
+        except ImportError as exc:
+            warnings.warn(f"backend plugin {module} not loaded: {type(exc).__name__}: {exc}", RuntimeWarning,
+                          stacklevel=3)
 
 
 def available_backends() -> dict[str, Backend]:
