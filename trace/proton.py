@@ -33,15 +33,14 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 import numpy as np
+import pandas as pd
 
 from zyfa.shapes import AttnShape
-
-if TYPE_CHECKING:
-    import pandas
 from zyfa.trace.errors import TracerUnavailable
+from zyfa.trace.schema import Trace, TraceError, TraceMeta
 
 SCOPES = ("qk", "softmax", "pv")
 TENSOR_CORE_SCOPES = ("qk", "pv")
@@ -129,7 +128,6 @@ def trace_from_chrome(path: str | Path, meta_fields: dict, clock_mhz: Optional[f
 
     ``clock_mhz``: the SM clock during the capture (converts cycles to time; None if unknown).
     """
-    from zyfa.trace.schema import Trace, TraceError, TraceMeta
     path = Path(path)
     try:
         raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
@@ -193,7 +191,7 @@ def _intersection_length(a: np.ndarray, b: np.ndarray) -> int:
     return total
 
 
-def phase_cycles(trace) -> "pandas.DataFrame":
+def phase_cycles(trace) -> pd.DataFrame:
     """Per scope: count, mean and median length (end - start, counter ticks) over all warps."""
     df = trace.df
     length = (df["end"] - df["start"]).astype("int64")
@@ -201,13 +199,12 @@ def phase_cycles(trace) -> "pandas.DataFrame":
     return stats.reindex([s for s in SCOPES if s in stats.index]).reset_index(names="scope")
 
 
-def tensor_core_phase_busy(trace) -> "pandas.DataFrame":
+def tensor_core_phase_busy(trace) -> pd.DataFrame:
     """Per (SM, warp group): fraction of the group's recorded span spent in tensor-core scopes.
 
     ``span`` = last scope end - first scope start of that (cu, simd); ``busy`` = length of the
     union of its ``qk`` and ``pv`` intervals; ``busy_fraction`` = busy / span.
     """
-    import pandas as pd
     df = trace.df
     rows = []
     for (cu, simd), g in df.groupby(["cu", "simd"], sort=True):
@@ -218,7 +215,7 @@ def tensor_core_phase_busy(trace) -> "pandas.DataFrame":
     return pd.DataFrame(rows)
 
 
-def tensor_core_overlap(trace) -> "pandas.DataFrame":
+def tensor_core_overlap(trace) -> pd.DataFrame:
     """Per SM with >= 2 warp groups: how much tensor-core work of one group overlaps the other's softmax.
 
     For groups 0 and 1 of an SM: ``overlap`` = length of (union of group 0's qk/pv) intersected
@@ -226,7 +223,6 @@ def tensor_core_overlap(trace) -> "pandas.DataFrame":
     = overlap / (total softmax length of both groups): 1.0 means every softmax cycle of one group
     ran while the other group was inside a tensor-core scope (perfect ping-pong).
     """
-    import pandas as pd
     df = trace.df
     rows = []
     for cu, g in df.groupby("cu", sort=True):
@@ -246,6 +242,7 @@ def tensor_core_overlap(trace) -> "pandas.DataFrame":
 # -- capture on a GPU ----
 def _require_gpu() -> None:
     try:
+        # lazy: optional GPU dependencies, and torch alone takes ~1 s to import (2-core box)
         import torch
         import triton  # noqa: F401
     except ImportError as exc:
@@ -257,14 +254,15 @@ def _require_gpu() -> None:
 
 
 def _fp8_problem(shape: AttnShape, seed: int):
+    # lazy: torch (~1 s to import on the 2-core box) only when capturing on a GPU
     import torch
 
-    from zyfa.cli.bench_main import quantise_fp8
+    from zyfa.numerics import quantize_fp8  # lazy: imports torch
     gen = torch.Generator(device="cuda").manual_seed(seed)
     dims = ((shape.seqlen_q, shape.heads, shape.headdim), (shape.seqlen_k, shape.heads_k, shape.headdim),
             (shape.seqlen_k, shape.heads_k, shape.headdim_v))
     q, k, v = (torch.randn(shape.batch, s, h, d, generator=gen, device="cuda", dtype=torch.bfloat16) for s, h, d in dims)
-    return [quantise_fp8(x, shape.heads_k) for x in (q, k, v)]
+    return [quantize_fp8(x, nheads_k=shape.heads_k) for x in (q, k, v)]
 
 
 def capture(shape: AttnShape, out_dir: str | Path, config: ProtonConfig = ProtonConfig(),
@@ -275,13 +273,15 @@ def capture(shape: AttnShape, out_dir: str | Path, config: ProtonConfig = Proton
     session (``data="tree"``), and of the plain kernel with no session. Needs a GPU.
     """
     _require_gpu()
+    # lazy: the GPU capture's optional dependencies (torch ~1 s to import; triton, which the Triton
+    # kernel modules import at their top)
     import torch
     import triton
     import triton.profiler as proton
     import triton.profiler.language as pl
 
-    from zyfa.kernels.triton._common import TileConfig
-    from zyfa.kernels.triton.attn_fp8 import attention_fp8
+    from zyfa.kernels.triton._common import TileConfig  # lazy: imports triton
+    from zyfa.kernels.triton.attn_fp8 import attention_fp8  # lazy: imports triton
 
     if hasattr(pl, "enable_semantic"):  # Proton instruments only Gluon kernels unless asked
         pl.enable_semantic("triton")
@@ -309,7 +309,7 @@ def capture(shape: AttnShape, out_dir: str | Path, config: ProtonConfig = Proton
     proton.finalize()
     clock = float("nan")
     try:
-        import pynvml
+        import pynvml  # lazy: optional dependency (extra [gpu]: nvidia-ml-py)
         pynvml.nvmlInit()
         clock = float(pynvml.nvmlDeviceGetClockInfo(pynvml.nvmlDeviceGetHandleByIndex(0), pynvml.NVML_CLOCK_SM))
     except Exception:  # NVML missing: the clock stays unknown (NaN)
@@ -331,7 +331,7 @@ def run_kernel_trace(kernel: str, shape: AttnShape, out_dir: str | Path,
     if kernel != "triton-fp8":
         raise ValueError(f"kernel {kernel!r} has no Proton scopes; the Proton tracer supports 'triton-fp8'")
     _require_gpu()
-    import torch
+    import torch  # lazy: torch (~1 s to import) only when capturing on a GPU
     cfg = config or ProtonConfig()
     info = capture(shape, out_dir, cfg)
     if not Path(info["chrome_trace"]).is_file():

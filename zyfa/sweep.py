@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
 
 import pandas as pd
+from tqdm import tqdm
 
 from zyfa.shapes import AttnShape, parse_shape
 from zyfa.trace.safeio import SafeIOError, atomic_path, loads_json, read_bytes, write_text
@@ -245,7 +246,7 @@ def load_spec(path) -> SweepSpec:
         if path.suffix == ".toml":
             data = tomllib.loads(text)
         else:
-            import yaml  # optional dependency (the "sweep" extra): only YAML specs need it
+            import yaml  # lazy: optional dependency (the "sweep" extra): only YAML specs need it
 
             data = yaml.safe_load(text)
     except (tomllib.TOMLDecodeError, ImportError, RecursionError) as exc:
@@ -358,7 +359,7 @@ class ResultStore:
         """All rows (only ``spec``'s points when given), also written to ``results.parquet``."""
         df = self.load()
         if spec is not None and len(df):
-            df = df[[spec.contains(_row_point(row)) for _, row in df.iterrows()]].reset_index(drop=True)
+            df = df[[spec.contains(row_point(row)) for _, row in df.iterrows()]].reset_index(drop=True)
         if len(df):
             with atomic_path(self.out / "results.parquet") as tmp:
                 df.to_parquet(tmp, index=False)
@@ -425,7 +426,7 @@ def folder_lock(out_dir) -> Iterator[None]:
 
 
 def _ray_pool(address: str, workers: Optional[int]):
-    import ray
+    import ray  # lazy: optional dependency (the "sweep" extra); only running a sweep needs it
 
     if not ray.is_initialized():
         kwargs = dict(include_dashboard=False, log_to_driver=False, logging_level="ERROR")
@@ -446,8 +447,6 @@ def run_points(points: list[Point], evaluator: str, store: ResultStore, address:
     pending = {remote.remote(evaluator, p): p for p in points}
     bar = None
     if progress:
-        from tqdm import tqdm
-
         bar = tqdm(total=len(points), desc="sweep", unit="pt")
     rows, buffer = [], []
     try:
@@ -557,30 +556,11 @@ def format_ranking(ranked: pd.DataFrame, spec: SweepSpec) -> str:
         index=False, float_format=lambda x: f"{x:.4g}")
 
 
-def _row_point(row: pd.Series) -> Point:
+def row_point(row: pd.Series) -> Point:
+    """The point of one results row (its ``shape.*`` and ``param.*`` columns)."""
     shape = {k.split(".", 1)[1]: v for k, v in row.items() if k.startswith("shape.") and not pd.isna(v)}
     params = {k.split(".", 1)[1]: v for k, v in row.items() if k.startswith("param.") and not pd.isna(v)}
     for key, value in list(shape.items()) + list(params.items()):
         if hasattr(value, "item"):  # numpy scalars back to Python for the generator
             (shape if key in shape else params)[key] = value.item()
     return Point(shape, params)
-
-
-def save_best_and_baseline(results: pd.DataFrame, spec: SweepSpec, out_dir) -> dict[str, Path]:
-    """Re-simulates the best point (and the baseline, if the spec names one) for the best
-    point's shape and saves both traces under ``out_dir`` for the web UI."""
-    from zyfa.sweep_eval import simulate
-
-    ranked = rank(results, spec.objective, spec.maximise, top=1)
-    if ranked.empty:
-        return {}
-    best = _row_point(ranked.iloc[0])
-    chosen = {"best": best}
-    if spec.baseline is not None:
-        params = {**{k: v[0] for k, v in spec.params.items()}, **spec.baseline}
-        chosen["baseline"] = Point(best.shape, params)
-    paths = {}
-    for label, point in chosen.items():
-        trace, _ = simulate(point.shape, point.params)
-        paths[label] = trace.save(Path(out_dir) / label)  # the sweep folder's own files (claim_folder)
-    return paths

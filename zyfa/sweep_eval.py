@@ -9,18 +9,21 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from pathlib import Path
 from typing import Optional
+
+import pandas as pd
 
 from zyfa.analyzer import summary
 from zyfa.kernels.gfx950 import KernelConfig
 from zyfa.shapes import AttnShape, parse_shape
-from zyfa.sweep import EVALUATORS
+from zyfa import sweep
 from zyfa.trace.cdna4 import tracer
 from zyfa.trace.cdna4.estimate import EstimateConfig
 
 # generator parameters a sweep may set (KernelConfig fields other than the name and head dims);
 # declared with the evaluator so that a spec is checked before anything runs
-SWEEPABLE = EVALUATORS["cycle-model"].params
+SWEEPABLE = sweep.EVALUATORS["cycle-model"].params
 
 
 def kernel_config(shape: AttnShape, params: dict) -> KernelConfig:
@@ -59,3 +62,21 @@ def evaluate_cycle_model(shape_fields: dict, params: dict) -> dict:
         "agprs": build["agprs"],
         "lds_bytes": build["lds_bytes"],
     }
+
+
+def save_best_and_baseline(results: pd.DataFrame, spec: sweep.SweepSpec, out_dir) -> dict[str, Path]:
+    """Re-simulates the best point (and the baseline, if the spec names one) for the best
+    point's shape and saves both traces under ``out_dir`` for the web UI."""
+    ranked = sweep.rank(results, spec.objective, spec.maximise, top=1)
+    if ranked.empty:
+        return {}
+    best = sweep.row_point(ranked.iloc[0])
+    chosen = {"best": best}
+    if spec.baseline is not None:
+        params = {**{k: v[0] for k, v in spec.params.items()}, **spec.baseline}
+        chosen["baseline"] = sweep.Point(best.shape, params)
+    paths = {}
+    for label, point in chosen.items():
+        trace, _ = simulate(point.shape, point.params)
+        paths[label] = trace.save(Path(out_dir) / label)  # the sweep folder's own files (claim_folder)
+    return paths

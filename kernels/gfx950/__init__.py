@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from zyfa.kernels.gfx950 import kernargs
+from zyfa.kernels.gfx950.build import build
 from zyfa.kernels.gfx950.schedule import ROWS_PER_WG, VARIANTS, WAVES, KernelConfig
 from zyfa.kernels.spec import KernelBuild, KernelSpec
 from zyfa.shapes import AttnShape
@@ -61,7 +62,6 @@ def build_for(name: str, shape: AttnShape) -> KernelBuild:
 def build_config(config: KernelConfig) -> KernelBuild:
     """Generate, assemble and describe any :class:`KernelConfig` (registered or not: the
     sweep and the web UI's what-if build variants this way)."""
-    from zyfa.kernels.gfx950.build import build
     built = build(config)
     gen = built.generated
     meta = {

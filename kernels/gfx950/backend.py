@@ -21,6 +21,7 @@ from typing import Optional
 import torch
 
 from zyfa.backends import AttentionArgs, Backend, register_backend
+from zyfa.kernels.gfx950 import build_for
 from zyfa.kernels.gfx950 import kernargs as ka
 from zyfa.kernels.gfx950.schedule import ROWS_PER_WG, WAVES
 from zyfa.shapes import AttnShape
@@ -187,7 +188,6 @@ class Launcher:
         self._functions: dict = {}
 
     def function(self, kernel: str, shape: AttnShape):
-        from zyfa.kernels.gfx950 import build_for
         built = build_for(kernel, shape)
         key = (kernel, built.code_object)
         if key not in self._functions:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+from zyfa.gfx950 import timing
 from zyfa.kernels.gfx950.generator import Generated
 
 
@@ -42,7 +43,6 @@ def _cluster_insts(generated: Generated, name: str, group: int = 0) -> list:
 
 
 def _cycles(insts, unit: str) -> tuple[int, Counter]:
-    from zyfa.gfx950 import timing
     total, by_opcode = 0, Counter()
     for inst in insts:
         cls = timing.op_class(inst.opcode)

@@ -16,10 +16,11 @@ from collections import Counter
 from dataclasses import dataclass, field, fields
 from typing import Optional
 
+from zyfa.gfx950 import timing
 from zyfa.gfx950.isa import classify
 
 from zyfa.kernels.gfx950.dsl import Abs, Allocator, Asm, Instr, Label, Neg, Reg
-from zyfa.kernels.gfx950.kernargs import KERNARG_SIZE, field_offset
+from zyfa.kernels.gfx950.kernargs import KERNARG_SIZE, field_offset, metadata_args
 from zyfa.kernels.gfx950.schedule import (BLOCK_M, BLOCK_N, MFMA_EMITTERS, ROWS_PER_WG, SCALE_BLOCK, WAVES,
                                           Cluster, KernelConfig, barrier_intervals, loads_per_thread, schedule)
 
@@ -1057,7 +1058,6 @@ def pad_hazards(asm: Asm) -> int:
     """Insert ``s_nop`` so that every MFMA/VALU register hazard of the cycle model's table
     (``zyfa.gfx950.timing.HAZARDS``) is covered in program order. Branch paths are verified
     separately by ``zyfa.gfx950.hazards.check_hazards`` (tests). Returns the nops inserted."""
-    from zyfa.gfx950 import timing
     rules = {rule.name: rule for rule in timing.HAZARDS}
     clock = 0  # wait states issued so far
     last: dict[int, tuple[int, str, int, frozenset]] = {}  # register -> (clock after producer, unit, passes, defs)
@@ -1141,7 +1141,6 @@ def generate(config: KernelConfig) -> Generated:
 
 
 def _document(kernel: _Kernel, symbol: str, sgprs: int) -> str:
-    from zyfa.kernels.gfx950.kernargs import metadata_args
     c = kernel.c
     accum_offset = kernel.vgprs
     total_vgprs = accum_offset + -(-kernel.agprs // 8) * 8

@@ -85,14 +85,15 @@ class AotKernel:
 
 def _kernel_fn(kernel: str):
     if kernel == "fp8":
+        # lazy: the kernel modules import triton (an optional dependency); only a triton-* build needs it
         from zyfa.kernels.triton.attn_fp8 import _attn_fwd_fp8
         return _attn_fwd_fp8.fn
-    from zyfa.kernels.triton.attn_bf16 import _attn_fwd_bf16
+    from zyfa.kernels.triton.attn_bf16 import _attn_fwd_bf16  # lazy: as above
     return _attn_fwd_bf16.fn
 
 
 def _constexprs(v: AotVariant) -> dict:
-    from zyfa.kernels.triton._common import BLOCK_KEYS, padded_headdim
+    from zyfa.kernels.triton._common import BLOCK_KEYS, padded_headdim  # lazy: imports triton (optional)
     fp8 = v.kernel == "fp8"
     const = dict(HEAD_DIM=v.headdim, HEAD_DIM_V=v.headdim_v, HEAD_DIM_PAD=padded_headdim(v.headdim, fp8),
                  HEAD_DIM_V_PAD=padded_headdim(v.headdim_v, fp8), IS_CAUSAL=v.causal, BLOCK_M=v.block_m,
@@ -144,6 +145,7 @@ def _compile(kernel: str, const: dict, target: tuple, num_warps: int, num_stages
     compiler pipeline K/V loads through shared memory (``cp.async``), the largest footprint.
     Returns (compiled kernel, its argument names, their signature types).
     """
+    # lazy: triton is an optional dependency (extras [gpu], [test]); only a triton-* build needs it
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -196,7 +198,7 @@ def hopper_shared_bytes(kernel: str, headdim: int, headdim_v: int, config, causa
     the most shared memory (16-divisible pointers and strides; the FP8 kernel's transposed V has
     key stride 1, as :func:`~zyfa.kernels.triton.attn_fp8.attention_fp8` launches it on CUDA).
     """
-    from zyfa.kernels.triton._common import padded_headdim
+    from zyfa.kernels.triton._common import padded_headdim  # lazy: imports triton (optional)
     fp8 = kernel == "fp8"
     const = dict(HEAD_DIM=headdim, HEAD_DIM_V=headdim_v, HEAD_DIM_PAD=padded_headdim(headdim, fp8),
                  HEAD_DIM_V_PAD=padded_headdim(headdim_v, fp8), IS_CAUSAL=causal, INTERPRET=False,

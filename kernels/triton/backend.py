@@ -32,10 +32,12 @@ def unsupported(args: AttentionArgs) -> Optional[str]:
 
 def forward(args: AttentionArgs) -> tuple[torch.Tensor, torch.Tensor]:
     if args.is_fp8:
+        # lazy: the kernel modules import triton, which a CPU-only install lacks; the backend itself
+        # registers (and reports itself unavailable) without it
         from zyfa.kernels.triton.attn_fp8 import attention_fp8
         return attention_fp8(args.q, args.k, args.v, args.softmax_scale, args.causal,
                              args.q_descale, args.k_descale, args.v_descale, recipe=args.recipe)
-    from zyfa.kernels.triton.attn_bf16 import attention_bf16
+    from zyfa.kernels.triton.attn_bf16 import attention_bf16  # lazy: as above
     return attention_bf16(args.q, args.k, args.v, args.softmax_scale, args.causal)
 
 

@@ -6,7 +6,7 @@ import textwrap
 import pandas as pd
 import pytest
 
-from zyfa import sweep
+from zyfa import sweep, sweep_eval
 
 
 def write(tmp_path, text, name="spec.toml"):
@@ -134,7 +134,7 @@ def test_small_sweep_on_local_ray_resumes(tmp_path, ray_local):
     # Ranking and the traces the UI opens.
     ranked = sweep.rank(again, "tflops")
     assert ranked["tflops"].is_monotonic_decreasing
-    paths = sweep.save_best_and_baseline(again, spec, out)
+    paths = sweep_eval.save_best_and_baseline(again, spec, out)
     from zyfa.trace.schema import Trace
 
     best = Trace.load(paths["best"])

@@ -20,8 +20,8 @@ from zyfa.gfx950 import isa
 from zyfa.kernels import aiter
 from zyfa.shapes import AttnShape
 from zyfa.trace.emu.asm import from_cdna4_program
-from zyfa.trace.emu.attention import EmulationResult, make_inputs
 from zyfa.trace.emu.machine import Launch, Program, run_kernel
+from zyfa.trace.emu.result import EmulationResult, make_inputs
 from zyfa.trace.emu.state import Memory
 
 _PROGRAMS: dict[str, tuple] = {}

@@ -10,92 +10,26 @@ per-(batch, kv head) constants ``[t, 8t, dv, 0]``; they are placed at the addres
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
 import torch
 
+from zyfa import numerics
+from zyfa.kernels import registry
+from zyfa.kernels.gfx950 import kernargs as ka
 from zyfa.shapes import AttnShape
+from zyfa.trace.emu.aiter_fwd import emulate_aiter
 from zyfa.trace.emu.errors import EmulationError
 from zyfa.trace.emu.launch import program_for
-from zyfa.trace.emu.machine import Launch, Stats, run_kernel
+from zyfa.trace.emu.machine import Launch, run_kernel
+from zyfa.trace.emu.result import EmulationResult, make_inputs
 from zyfa.trace.emu.state import Memory
-
-
-@dataclass
-class EmulationResult:
-    """Values a kernel computed in the emulator, the numerics reference, and counters.
-
-    ``out`` (b, s_q, h, d_v) bfloat16 and ``lse`` (b, h, s_q) float32 from the kernel;
-    ``ref_out``/``ref_lse`` from ``zyfa.numerics`` on the same inputs. ``bitwise_fraction``:
-    fraction of output elements whose bf16 bits equal the reference; ``max_abs_err``: largest
-    |out - ref_out|; ``max_lse_err`` likewise for finite lse. ``stats``: executed instructions per
-    opcode and LDS bank-conflict cycles per instruction index. ``seconds``: emulation wall time.
-    """
-
-    kernel: str
-    shape: AttnShape
-    out: torch.Tensor
-    lse: torch.Tensor
-    ref_out: torch.Tensor
-    ref_lse: torch.Tensor
-    stats: Stats
-    seconds: float
-    inputs: dict = field(default_factory=dict)
-    reference: str = ""
-
-    def __str__(self) -> str:
-        executed = sum(self.stats.executed.values())
-        return (f"{self.kernel} on {self.shape}: output bit-identical to {self.reference} for "
-                f"{100 * self.bitwise_fraction:.3f}% of elements, max |out - ref| "
-                f"{self.max_abs_err:.3g}, max |lse - ref| {self.max_lse_err:.3g}; {executed} "
-                f"wave instructions, {self.lds_conflict_cycles} LDS bank-conflict cycles; "
-                f"emulated in {self.seconds:.1f} s")
-
-    @property
-    def bitwise_fraction(self) -> float:
-        a = self.out.view(torch.int16)
-        b = self.ref_out.view(torch.int16)
-        return float((a == b).double().mean())
-
-    @property
-    def max_abs_err(self) -> float:
-        return float((self.out.float() - self.ref_out.float()).abs().max())
-
-    @property
-    def max_lse_err(self) -> float:
-        both = torch.isfinite(self.ref_lse) & torch.isfinite(self.lse)
-        if not bool(both.any()):
-            return 0.0
-        return float((self.lse - self.ref_lse)[both].abs().max())
-
-    @property
-    def lds_conflict_cycles(self) -> int:
-        return int(sum(self.stats.lds_conflict_cycles.values()))
-
-
-def make_inputs(shape: AttnShape, seed: int = 0) -> dict:
-    """Gaussian q, k, v (FA layout), quantised per (batch, kv head) for fp8 kernels."""
-    from zyfa import numerics
-
-    g = torch.Generator().manual_seed(seed)
-    q = torch.randn(shape.batch, shape.seqlen_q, shape.heads, shape.headdim, generator=g)
-    k = torch.randn(shape.batch, shape.seqlen_k, shape.heads_k, shape.headdim, generator=g)
-    v = torch.randn(shape.batch, shape.seqlen_k, shape.heads_k, shape.headdim_v, generator=g)
-    if shape.dtype == "bf16":
-        return {"q": q.bfloat16(), "k": k.bfloat16(), "v": v.bfloat16()}
-    q8, dq = numerics.quantize_fp8(q, nheads_k=shape.heads_k)
-    k8, dk = numerics.quantize_fp8(k)
-    v8, dv = numerics.quantize_fp8(v)
-    return {"q": q8, "k": k8, "v": v8, "q_descale": dq, "k_descale": dk, "v_descale": dv}
 
 
 def _constants(shape: AttnShape, inputs: dict, softmax_scale: float) -> np.ndarray:
     """[t, 8t, dv, 0] per (batch, kv head), t = fp32(fp32(scale*LOG2E) * fp32(dq*dk))."""
-    from zyfa.numerics import LOG2E_F32
-
-    c = torch.tensor(softmax_scale, dtype=torch.float32) * torch.tensor(LOG2E_F32, dtype=torch.float32)
+    c = torch.tensor(softmax_scale, dtype=torch.float32) * torch.tensor(numerics.LOG2E_F32, dtype=torch.float32)
     if shape.dtype == "bf16":
         t = c.expand(shape.batch, shape.heads_k)
         dv = torch.ones(shape.batch, shape.heads_k)
@@ -136,14 +70,9 @@ def emulate_kernel(kernel, shape: AttnShape, inputs: Optional[dict] = None, seed
     (``build.meta["keys_per_tile"]``), so their reference runs with that block size; the
     block-scaled variants use the spec's 64-key blocks.
     """
-    from zyfa import numerics
-    from zyfa.kernels import registry
-    from zyfa.kernels.gfx950 import kernargs as ka
-
     if not isinstance(shape, AttnShape):
         raise TypeError(f"shape must be a zyfa.shapes.AttnShape, got {type(shape).__name__}")
     if isinstance(kernel, str) and kernel.startswith("aiter:"):
-        from zyfa.trace.emu.aiter_fwd import emulate_aiter
         if inputs is not None or softmax_scale is not None:
             raise ValueError("aiter: kernels take generated inputs and the default softmax_scale")
         return emulate_aiter(kernel.removeprefix("aiter:"), shape, seed, quantum)

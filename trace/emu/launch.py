@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from zyfa.gfx950 import isa
 from zyfa.trace.emu.asm import AsmKernel, from_cdna4_program, parse_asm
 from zyfa.trace.emu.errors import EmulationError
 from zyfa.trace.emu.machine import Launch, Program, Stats, run_kernel
@@ -21,9 +22,8 @@ def load_asm(text: str) -> AsmKernel:
     this package's own parser when that front end cannot be used (no llvm-mc-22)."""
     own = parse_asm(text)
     try:
-        from zyfa.gfx950 import isa
         program = isa.parse_asm(text.split(".amdgpu_metadata")[0])
-    except (ImportError, ValueError, OSError, RuntimeError):
+    except (ValueError, OSError, RuntimeError):
         return own
     kernel = from_cdna4_program(program)
     return AsmKernel(kernel.name, kernel.insts, kernel.labels, kernel.descriptor or own.descriptor,

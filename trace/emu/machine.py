@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from zyfa.trace.emu.asm import AsmKernel, Inst
+from zyfa.trace.emu.asm import AsmKernel, Inst, parse_asm
 from zyfa.trace.emu.errors import EmulationError
 from zyfa.trace.emu.mfma import compile_mfma
 from zyfa.trace.emu.scalar import BARRIER, ENDPGM, compile_scalar
@@ -234,8 +234,6 @@ def run_snippet(text: str, vgprs: dict | None = None, sgprs: dict | None = None,
     ``s_endpgm`` or after the last instruction. Returns the wave and its workgroup context
     (``group.lds``, ``group.stats``).
     """
-    from zyfa.trace.emu.asm import parse_asm
-
     body = text if "s_endpgm" in text else text + "\ns_endpgm"
     program = Program(parse_asm(body))
     group = Group(memory or Memory(), LDS_BYTES, Stats())

@@ -17,6 +17,7 @@ import torch
 from zyfa.shapes import AttnShape
 from zyfa.trace.emu import formats as F
 from zyfa.trace.emu import triton_refs as T
+from zyfa.trace.emu.aiter_fwd import emulate_aiter
 from zyfa.trace.emu.attention import emulate_kernel
 from zyfa.trace.emu.launch import launch
 
@@ -115,7 +116,6 @@ def main(argv=None) -> int:
                   f"{r.max_abs_err:>10.3g} {r.max_lse_err:>12.3g}  (lse max_err; "
                   f"{r.lds_conflict_cycles} LDS conflict cycles, {r.seconds:.1f} s)")
     if not args.skip_aiter:
-        from zyfa.trace.emu.aiter_fwd import emulate_aiter
         for name, causal in (("fwd_hd128_bf16_causal", True), ("fwd_hd128_bf16", False)):
             for s in args.seqlen:
                 shape = AttnShape(batch=1, heads=1, heads_k=1, seqlen_q=s, seqlen_k=s,

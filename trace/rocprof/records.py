@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Optional
 
+from zyfa.gfx950.isa import disassemble, parse_asm
 from zyfa.trace.rocprof.isa import CATEGORIES, canonical_opcode, split_isa, stall_reason, unit_of
 
 CU_STRIDE = 16  # att-target-cu is 0-15 (rocprofv3 thread-trace guide, parameter table)
@@ -197,9 +198,7 @@ class RegionMap:
 
     @classmethod
     def from_build(cls, build) -> "RegionMap":
-        """From a :class:`zyfa.kernels.registry.KernelBuild` (assembly text preferred, as the model)."""
-        from zyfa.gfx950.isa import disassemble, parse_asm
-
+        """From a :class:`zyfa.kernels.spec.KernelBuild` (assembly text preferred, as the model)."""
         if build.asm is not None:
             program = parse_asm(build.asm, kernel=build.symbol)
         elif build.code_object is not None:

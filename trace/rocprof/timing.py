@@ -7,13 +7,12 @@ sourced timing table of the project, :mod:`zyfa.gfx950.timing` (no numbers here)
 
 from __future__ import annotations
 
+from zyfa.gfx950.timing import op_class
 from zyfa.trace.rocprof.records import MfmaCycles
 
 
 def model_mfma_cycles() -> MfmaCycles:
     """``opcode -> cycles`` for MFMA mnemonics from the CDNA4 timing table (None for other units)."""
-    from zyfa.gfx950.timing import op_class
-
     def cycles(opcode: str):
         cls = op_class(opcode)
         return cls.cycles if cls.unit == "MFMA" else None

@@ -31,8 +31,9 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from zyfa.shapes import AttnShape
 from zyfa.gfx950.isa import disassemble
+from zyfa.kernels.registry import KernelSpec, get_kernel
+from zyfa.shapes import AttnShape
 from zyfa.trace.errors import TracerUnavailable
 from zyfa.trace.rocprof.records import RegionMap, annotate, wave_records
 from zyfa.trace.rocprof.sdk import (DECODER_LIBRARY, FALLBACK_HINT, SDK_LIBRARY, ThreadTraceParams,
@@ -129,8 +130,6 @@ def _assemble(asm: str, out: Path, env: dict) -> Path:
 
 
 def _resolve(kernel):
-    from zyfa.kernels.registry import KernelSpec, get_kernel
-
     if isinstance(kernel, KernelSpec):
         return kernel
     if not isinstance(kernel, str) or not kernel:

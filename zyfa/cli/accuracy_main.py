@@ -47,6 +47,7 @@ import torch
 
 import zyfa
 from zyfa import numerics
+from zyfa.activations import ActivationsUnavailable, minilm_qkv
 from zyfa.cli.errors import Parser, add_debug_flag, guarded, pop_debug
 
 SOURCES = ("gaussian", "outliers", "real")
@@ -144,7 +145,6 @@ class RowResult:
 def make_inputs(config: StudyConfig) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """float32 Q, K, V (batch, seqlen, heads, headdim) of the configured source."""
     if config.source == "real":
-        from zyfa.activations import minilm_qkv
         return minilm_qkv(config.seqlen)
     gen = torch.Generator().manual_seed(config.seed)
     hk = config.heads_k or config.heads
@@ -266,7 +266,6 @@ def config_from_args(args: argparse.Namespace) -> StudyConfig:
 
 
 def run(args: argparse.Namespace) -> int:
-    from zyfa.activations import ActivationsUnavailable
     try:
         config = config_from_args(args)
     except ValueError as exc:

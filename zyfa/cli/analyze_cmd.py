@@ -14,6 +14,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from zyfa.analyzer.report import render, render_tables
+from zyfa.trace.schema import Trace, TraceError
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("trace", help="trace file (.parquet, its .json sidecar, or the common stem)")
@@ -26,8 +29,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from zyfa.analyzer.report import render, render_tables
-    from zyfa.trace.schema import Trace, TraceError
 
     try:
         trace = Trace.load(args.trace)

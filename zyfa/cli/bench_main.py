@@ -59,6 +59,7 @@ class BenchRow:
 # -- inputs ----
 def quantise_fp8(x, heads_k: int):
     """(b, s, h, d) -> (float8_e4m3fn tensor, float32 descale (b, h_k)); amax per KV-head group."""
+    # lazy: torch (~1 s to import on the 2-core box) only when benchmarking; --html re-renders without it
     import torch
     b, s, h, d = x.shape
     amax = x.abs().reshape(b, s, heads_k, h // heads_k, d).amax(dim=(1, 3, 4)).float().clamp_min(1e-12)
@@ -71,6 +72,7 @@ class Inputs:
     """BF16 inputs of one shape and their FP8 quantisation."""
 
     def __init__(self, shape: AttnShape, seed: int = 0):
+        # lazy: torch (~1 s to import on the 2-core box) only when benchmarking; --html re-renders without it
         import torch
         gen = torch.Generator(device="cuda").manual_seed(seed)
 
@@ -89,6 +91,7 @@ class Inputs:
 
 # -- backends: name -> builder(inputs) -> zero-argument callable returning out (b, s, h, d_v) ----
 def _zyfa_fp8(x: Inputs):
+    # lazy: the Triton kernel modules import triton (optional dependency, extra [gpu])
     from zyfa.kernels.triton.attn_fp8 import attention_fp8
     return lambda: attention_fp8(x.q8, x.k8, x.v8, x.scale, x.shape.causal, x.dq, x.dk, x.dv)[0]
 
@@ -102,12 +105,14 @@ def _zyfa_cute_fp8(pingpong: bool):
 
 
 def _zyfa_bf16(x: Inputs):
+    # lazy: as above
     from zyfa.kernels.triton.attn_bf16 import attention_bf16
     return lambda: attention_bf16(x.q, x.k, x.v, x.scale, x.shape.causal)[0]
 
 
 def _sdpa(kind: str):
     def build(x: Inputs):
+        # lazy: torch (~1 s to import on the 2-core box) only when benchmarking; --html re-renders without it
         import torch
         from torch.nn.attention import SDPBackend, sdpa_kernel
         backend = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}[kind]
@@ -125,6 +130,7 @@ def _sdpa(kind: str):
 
 def _fa3(fp8: bool):
     def build(x: Inputs):
+        # lazy: optional package fa3-fwd (FlashAttention-3)
         from fa3_fwd_interface import flash_attn_func as fa3
 
         def first(r):
@@ -152,6 +158,7 @@ class NvmlSampler:
         self.period_s = period_s
         self.handle = None
         try:
+            # lazy: optional dependency nvidia-ml-py (extra [gpu])
             import pynvml
             pynvml.nvmlInit()
             self.nvml = pynvml
@@ -187,6 +194,7 @@ class NvmlSampler:
 
 def reference_fp64(x: Inputs, kv_heads: int):
     """fp64 attention of the unquantised inputs for the first ``kv_heads`` KV heads."""
+    # lazy: flash_attn_func imports torch
     from zyfa import flash_attn_func
     g = x.shape.heads // x.shape.heads_k
     hk = min(kv_heads, x.shape.heads_k)
@@ -196,7 +204,9 @@ def reference_fp64(x: Inputs, kv_heads: int):
 
 def measure(model: str, shape: AttnShape, backend: str, x: Inputs, ref, ref_heads: int,
             warmup_ms: float, rep_ms: float, sampler: NvmlSampler) -> BenchRow:
+    # lazy: torch (~1 s to import on the 2-core box) only when benchmarking; --html re-renders without it
     import torch
+    # lazy: triton, optional dependency (extra [gpu])
     import triton
     base = dict(model=model, shape=str(shape.with_(dtype="bf16")).removesuffix(" bf16"),
                 seqlen=shape.seqlen_q, backend=backend)
@@ -234,6 +244,7 @@ def shapes_for(models: list[str], seqlens: list[int], causal: bool) -> list[tupl
 def write_html(rows: list[BenchRow], path: Path) -> bool:
     """Grouped TFLOP/s bars per model shape; False (and a message) when plotly is missing."""
     try:
+        # lazy: plotly only for --html output
         import plotly.graph_objects as go
         from plotly.subplots import make_subplots
     except ImportError:
@@ -285,6 +296,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"zyfa-bench: --html-from {csv_path}: no such file", file=sys.stderr)
             return 2
         return 0 if write_html(read_csv(csv_path), csv_path.with_suffix(".html")) else 1
+    # lazy: torch (~1 s to import on the 2-core box) only when benchmarking; --html re-renders without it
     import torch
     if not torch.cuda.is_available():
         print("zyfa-bench needs a CUDA or ROCm GPU; none is visible to torch", file=sys.stderr)

@@ -10,6 +10,8 @@ import time
 
 import torch
 
+import zyfa
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch", type=int, default=1)
@@ -21,8 +23,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import zyfa
-
     gen = torch.Generator().manual_seed(args.seed)
     shape = (args.batch, args.seqlen, args.heads, args.headdim)
     q, k, v = (torch.randn(shape, generator=gen).to(torch.bfloat16) for _ in range(3))

@@ -17,7 +17,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from zyfa.analyzer.perfetto import write_perfetto
+from zyfa.analyzer.report import render, render_tables
 from zyfa.trace.safeio import check_output, write_text
+from zyfa.trace.schema import Trace
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -31,10 +34,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from zyfa.analyzer.perfetto import write_perfetto
-    from zyfa.analyzer.report import render, render_tables
-    from zyfa.trace.schema import Trace
-
     outputs = [(flag, path) for flag, path in (("--perfetto", args.perfetto), ("--csv", args.csv), ("--md", args.md))
                if path]
     if not outputs:

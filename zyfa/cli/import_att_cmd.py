@@ -16,6 +16,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from zyfa.gfx950.isa import load_program
+from zyfa.kernels.registry import get_kernel
+from zyfa.shapes import AttnShape
+from zyfa.trace.rocprof import import_att_dir
+from zyfa.trace.rocprof.records import RegionMap
+from zyfa.trace.rocprof.timing import model_mfma_cycles
 from zyfa.trace.safeio import SafeIOError, check_output
 from zyfa.trace.schema import Trace
 
@@ -48,12 +54,10 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from zyfa.trace.rocprof import import_att_dir
-
     _check_outputs(args)
     regions = None if args.program is None else _regions(args)
     trace = import_att_dir(args.directory, dispatch=args.dispatch, kernel=args.kernel, arch=args.arch,
-                           clock_mhz=args.clock_mhz, mfma_cycles=_mfma_cycles(), regions=regions,
+                           clock_mhz=args.clock_mhz, mfma_cycles=model_mfma_cycles(), regions=regions,
                            provenance={"command": " ".join(sys.argv)})
     path = trace.save(args.output)
     extra = trace.meta.extra
@@ -66,25 +70,12 @@ def run(args: argparse.Namespace) -> int:
 def _regions(args):
     """RegionMap of ``--program``: a .s/.co file (labels), else a registered kernel built for its head
     dim (its schedule clusters, as the cycle model uses them)."""
-    from pathlib import Path
-
-    from zyfa.gfx950.isa import load_program
-    from zyfa.trace.rocprof.records import RegionMap
-
     if Path(args.program).suffix in (".s", ".co", ".hsaco", ".o", ".elf"):
         if not Path(args.program).is_file():
             raise FileNotFoundError(f"--program {args.program}: no such file (give the kernel's .s or code object, "
                                     "or a registered kernel name)")
         return RegionMap.from_program(load_program(args.program))
-    from zyfa.kernels.registry import get_kernel
-    from zyfa.shapes import AttnShape
-
     spec = get_kernel(args.program)
     return RegionMap.from_build(spec.build(AttnShape(headdim=args.headdim, headdim_v=args.headdim,
                                                      dtype=args.dtype or spec.dtype)))
 
-
-def _mfma_cycles():
-    from zyfa.trace.rocprof.timing import model_mfma_cycles
-
-    return model_mfma_cycles()

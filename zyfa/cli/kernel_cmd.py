@@ -161,8 +161,7 @@ def _hardware_backend(args, kernel, shape) -> int:
 
 
 def _emulate(kernel: str, shape) -> None:
-    # lazy: the emulator imports torch, which only --emulate needs (start-up cost measured in
-    # zyfa/cli/README.md)
+    # lazy: the emulator imports torch (~1 s on the 2-core box, measured), which only --emulate needs
     from zyfa.trace.emu import emulate_kernel
 
     result = emulate_kernel(kernel, shape)

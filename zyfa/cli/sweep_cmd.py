@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from zyfa import sweep
+from zyfa import sweep, sweep_eval
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -54,6 +54,6 @@ def run(args: argparse.Namespace) -> int:
         return 1
     print(sweep.format_ranking(ranked, spec))
     if not args.no_traces:
-        for label, path in sweep.save_best_and_baseline(results, spec, out).items():
+        for label, path in sweep_eval.save_best_and_baseline(results, spec, out).items():
             print(f"{label} trace: {path}")
     return 0

@@ -44,6 +44,8 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"zyfa-ui: --shape: {exc}", file=sys.stderr)
         return 2
+    # lazy: zyfa.webui.app (Dash, plotly) takes ~1.8 s to import on the 2-core box (measured);
+    # --help and argument errors answer without it
     from zyfa.webui.app import serve
 
     return serve(args)
