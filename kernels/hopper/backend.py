@@ -35,7 +35,7 @@ def unsupported(args: AttentionArgs) -> Optional[str]:
 
 
 def forward(args: AttentionArgs) -> tuple[torch.Tensor, torch.Tensor]:
-    from zyfa.kernels.hopper.attn_fp8_sm90 import attention_fp8_sm90  # imports the DSL: only when used
+    from zyfa.kernels.hopper.attn_fp8_sm90 import attention_fp8_sm90  # lazy: imports the CuTe DSL (optional): only when used
     return attention_fp8_sm90(args.q, args.k, args.v, args.softmax_scale, args.causal,
                               args.q_descale, args.k_descale, args.v_descale)
 

@@ -98,6 +98,7 @@ def _zyfa_fp8(x: Inputs):
 
 def _zyfa_cute_fp8(pingpong: bool):
     def build(x: Inputs):
+        # lazy: imports the CuTe DSL (optional GPU dependency)
         from zyfa.kernels.hopper.attn_fp8_sm90 import attention_fp8_sm90
         return lambda: attention_fp8_sm90(x.q8, x.k8, x.v8, x.scale, x.shape.causal, x.dq, x.dk, x.dv,
                                           pingpong=pingpong)[0]
