@@ -54,11 +54,26 @@ def _attn_fwd_bf16_inner(acc, l_i, m_i, q, k_base, v_base, t,
         p = tl.math.exp2(s * t - m_safe[:, None])
         alpha = tl.math.exp2(m_i - m_safe)
         l_i = l_i * alpha + tl.sum(p, 1)
+        if MASKED:
+            # P is 0 at masked keys, but 0 * NaN (or inf) is NaN: V's non-finite values are zeroed for
+            # the product, and the output columns of the rows that allow such a key become NaN. Row i
+            # allows key j iff j <= i + offset (causal; keys past SEQ_K were loaded as 0), so the first
+            # non-finite key of each V column is enough: no extra product.
+            vf = v.to(tl.float32)  # compared in fp32: the interpreter compares bf16 by its bits
+            v_bad = (vf != vf) | (tl.abs(vf) == float("inf"))
+            v = tl.where(v_bad, 0.0, v).to(q.dtype)
+            first_bad = tl.min(tl.where(v_bad, offs_n[:, None], 2**30), 0)
+            if IS_CAUSAL:
+                bad_cols = first_bad[None, :] <= (offs_m + offset)[:, None]
+            else:
+                bad_cols = first_bad[None, :] < 2**30
         if INTERPRET:
             pv = tl.dot(p.to(q.dtype).to(tl.float32), v.to(tl.float32), input_precision="ieee")
             acc = acc * alpha[:, None] + pv
         else:
             acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])
+        if MASKED:
+            acc = tl.where(bad_cols, float("nan"), acc)
         m_i = m_new
     return acc, l_i, m_i
 
@@ -106,7 +121,7 @@ def _attn_fwd_bf16(Q, K, V, Out, Lse, t,
                                          full_hi, hi, offset, SEQ_K, HEAD_DIM, HEAD_DIM_V, BLOCK_N,
                                          True, IS_CAUSAL, WARP_SPEC, INTERPRET)
     # -- epilogue: out = acc / l; lse = (m + log2 l) ln2; rows without keys -> 0, +inf ----
-    has_keys = l_i > 0.0
+    has_keys = l_i != 0.0  # l >= 0, or NaN when the row read a NaN or inf score: NaN out, NaN lse
     l_safe = tl.where(has_keys, l_i, 1.0)
     out = tl.where(has_keys[:, None], acc / l_safe[:, None], 0.0)
     lse = tl.where(has_keys, (m_i + tl.log2(l_safe)) * 0.6931471805599453, float("inf"))  # ln 2

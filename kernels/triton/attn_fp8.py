@@ -58,7 +58,7 @@ def _lean_p_v2(s, t, T8, m_i, C2: tl.constexpr):
 
 
 @triton.jit
-def _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
+def _attn_fwd_fp8_inner(acc, l_i, m_i, nan_i, q, k_base, v_base, t, T8,
                         stride_ks, stride_vs, stride_vd, offs_m, offs_d, offs_dv,
                         lo, hi, offset, SEQ_K,
                         HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
@@ -68,6 +68,7 @@ def _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
                         IMPRECISE_ACC: tl.constexpr, RECIPE_V2: tl.constexpr, C2: tl.constexpr):
     offs_n0 = tl.arange(0, BLOCK_N)
     magic: tl.constexpr = 12582912.0  # 1.5 * 2**23
+    NO_KEY: tl.constexpr = 2**30  # "no NaN key in this block"
     if ROWSUM_MMA:  # P @ ones gives the rounded-P row sum on the tensor cores (gfx950: one extra MFMA)
         ones = tl.full([BLOCK_N, 16], 56, tl.uint8).to(tl.float8e4nv, bitcast=True)  # e4m3 code 56 = 1.0
     for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPEC):
@@ -96,6 +97,22 @@ def _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
         if PROTON:
             pl.exit_scope("qk")
             pl.enter_scope("softmax")
+        # -- NaN (docs/numerics.md, "Non-finite inputs"), from the e4m3 bits (0x7f / 0xff): hardware
+        # max may drop NaN operands, and the interpreter decodes 0x7f as 480. Row i allows key j iff
+        # j <= i + offset (causal; keys past SEQ_K were loaded as 0), so per block it is enough to know
+        # the first NaN key (of K) and the first NaN key of each V column: no extra product ----
+        k_nan = tl.max(tl.where((kt.to(tl.uint8, bitcast=True) & 0x7F) == 0x7F, 1, 0), 0) > 0
+        first_k_nan = tl.min(tl.where(k_nan, offs_n, NO_KEY), 0)
+        v_nan = (v.to(tl.uint8, bitcast=True) & 0x7F) == 0x7F
+        first_v_nan = tl.min(tl.where(v_nan, offs_n[:, None], NO_KEY), 0)
+        if MASKED and IS_CAUSAL:
+            last = offs_m + offset  # the last key each row allows
+        else:
+            last = offs_m * 0 + (NO_KEY - 1)  # every row allows every key of the block
+        nan_i = nan_i | (first_k_nan <= last)
+        nan_cols = first_v_nan[None, :] <= last[:, None]
+        if MASKED:  # P is 0 at masked keys, but 0 * NaN is NaN: V's NaNs are zeroed for the product
+            v = tl.where(v_nan, 0, v.to(tl.uint8, bitcast=True)).to(tl.uint8).to(tl.float8e4nv, bitcast=True)
         if RECIPE_V2:
             # -- spec v2: hybrid phi offset, E8M0 2^e, FA-style alpha where the running max grew ----
             p, e, m_new, valid = _lean_p_v2(s, t, T8, m_i, C2)
@@ -110,6 +127,7 @@ def _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
             else:
                 pv = tl.dot(p, v, max_num_imprecise_acc=IMPRECISE_ACC)
             acc = tl.fma(acc, alpha[:, None], pv * blk_scale[:, None])  # one rounding (spec v2 step 5)
+            acc = tl.where(nan_cols, float("nan"), acc)
             l_i = tl.fma(l_i, alpha, tl.sum(p.to(tl.float32), 1) * blk_scale)
             m_i = m_new
             if PROTON:
@@ -158,6 +176,7 @@ def _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
                 pv = tl.dot(p_op, v_op, input_precision="ieee" if INTERPRET else None,
                             max_num_imprecise_acc=IMPRECISE_ACC)
                 acc = acc * alpha[:, None] + pv * blk_scale[:, None]
+            acc = tl.where(nan_cols, float("nan"), acc)
             if ROWSUM_MMA:
                 if INTERPRET:
                     ones_op = ones.to(tl.float32)
@@ -177,7 +196,7 @@ def _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
             m_i = m_new
             if PROTON:
                 pl.exit_scope("pv")
-    return acc, l_i, m_i
+    return acc, l_i, m_i, nan_i
 
 
 @triton.autotune(configs=autotune_configs(fp8=True), prune_configs_by={"early_config_prune": prune_for_headdim(fp8=True)},
@@ -224,14 +243,15 @@ def _attn_fwd_fp8(Q, K, V, Out, Lse, T, DV,
     else:
         l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM_V_PAD], dtype=tl.float32)
+    nan_i = tl.max(tl.where((q.to(tl.uint8, bitcast=True) & 0x7F) == 0x7F, 1, 0), 1) > 0  # q rows holding a NaN
     # -- key ranges: [0, full_hi) unmasked for every row of the tile, [full_hi, hi) masked ----
     full_hi, hi, offset = key_ranges(start_m, SEQ_Q, SEQ_K, BLOCK_M, BLOCK_N, IS_CAUSAL)
-    acc, l_i, m_i = _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
+    acc, l_i, m_i, nan_i = _attn_fwd_fp8_inner(acc, l_i, m_i, nan_i, q, k_base, v_base, t, T8,
                                         stride_ks, stride_vs, stride_vd, offs_m, offs_d, offs_dv,
                                         0, full_hi, offset, SEQ_K, HEAD_DIM, HEAD_DIM_V, BLOCK_N,
                                         False, IS_CAUSAL, WARP_SPEC, ROWSUM_MMA, ACC_IN_DOT,
                                         SCALED_PV, INTERPRET, PROTON, IMPRECISE_ACC, RECIPE_V2, C2)
-    acc, l_i, m_i = _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
+    acc, l_i, m_i, nan_i = _attn_fwd_fp8_inner(acc, l_i, m_i, nan_i, q, k_base, v_base, t, T8,
                                         stride_ks, stride_vs, stride_vd, offs_m, offs_d, offs_dv,
                                         full_hi, hi, offset, SEQ_K, HEAD_DIM, HEAD_DIM_V, BLOCK_N,
                                         True, IS_CAUSAL, WARP_SPEC, ROWSUM_MMA, ACC_IN_DOT,
@@ -244,6 +264,10 @@ def _attn_fwd_fp8(Q, K, V, Out, Lse, T, DV,
     out = tl.div_rn(acc, l_safe[:, None]) * dv
     out = tl.where(has_keys[:, None], out, 0.0)
     lse = tl.where(has_keys, (m_i + tl.log2(l_safe)) * 0.6931471805599453, float("inf"))  # ln 2
+    # a row that read a NaN score: NaN out and lse (a row with no allowed key reads nothing)
+    nan_i = nan_i & (SEQ_K > 0) & ((offs_m + offset >= 0) | (not IS_CAUSAL))
+    out = tl.where(nan_i[:, None], float("nan"), out)
+    lse = tl.where(nan_i, float("nan"), lse)
     o_ptrs = Out + off_b * stride_ob + off_h * stride_oh + offs_m[:, None] * stride_os + offs_dv[None, :]
     tl.store(o_ptrs, out.to(Out.dtype.element_ty), mask=(offs_m[:, None] < SEQ_Q) & (offs_dv[None, :] < HEAD_DIM_V))
     tl.store(Lse + off_b * stride_lb + off_h * stride_lh + offs_m, lse, mask=offs_m < SEQ_Q)

@@ -80,3 +80,15 @@ def test_fp8_v2_gaussian_within_accumulation_order(results):
     r = results["v2_gaussian_causal"]
     assert r["fp32_vs_emulator_rel_l2"] <= 1e-6
     assert r["lse_vs_emulator_max_abs"] <= 1e-5
+
+
+NAN_CASES = [f"nan_{name}_{mask}" for name in ("q_row", "k_masked_early", "v_masked_early", "v_tail", "k_all")
+             for mask in ("causal", "full")]
+
+
+@pytest.mark.parametrize("case", NAN_CASES)
+def test_nan_reaches_exactly_the_rows_that_read_it(results, case):
+    """Both kernels: the NaN pattern of out and lse is the reads rule's (emulator / reference)."""
+    r = results[case]
+    assert r["fp8_out_nan_match"] and r["fp8_lse_nan_match"] and r["fp8_nan_count"] > 0, r
+    assert r["bf16_out_nan_match"] and r["bf16_lse_nan_match"] and r["bf16_nan_count"] > 0, r

@@ -162,7 +162,52 @@ def main():
             "lse_inf_match": bool(torch.equal(torch.isinf(lse), torch.isinf(oracle_lse))),
             "out_dtype": str(out.dtype),
         }
+    results.update(nan_cases())
     print(json.dumps(results))
+
+
+def _poison(x, index, nan_code=0x7F):
+    """Copy of ``x`` with NaN at ``index`` (e4m3 NaN for fp8)."""
+    x = x.clone()
+    if x.dtype == torch.float8_e4m3fn:
+        x.view(torch.uint8)[index] = nan_code
+    else:
+        x[index] = math.nan
+    return x
+
+
+def nan_cases():
+    """NaN in q, an allowed/masked key of k, and v: the kernels' NaN pattern must be the one of the
+    reads rule (docs/numerics.md): the emulator's for FP8, the reference's for BF16."""
+    b, sq, sk, h, hk, d = 1, 70, 90, 2, 1, 32
+    out = {}
+    # (tensor slot, index): q row 5; k key 50 (masked for rows < 30); v key 60 col 3 (rows < 40 masked);
+    # v key 85 in the ragged last block; k key 3 read by every row
+    poisons = {"q_row": (0, (0, 5, 1, 7)), "k_masked_early": (1, (0, 50, 0, 2)), "v_masked_early": (2, (0, 60, 0, 3)),
+               "v_tail": (2, (0, 85, 0, 31)), "k_all": (1, (0, 3, 0, 0))}
+    torch.manual_seed(7)
+    q, k, v = torch.randn(b, sq, h, d), torch.randn(b, sk, hk, d), torch.randn(b, sk, hk, d)
+    (q8, dq), (k8, dk), (v8, dv) = quantise(q, hk), quantise(k, hk), quantise(v, hk)
+    for name, (slot, index) in poisons.items():
+        for causal in (True, False):
+            tensors = [q8, k8, v8]
+            tensors[slot] = _poison(tensors[slot], index)
+            kout, klse = attention_fp8(*tensors, d ** -0.5, causal, dq, dk, dv)
+            eout, else_, _ = flash_attn_func(*tensors, causal=causal, q_descale=dq, k_descale=dk, v_descale=dv,
+                                             backend="emulator", return_attn_probs=True)
+            bt = [x.bfloat16() for x in (q, k, v)]
+            bt[slot] = _poison(bt[slot], index)
+            bout, blse = attention_bf16(*bt, d ** -0.5, causal)
+            rout, rlse, _ = flash_attn_func(*bt, causal=causal, backend="reference", return_attn_probs=True)
+            out[f"nan_{name}_{'causal' if causal else 'full'}"] = {
+                "fp8_out_nan_match": bool(torch.equal(torch.isnan(kout), torch.isnan(eout))),
+                "fp8_lse_nan_match": bool(torch.equal(torch.isnan(klse), torch.isnan(else_))),
+                "fp8_nan_count": int(torch.isnan(kout).sum()),
+                "bf16_out_nan_match": bool(torch.equal(torch.isnan(bout), torch.isnan(rout))),
+                "bf16_lse_nan_match": bool(torch.equal(torch.isnan(blse), torch.isnan(rlse))),
+                "bf16_nan_count": int(torch.isnan(bout).sum()),
+            }
+    return out
 
 
 if __name__ == "__main__":
