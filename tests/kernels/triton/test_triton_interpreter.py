@@ -88,7 +88,9 @@ NAN_CASES = [f"nan_{name}_{mask}" for name in ("q_row", "k_masked_early", "v_mas
 
 @pytest.mark.parametrize("case", NAN_CASES)
 def test_nan_reaches_exactly_the_rows_that_read_it(results, case):
-    """Both kernels: the NaN pattern of out and lse is the reads rule's (emulator / reference)."""
+    """Both kernels (FP8: both recipes): the NaN pattern of out and lse is the reads rule's
+    (emulator / reference)."""
     r = results[case]
     assert r["fp8_out_nan_match"] and r["fp8_lse_nan_match"] and r["fp8_nan_count"] > 0, r
+    assert r["fp8_v2_nan_match"], r
     assert r["bf16_out_nan_match"] and r["bf16_lse_nan_match"] and r["bf16_nan_count"] > 0, r

@@ -193,6 +193,7 @@ def nan_cases():
             tensors = [q8, k8, v8]
             tensors[slot] = _poison(tensors[slot], index)
             kout, klse = attention_fp8(*tensors, d ** -0.5, causal, dq, dk, dv)
+            vout, vlse = attention_fp8(*tensors, d ** -0.5, causal, dq, dk, dv, recipe="zyfa-v2")
             eout, else_, _ = flash_attn_func(*tensors, causal=causal, q_descale=dq, k_descale=dk, v_descale=dv,
                                              backend="emulator", return_attn_probs=True)
             bt = [x.bfloat16() for x in (q, k, v)]
@@ -203,6 +204,8 @@ def nan_cases():
                 "fp8_out_nan_match": bool(torch.equal(torch.isnan(kout), torch.isnan(eout))),
                 "fp8_lse_nan_match": bool(torch.equal(torch.isnan(klse), torch.isnan(else_))),
                 "fp8_nan_count": int(torch.isnan(kout).sum()),
+                "fp8_v2_nan_match": bool(torch.equal(torch.isnan(vout), torch.isnan(eout))
+                                         and torch.equal(torch.isnan(vlse), torch.isnan(else_))),
                 "bf16_out_nan_match": bool(torch.equal(torch.isnan(bout), torch.isnan(rout))),
                 "bf16_lse_nan_match": bool(torch.equal(torch.isnan(blse), torch.isnan(rlse))),
                 "bf16_nan_count": int(torch.isnan(bout).sum()),
