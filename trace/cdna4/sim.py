@@ -100,7 +100,7 @@ class CUResult:
 
 
 # -- per-instruction static data ------------------------------------------------------------------
-def _mem_bytes(opcode: str) -> int:
+def mem_bytes(opcode: str) -> int:
     """Bytes per lane moved by a memory instruction (``ds_read_b128`` -> 16)."""
     m = re.search(r"(?:_b|_dword|_short|_byte|_ubyte|_sbyte|_ushort|_sshort)(x?)(\d*)", opcode)
     if not m:
@@ -161,7 +161,7 @@ class _Static:
         if inst.opcode == "s_sleep":
             self.sleep = int(inst.operands[0], 0) * int(timing.param("sleep_cycles_per_unit")) if inst.operands else 0
         wave = int(timing.param("wave_size"))
-        self.bytes = _mem_bytes(inst.base) * wave if inst.unit in ("LDS", "VMEM") else 0
+        self.bytes = mem_bytes(inst.base) * wave if inst.unit in ("LDS", "VMEM") else 0
         self.fn = scalar.executor(inst)
         self.is_branch = inst.opcode.startswith(("s_branch", "s_cbranch"))
         self.target = program.branch_targets.get(index)

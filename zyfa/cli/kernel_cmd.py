@@ -2,14 +2,16 @@
 
 Default tracer: the CDNA4 (gfx950) cycle model, which runs the kernel's real gfx950 code on
 any CPU. Its numbers are SIMULATED, not measured: the summary says so and says what was
-simulated in detail, what was extrapolated and what was interpolated.
+simulated in detail, what was extrapolated and what was interpolated. TFLOP/s are given at the
+clock the clock/power model predicts (power-limited or peak; --clock forces one) and at 2400 MHz.
 
 Kernels: names from the kernel registry, aiter:NAME (AITER's gfx950 forward code objects: from an
 installed aiter, else the folder named by --aiter-dir / ZYFA_AITER_DIR (a ROCm/aiter checkout: the
 only source of the FP8 and v4 objects), else the amd-aiter wheel (BF16 only), downloaded once into
 ~/.cache/zyfa/aiter) or a .co/.hsaco/.s path.
 
-  zyfa-trace kernel --shape 32k
+  zyfa-trace kernel --shape 32k            # zyfa-fp8 beside its AITER baseline, and the ratio
+  zyfa-trace kernel --kernel zyfa-fp8 --compare aiter:fwd_hd128_fp8_causal --aiter-dir ~/src/aiter
   zyfa-trace kernel --kernel aiter:fwd_hd128_bf16_causal --shape 8k --batch 4 --heads 64 -o out/
   zyfa-trace kernel --list
 """
@@ -17,18 +19,20 @@ only source of the FP8 and v4 objects), else the amd-aiter wheel (BF16 only), do
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from tqdm import tqdm
 
 from zyfa.analyzer import summary
-from zyfa.kernels import aiter, gfx950, registry
+from zyfa.kernels import aiter, baseline, gfx950, registry
 from zyfa.kernels.gfx950.counts import tile_counts
 from zyfa.kernels.gfx950.generator import generate
 from zyfa.shapes import parse_shape
 from zyfa.trace import proton, rocprof
-from zyfa.trace.cdna4 import tracer
+from zyfa.trace.cdna4 import power, tracer
 from zyfa.trace.cdna4.estimate import EstimateConfig
 from zyfa.trace.errors import TracerUnavailable
 from zyfa.trace.safeio import check_folder, check_output
@@ -39,7 +43,13 @@ BACKENDS = ("model", "proton", "rocprof")
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shape", default="32k", help="sequence length (q and k), e.g. 32k or 4096 (default 32k)")
-    p.add_argument("--kernel", default=None, help="kernel name, aiter:NAME or a code-object/.s path (see --list)")
+    p.add_argument("--kernel", default=None,
+                   help="kernel name, aiter:NAME or a code-object/.s path (see --list); without it (and without "
+                        "--compare) the default pairs run: zyfa-fp8 beside AITER's real FP8 causal forward when "
+                        "resolvable, else zyfa-bf16 vs AITER's real BF16 and zyfa-fp8 vs aiter-like-fp8")
+    p.add_argument("--compare", nargs="?", const="default", default=None, metavar="KERNEL",
+                   help="also run KERNEL on the same sizes and print the TFLOP/s ratio (no value: the kernel's "
+                        "default AITER baseline)")
     p.add_argument("--batch", type=int, default=None, help="batch size (default 1)")
     p.add_argument("--heads", type=int, default=None, help="query heads (default 32)")
     p.add_argument("--heads-k", type=int, default=None, help="KV heads (GQA); default = --heads")
@@ -47,7 +57,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--headdim-v", type=int, default=None,
                    help="V head dim; default = --headdim (MLA shape: --headdim 192 --headdim-v 128)")
     p.add_argument("--dtype", choices=("fp8", "bf16"), default=None, help="default: the kernel's own dtype")
-    p.add_argument("--clock", type=float, default=None, help="clock in MHz (default 2400, MI355X peak)")
+    p.add_argument("--clock", type=float, default=None,
+                   help="force the clock in MHz (default: the clock/power model's predicted sustained clock)")
     p.add_argument("--samples", type=int, default=3, help="grid-x values simulated in detail (default 3)")
     p.add_argument("--unknown-branch", choices=("not-taken", "taken"), default="not-taken",
                    help="how branches on data the model does not compute go (default not-taken: guarded code runs)")
@@ -96,38 +107,20 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--samples must be >= 1, got {args.samples}")
     if args.clock is not None and not 0 < args.clock < 10000:
         raise ValueError(f"--clock must be in (0, 10000) MHz, got {args.clock}")
+    if args.kernel is None and args.compare is None and args.backend == "model" and not (args.emulate or args.out):
+        return _run_pairs(args)  # the headline: our kernel beside its AITER baseline
     kernel = args.kernel or registry.DEFAULT_KERNEL
     shape = _shape(args, kernel)
 
     if args.backend != "model":
         return _hardware_backend(args, kernel, shape)
-
-    config = EstimateConfig(samples=args.samples, unknown_branch=args.unknown_branch,
-                            **({"clock_mhz": args.clock} if args.clock else {}))
-    progress = lambda xs: tqdm(xs, desc="cycle model: workgroups", unit="wg", leave=False, disable=None)
     if args.out:
         _check_out(args, kernel, shape)  # before the simulation, not after it
-    trace, est = tracer.simulate(kernel, shape, config=config, progress=progress)
-    saved = tracer.save(trace, args.out) if args.out else None
-    values, origin = _summary_values(trace)
-    print(f"CDNA4 cycle model (simulated, not measured) — {trace.meta.kernel} on {shape}, gfx950 @ {est.clock_mhz:.0f} MHz")
-    print(f"  grid {tuple(trace.meta.grid)} x {trace.meta.workgroup_size} threads, {est.occupancy} workgroup(s)/CU")
-    print(f"  MFMA busy            {_pct(values.get('mfma_busy'))}   ({origin})")
-    print(f"  ping-pong overlap    {_pct(values.get('pingpong_overlap'))}")
-    print(f"  VALU cycles/block    {_num(values.get('valu_cycles_per_block'))}")
-    static = _static_counts(kernel, shape)
-    if static is not None:
-        print(f"  static per 32x128 tile (from the generated code): softmax {static.valu_cycles} VALU + "
-              f"{static.trans_cycles} TRANS cycles, mask {static.mask_cycles} (diagonal tiles), "
-              f"{static.mfma} MFMAs ({static.mfma_rowsum} row-sum)")
-    print(f"  predicted time       {est.seconds * 1e3:.3f} ms  ({est.cycles} cycles)")
-    print(f"  predicted TFLOP/s    {est.tflops:.0f}  (simulated; FLOPs = {shape.flops:.4g}, causal halved)")
-    for note in est.notes:
-        print(f"  - {note}")
-    if saved is not None:
-        print(f"  trace: {saved}")
-    print(f"  wall time {est.wall_seconds:.2f} s; {est.simulated_instructions} instructions simulated, "
-          f"{est.extrapolated_instructions} extrapolated")
+    tflops = _simulate_and_print(args, kernel, shape, save=True)
+    if args.compare is not None:
+        other = args.compare if args.compare != "default" else _default_baseline(kernel)
+        other_tflops = _simulate_and_print(args, other, _shape(args, other), save=False)
+        print(f"ratio {kernel} / {other}: {tflops / other_tflops:.2f}x (simulated, each at its predicted clock)")
     if args.emulate:
         _emulate(kernel, shape)
     return 0
@@ -138,6 +131,88 @@ def _static_counts(kernel: str, shape):
     if kernel not in gfx950.VARIANTS:
         return None
     return tile_counts(generate(gfx950.config_for(kernel, shape)))
+
+
+def _default_baseline(kernel: str) -> str:
+    pairs, why = baseline.default_pairs()
+    for pair in pairs:
+        if pair.ours == kernel:
+            print(f"note: --compare baseline {pair.baseline}: {pair.label}")
+            return pair.baseline
+    raise ValueError(f"--compare: no default baseline for {kernel!r} ({why}); name one: --compare KERNEL")
+
+
+def _run_pairs(args: argparse.Namespace) -> int:
+    """``zyfa-trace kernel`` with no --kernel: each default pair (zyfa.kernels.baseline) and its
+    ratio. The kernels are simulated in parallel worker processes (one per CPU, at most one per
+    kernel): the headline's wall time is the slower kernel's, not the sum."""
+    pairs, why = baseline.default_pairs()
+    print(f"note: {why}")
+    jobs = [(k, _shape(args, k)) for pair in pairs for k in (pair.ours, pair.baseline)]
+    workers = max(1, min(len(jobs), os.cpu_count() or 1))
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        futures = [pool.submit(_summarise, args, k, shape, False) for k, shape in jobs]
+        done = [f.result() for f in futures]
+    for i, pair in enumerate(pairs):
+        ours, theirs = done[2 * i], done[2 * i + 1]
+        _print_summary(ours, brief=True)
+        _print_summary(theirs, brief=True, label=pair.label)
+        print(f"=> {pair.ours} / {pair.baseline}: {ours['tflops'] / theirs['tflops']:.2f}x  (simulated TFLOP/s, each "
+              f"at its predicted clock; baseline: {pair.label})\n")
+    return 0
+
+
+def _simulate_and_print(args, kernel: str, shape, save: bool) -> float:
+    """Simulate ``kernel`` on ``shape``, print its summary, return its TFLOP/s at the printed clock."""
+    summary_ = _summarise(args, kernel, shape, save)
+    _print_summary(summary_)
+    return summary_["tflops"]
+
+
+def _summarise(args, kernel: str, shape, save: bool) -> dict:
+    """Simulate and reduce to what the summary prints (small: it crosses process boundaries)."""
+    config = EstimateConfig(samples=args.samples, unknown_branch=args.unknown_branch,
+                            **({"clock_mhz": args.clock} if args.clock else {}))
+    progress = lambda xs: tqdm(xs, desc="cycle model: workgroups", unit="wg", leave=False, disable=None)
+    trace, est = tracer.simulate(kernel, shape, config=config, progress=progress)
+    saved = tracer.save(trace, args.out) if save and args.out else None
+    values, origin = _summary_values(trace)
+    clock = power.predict_clock(power.activity(est.cu_result.records), shape.dtype)
+    if args.clock:
+        mhz, clock_text = est.clock_mhz, f"clock forced to {est.clock_mhz:.0f} MHz (the power model: {clock})"
+    else:
+        mhz, clock_text = clock.mhz, str(clock)
+    seconds = est.cycles / (mhz * 1e6)
+    return {"kernel": trace.meta.kernel, "shape": shape, "grid": tuple(trace.meta.grid),
+            "workgroup_size": trace.meta.workgroup_size, "occupancy": est.occupancy, "values": values,
+            "origin": origin, "mhz": mhz, "clock_text": clock_text, "seconds": seconds, "cycles": est.cycles,
+            "tflops": shape.tflops(seconds), "tflops_peak": est.tflops * 2400 / est.clock_mhz, "notes": est.notes,
+            "saved": saved, "wall": est.wall_seconds, "simulated": est.simulated_instructions,
+            "extrapolated": est.extrapolated_instructions, "static": _static_counts(kernel, shape)}
+
+
+def _print_summary(r: dict, brief: bool = False, label: str = "") -> None:
+    values, shape = r["values"], r["shape"]
+    print(f"CDNA4 cycle model (simulated, not measured) — {r['kernel']} on {shape}, gfx950"
+          + (f"  [{label}]" if label else ""))
+    print(f"  grid {r['grid']} x {r['workgroup_size']} threads, {r['occupancy']} workgroup(s)/CU")
+    print(f"  MFMA busy            {_pct(values.get('mfma_busy'))}   ({r['origin']})")
+    if not brief:
+        print(f"  ping-pong overlap    {_pct(values.get('pingpong_overlap'))}")
+        print(f"  VALU cycles/block    {_num(values.get('valu_cycles_per_block'))}")
+        static = r["static"]
+        if static is not None:
+            print(f"  static per 32x128 tile (from the generated code): softmax {static.valu_cycles} VALU + "
+                  f"{static.trans_cycles} TRANS cycles, mask {static.mask_cycles} (diagonal tiles), "
+                  f"{static.mfma} MFMAs ({static.mfma_rowsum} row-sum)")
+    print(f"  predicted time       {r['seconds'] * 1e3:.3f} ms  ({r['cycles']} cycles at {r['mhz']:.0f} MHz)")
+    print(f"  predicted TFLOP/s    {r['tflops']:.0f}  {r['clock_text']}; {r['tflops_peak']:.0f} at "
+          f"2400 MHz (simulated; FLOPs = {shape.flops:.4g}, causal halved)")
+    for note in r["notes"] if not brief else r["notes"][:1]:
+        print(f"  - {note}")
+    if r["saved"] is not None:
+        print(f"  trace: {r['saved']}")
+    print(f"  wall time {r['wall']:.2f} s; {r['simulated']} instructions simulated, {r['extrapolated']} extrapolated")
 
 
 def _check_out(args: argparse.Namespace, kernel: str, shape) -> None:

@@ -19,6 +19,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "export": ("export_cmd", "export a saved trace (Perfetto/Chrome trace-event JSON, CSV)"),
     "import-att": ("import_att_cmd", "import a rocprofv3 --att output directory into the trace schema"),
     "accuracy": ("accuracy_main", "FP8 accuracy study: error of each ZYFA ingredient vs fp64"),
+    "fidelity": ("fidelity_cmd", "published MI355X TFLOP/s vs the cycle model's prediction (with its predicted clock)"),
     "sweep": ("sweep_cmd", "schedule design-space sweep over the cycle model (Ray)"),
     "ui": ("ui_main", "open the browser schedule explorer"),
     "demo": ("demo_cmd", "run flash_attn_func on the reference backend and check it against fp64"),

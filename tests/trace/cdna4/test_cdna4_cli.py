@@ -11,7 +11,8 @@ def test_kernel_command_on_aiter(aiter_causal, tmp_path, capsys):
                  "--heads", "8", "--samples", "1", "--clock", "2000", "-o", str(tmp_path)])
     out = capsys.readouterr().out
     assert code == 0
-    assert "CDNA4 cycle model (simulated" in out and "gfx950 @ 2000 MHz" in out
+    assert "CDNA4 cycle model (simulated" in out and "clock forced to 2000 MHz (the power model: predicted clock " in out
+    assert "cycles at 2000 MHz" in out
     for label in ("MFMA busy", "ping-pong overlap", "VALU cycles/block", "predicted time", "predicted TFLOP/s",
                   "simulated in detail", "extrapolated:", "interpolated"):
         assert label in out
@@ -64,5 +65,15 @@ def test_kernel_command_mla_shape(tmp_path, capsys):
     assert "d192/128" in capsys.readouterr().out
     shape = Trace.load(tmp_path / "zyfa-fp8.parquet").meta.shape
     assert (shape["headdim"], shape["headdim_v"]) == (192, 128)
-    assert main(["kernel", "--shape", "512", "--headdim", "100"]) == 2
+    assert main(["kernel", "--kernel", "zyfa-fp8", "--shape", "512", "--headdim", "100"]) == 2
     assert "headdim must be a multiple of 64" in capsys.readouterr().err
+
+
+def test_no_kernel_runs_the_default_pairs_with_predicted_clocks(aiter_causal, capsys, monkeypatch):
+    monkeypatch.delenv("ZYFA_AITER_DIR", raising=False)  # PyPI-only: the BF16 pair and our FP8 reconstruction
+    assert main(["kernel", "--shape", "1k", "--heads", "2", "--samples", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "note: AITER's real FP8 object is not resolvable here" in out
+    assert "=> zyfa-bf16 / aiter:fwd_hd128_bf16_causal: " in out
+    assert "=> zyfa-fp8 / aiter-like-fp8: " in out and "OUR RECONSTRUCTION" in out
+    assert out.count("predicted clock ") == 4 and ("(power-limited)" in out or "(peak)" in out)

@@ -1,0 +1,35 @@
+#!/usr/bin/env python3
+"""The cycle model's fidelity table (SIMULATED predictions vs published MI355X TFLOP/s), and the
+fit of the clock/power model's two calibrated coefficients on that set.
+
+    python3 benchmarks/fidelity.py [--format text|markdown|csv]
+    python3 benchmarks/fidelity.py --fit      # refit e_mfma_pj and p_static_w on the calibration set
+
+``--fit`` prints the fitted values and the table with them; copy them into
+``zyfa/trace/cdna4/power.py`` (PARAMS, with the date) by hand: nothing is written. Same table as
+``zyfa-trace fidelity``. Set ZYFA_AITER_DIR to a ROCm/aiter checkout to include AITER's FP8 row.
+"""
+
+import argparse
+import time
+
+from zyfa.trace.cdna4 import fidelity
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--format", choices=("text", "markdown", "csv"), default="text")
+    p.add_argument("--fit", action="store_true", help="fit e_mfma_pj and p_static_w on the calibration set")
+    args = p.parse_args()
+    start = time.perf_counter()
+    results = fidelity.simulate_rows(fidelity.calibration_set())
+    params = None
+    if args.fit:
+        params = fidelity.fit(results)
+        print(f"fitted on {sum(r.activity is not None for r in results)} rows: {params}")
+    print(fidelity.render(fidelity.predict(results, params), args.format))
+    print(f"\n(cycle model, this machine: {time.perf_counter() - start:.0f} s wall)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+"""The clock/power model, the fidelity table and the default AITER baseline."""
+
+import math
+
+import pytest
+
+from zyfa.kernels import baseline
+from zyfa.shapes import AttnShape
+from zyfa.trace.cdna4 import fidelity, power
+from zyfa.trace.cdna4.toggle import gaussian_attention_toggles, stream_toggle
+
+
+def records(rows):
+    """CU records from (unit, opcode, issue, start, end) tuples."""
+    cols = ("unit", "opcode", "issue", "start", "end")
+    return {c: [r[i] for r in rows] for i, c in enumerate(cols)}
+
+
+def test_activity_counts_busy_simd_cycles_and_bytes():
+    recs = records([("MFMA", "v_mfma_f32_32x32x64_f8f6f4", 0, 0, 64), ("MFMA", "v_mfma_f32_32x32x64_f8f6f4", 0, 0, 64),
+                    ("VALU", "v_add_f32", 64, 64, 68), ("TRANS", "v_exp_f32", 68, 68, 72),
+                    ("LDS", "ds_read_b128", 72, 72, 80), ("VMEM", "buffer_load_dwordx4", 76, 76, 128)])
+    act = power.activity(recs)
+    assert act.cycles == 128
+    assert act.mfma == pytest.approx(128 / 128)  # two SIMDs x 64 cycles over a 128-cycle span
+    assert act.valu == pytest.approx(8 / 128)
+    assert act.lds_bytes == pytest.approx(16 * 64 / 128) and act.vmem_bytes == pytest.approx(16 * 64 / 128)
+
+
+def test_board_power_equation_by_hand():
+    act = power.Activity(mfma=2.0, valu=1.0, lds_bytes=10.0, vmem_bytes=1.0, cycles=100)
+    p = {"e_clock_pj": 100.0, "e_mfma_pj": 1000.0, "e_valu_pj": 50.0, "tau_valu": 0.5, "e_lds_pj_per_byte": 2.0,
+         "e_vmem_pj_per_byte": 30.0, "v0": 0.5, "p_static_w": 200.0}
+    e_pj = 100 + 1000 * 0.4 * 2 + 50 * 0.5 * 1 + 2 * 10 + 30 * 1  # = 975 pJ per CU-cycle
+    v = 0.5 + 0.5 * 1200 / 2400
+    expected = 200 + 256 * 1200e6 * v * v * e_pj * 1e-12
+    assert power.board_power(1200, act, 0.4, p) == pytest.approx(expected)
+
+
+def test_clock_is_peak_when_power_allows_and_falls_with_activity_and_toggling():
+    idle = power.Activity(mfma=0.0, valu=0.0, lds_bytes=0.0, vmem_bytes=0.0, cycles=1)
+    assert power.predict_clock(idle, "fp8").label == "peak"
+    busy = power.Activity(mfma=4.0, valu=1.0, lds_bytes=100.0, vmem_bytes=4.0, cycles=1)
+    half = power.Activity(mfma=2.0, valu=1.0, lds_bytes=100.0, vmem_bytes=4.0, cycles=1)
+    c_busy, c_half = power.predict_clock(busy, "fp8"), power.predict_clock(half, "fp8")
+    assert c_busy.limited and c_busy.mhz < c_half.mhz <= 2400
+    assert c_busy.watts == pytest.approx(power.param("board_power_w"), rel=1e-6)  # solved to the limit
+    assert power.predict_clock(busy, toggle=0.1).mhz > power.predict_clock(busy, toggle=0.5).mhz
+    assert "power-limited" in str(c_busy) and str(c_busy).startswith("predicted clock ")
+    with pytest.raises(ValueError, match="toggle"):
+        power.predict_clock(busy, toggle=1.5)
+
+
+def test_every_coefficient_has_provenance_and_fitted_ones_say_so():
+    for name, p in {**power.PARAMS, **power.TOGGLE}.items():
+        assert p.source, name
+    assert "FITTED on the calibration set" in power.PARAMS["e_mfma_pj"].source
+
+
+def test_stored_toggle_densities_match_the_stated_distribution():
+    for dtype in ("fp8", "bf16"):
+        assert gaussian_attention_toggles(dtype)["mfma"] == pytest.approx(power.TOGGLE[dtype].value, abs=1e-4)
+    import torch
+
+    assert stream_toggle(torch.zeros(100), "bf16") == 0
+    assert stream_toggle(torch.tensor([1.0, -1.0] * 50), "bf16") == pytest.approx(1 / 16)  # the sign bit flips
+
+
+def test_calibration_set_is_the_published_one():
+    rows = fidelity.calibration_set()
+    assert len(rows) == 26
+    by = {(r.source, r.kernel, r.label): r.published for r in rows}
+    assert by[("AITER op_tests/cpp/mha/README.md", "aiter:fwd_hd128_bf16_causal", "b4 h64/kv8 s8192 d128 causal bf16")] == 1319.2
+    assert by[("HipKittens benchmark JSONs (AITER column)", "aiter:fwd_hd128_bf16", "b15 h16 s16384 d128 non-causal bf16")] == 1283
+    assert by[("ZYFA write-up", "aiter:fwd_hd128_fp8_causal", "b1 h32 s32768 d128 causal fp8")] == 1944
+
+
+def _synthetic(params):
+    """Rows whose 'published' figures come from known coefficients: fit must find them."""
+    out = []
+    for i, (mfma, valu) in enumerate(((3.0, 1.0), (2.5, 1.5), (3.9, 0.5), (3.5, 0.8), (3.9, 2.0))):
+        act = power.Activity(mfma=mfma, valu=valu, lds_bytes=50.0, vmem_bytes=2.0, cycles=1)
+        shape = AttnShape(batch=1, heads=8, heads_k=8, seqlen_q=1024, seqlen_k=1024, dtype="bf16")
+        clock = power.predict_clock(act, "bf16", params=params)
+        published = 1000.0 * clock.mhz / 2400
+        out.append(fidelity.Result(fidelity.Row("synthetic", f"k{i}", shape, published), tflops_peak=1000.0,
+                                   activity=act))
+    return out
+
+
+def test_fit_recovers_known_coefficients_and_render_reports_errors():
+    truth = {"e_mfma_pj": 1800.0}
+    results = _synthetic(truth)
+    assert all(power.predict_clock(r.activity, "bf16", params=truth).limited for r in results)  # identifiable
+    fitted = fidelity.fit(results, e_mfma=(1000.0, 2600.0), steps=17, rounds=1)
+    assert fitted == truth  # 1800 is a grid point
+    fidelity.predict(results, fitted)
+    assert all(r.ratio == pytest.approx(1.0) for r in results)
+    results.append(fidelity.Result(fidelity.Row("x", "aiter:missing", results[0].row.shape, 500.0), skipped="kernel unavailable"))
+    text = fidelity.render(results, "text")
+    assert "mean |error| 0.0%" in text and "5/5 within 15%" in text and "1 skipped" in text
+    md = fidelity.render(results, "markdown")
+    assert md.startswith("| source | kernel |") and "(power-limited)" in md or "(peak)" in md
+    csv_text = fidelity.render(results, "csv")
+    assert csv_text.splitlines()[0] == ",".join(fidelity.COLUMNS) and len(csv_text.splitlines()) == 7
+    s = fidelity.summarise(results)
+    assert (s.n, s.skipped) == (5, 1) and math.isclose(s.max_abs, 0, abs_tol=1e-9)
+
+
+def test_default_pairs_follow_what_resolves(monkeypatch):
+    k = object()
+    monkeypatch.setattr(baseline.aiter, "catalog", lambda: {"fwd_hd128_fp8_causal": _Fake("ZYFA_AITER_DIR"),
+                                                            "fwd_hd128_bf16_causal": k})
+    pairs, why = baseline.default_pairs()
+    assert [(p.ours, p.baseline, p.real) for p in pairs] == [("zyfa-fp8", "aiter:fwd_hd128_fp8_causal", True)]
+    assert "real aiter:fwd_hd128_fp8_causal" in why
+    monkeypatch.setattr(baseline.aiter, "catalog", lambda: {"fwd_hd128_bf16_causal": k})
+    pairs, why = baseline.default_pairs()
+    assert [(p.ours, p.baseline, p.real) for p in pairs] == [("zyfa-bf16", "aiter:fwd_hd128_bf16_causal", True),
+                                                              ("zyfa-fp8", "aiter-like-fp8", False)]
+    assert "RECONSTRUCTION" in pairs[1].label and "not resolvable" in why
+
+
+class _Fake:
+    def __init__(self, source):
+        self.source = source

@@ -1,0 +1,53 @@
+"""How far to trust the CDNA4 cycle model: published MI355X TFLOP/s vs the model's prediction.
+
+Runs every row of the calibration set (AITER README, AITER PR #3390, HipKittens' AITER column,
+the ZYFA write-up; docs/cdna4-facts.md) through the cycle model at the 2400 MHz peak, predicts
+the sustained clock with the clock/power model (power-limited or peak) and prints published vs
+predicted TFLOP/s, their ratio, the predicted clock, and the mean and max absolute error. All
+predictions are SIMULATED; the published figures state no clock.
+
+  zyfa-trace fidelity
+  zyfa-trace fidelity --format markdown -o fidelity.md
+  ZYFA_AITER_DIR=~/aiter zyfa-trace fidelity --format csv   # include AITER's FP8 row
+
+Rows whose kernel cannot be resolved here (AITER's FP8 object is not in the PyPI wheel) are
+listed as skipped, with the reason. Takes a few minutes on a 2-core CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from tqdm import tqdm
+
+from zyfa.kernels import aiter
+from zyfa.trace.cdna4 import fidelity
+from zyfa.trace.safeio import check_output, write_text
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", choices=("text", "markdown", "csv"), default="text", help="table format (default text)")
+    p.add_argument("-o", "--out", default=None, help="write the table to this file (default: stdout)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing --out file")
+    p.add_argument("--aiter-dir", default=None,
+                   help="folder with AITER's hsa/gfx950 objects (a ROCm/aiter checkout); default: $ZYFA_AITER_DIR")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.aiter_dir is not None:
+        if not Path(args.aiter_dir).is_dir():
+            raise ValueError(f"--aiter-dir {args.aiter_dir}: no such folder")
+        os.environ[aiter.ENV_DIR] = str(Path(args.aiter_dir).resolve())  # read by zyfa.kernels.aiter
+    if args.out:
+        check_output(args.out, force=args.force)
+    progress = lambda rows: tqdm(rows, desc="cycle model: calibration rows", unit="row", leave=False, disable=None)
+    results = fidelity.predict(fidelity.simulate_rows(fidelity.calibration_set(), progress=progress))
+    text = fidelity.render(results, args.format)
+    if args.out:
+        write_text(args.out, text + "\n")
+        print(f"wrote {args.out}")
+    else:
+        print(text)
+    return 0
