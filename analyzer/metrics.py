@@ -22,8 +22,9 @@ import pandas as pd
 
 from zyfa.analyzer.arrays import UNIT_CODES, Arrays, arrays_of
 from zyfa.analyzer.intervals import Coverage, check_keyspace, count_distinct, sweep, union
-from zyfa.analyzer.tables import ARCHS, mfma_flops, opcode_class
+from zyfa.analyzer.tables import ARCHS, opcode_class
 from zyfa.analyzer.window import Window, WindowSpec, resolve_window
+from zyfa.gfx950.isa import mfma_flops
 from zyfa.trace.schema import Trace
 
 
@@ -508,7 +509,7 @@ def _flops_compute(a: Arrays, w0: int, w1: int) -> Optional[float]:
 
 @table
 def unknown_mfma_opcodes(trace: Trace, window: WindowSpec = "whole") -> pd.DataFrame:
-    """MFMA-unit opcodes without a flops entry (``zyfa.analyzer.tables.mfma_flops``).
+    """MFMA-unit opcodes without a flops entry (``zyfa.gfx950.isa.mfma_flops``).
 
     Any of them in W makes mfma_flops_total, tflops and tflops_device None.
     """

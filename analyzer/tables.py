@@ -1,11 +1,10 @@
-"""The analyzer's numbers, each with its source: MFMA flops per instruction, per-arch sizes, and the
-opcode classes that VALU/TRANS work is grouped by.
+"""The analyzer's numbers, each with its source: per-arch sizes and the opcode classes that
+VALU/TRANS work is grouped by. MFMA flops per instruction are the machine description's
+(:func:`zyfa.gfx950.isa.mfma_flops`), as the cycle model counts them.
 
 Sources:
-  [isa]   AMD CDNA4 ISA guide: an MxNxK MFMA computes an MxN += MxK * KxN product, 2*M*N*K flop
-          (one multiply + one add per term); the mnemonic spells M, N and K.
-  [card]  /work/shared/design/README.md section 2 (MI355X data sheet: 256 CUs, 4 SIMDs per CU;
-          the flops/inst column there is 2*M*N*K for every MFMA it lists).
+  [card]  /work/shared/design/README.md section 2 (MI355X data sheet: 256 CUs, 4 SIMDs per CU),
+          as the cycle model's parameters ``cus`` and ``simds_per_cu`` (zyfa.gfx950.timing) state it.
   [h200]  NVIDIA H200 (GH100) data: 132 SMs, 4 warp schedulers (sub-partitions) per SM.
 """
 
@@ -13,36 +12,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional
 
-# -- MFMA flops per instruction --------------------------------------------------------------------
-# v_mfma_<dst>_<M>x<N>x<K>[_<blocks>b]_<src> and v_smfmac_* (sparse: the mnemonic's K is the
-# dense-equivalent K, so the same formula counts the flops of the dense product it stands for).
-# Blocked MFMAs (..._4b, ..._16b) compute that many independent products. [isa]
-_MFMA_SHAPE = re.compile(r"^v_(?:mfma|smfmac)(?:_scale)?_[a-z0-9]+_(\d+)x(\d+)x(\d+)(?:_(\d+)b(?:_|$))?")
-
-# explicit rows, checked against the design card [card]; the regex above covers the rest
-MFMA_FLOPS: dict[str, int] = {
-    "v_mfma_f32_32x32x64_f8f6f4": 2 * 32 * 32 * 64,  # [card] 16 passes
-    "v_mfma_f32_16x16x128_f8f6f4": 2 * 16 * 16 * 128,  # [card] 8 passes
-    "v_mfma_scale_f32_32x32x64_f8f6f4": 2 * 32 * 32 * 64,  # [card] same as unscaled
-    "v_mfma_scale_f32_16x16x128_f8f6f4": 2 * 16 * 16 * 128,  # [isa]
-    "v_mfma_f32_32x32x16_bf16": 2 * 32 * 32 * 16,  # [card] 8 passes
-    "v_mfma_f32_16x16x32_bf16": 2 * 16 * 16 * 32,  # [card] 4 passes
-    "v_mfma_ld_scale_b32": 0,  # [isa] loads the E8M0 scales of the next scaled MFMA; no arithmetic
-}
-
-
-def mfma_flops(opcode: str) -> Optional[int]:
-    """Flops of one MFMA/SMFMAC instruction (2*M*N*K*blocks), or None for a mnemonic we cannot read."""
-    if opcode in MFMA_FLOPS:
-        return MFMA_FLOPS[opcode]
-    match = _MFMA_SHAPE.match(opcode)
-    if not match:
-        return None
-    m, n, k = (int(x) for x in match.group(1, 2, 3))
-    blocks = int(match.group(4) or 1)
-    return 2 * m * n * k * blocks
+from zyfa.gfx950 import timing
 
 
 # -- per-arch sizes ----------------------------------------------------------------------------------
@@ -65,7 +36,7 @@ class ArchInfo:
 
 
 ARCHS: dict[str, ArchInfo] = {a.name: a for a in (
-    ArchInfo("gfx950", 256, 4, "[card] MI355X"),
+    ArchInfo("gfx950", int(timing.param("cus")), int(timing.param("simds_per_cu")), "[card] MI355X (zyfa.gfx950.timing)"),
     ArchInfo("sm_90", 132, 4, "[h200] H200 SXM"),
 )}
 

@@ -36,7 +36,7 @@ from typing import Optional
 
 from zyfa.gfx950 import scalar, timing
 from zyfa.gfx950.hazards import consumer_reads
-from zyfa.gfx950.isa import SGPR_BASE, Program
+from zyfa.gfx950.isa import SGPR_BASE, Program, mfma_flops
 
 UNIT_PIPE = {"MFMA": "MFMA", "VALU": "VALU", "TRANS": "VALU", "SALU": "SALU", "SMEM": "SMEM", "LDS": "LDS",
              "VMEM": "VMEM", "BRANCH": "OTHER", "BARRIER": "OTHER", "WAIT": "OTHER", "MISC": "OTHER"}
@@ -94,8 +94,9 @@ class CUResult:
     unknown_branches: dict = field(default_factory=dict)  # pc -> detailed executions decided by policy
 
     def mfma_flops(self, program: Program) -> int:
-        """Matrix FLOPs executed (timing-table flops per MFMA x executions)."""
-        return sum(n * timing.op_class(program.instructions[i].opcode).flops
+        """Matrix FLOPs executed: :func:`zyfa.gfx950.isa.mfma_flops` per MFMA x executions (an MFMA
+        whose mnemonic gives no shape counts 0)."""
+        return sum(n * (mfma_flops(program.instructions[i].opcode) or 0)
                    for i, n in enumerate(self.counts) if n and program.instructions[i].unit == "MFMA")
 
 

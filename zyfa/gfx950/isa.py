@@ -104,6 +104,42 @@ def base_opcode(opcode: str) -> str:
     return re.sub(r"_(e32|e64|sdwa|dpp)$", "", opcode.lower())
 
 
+# -- MFMA flops per instruction -----------------------------------------------------------------
+# Sources: [isa] AMD CDNA4 ISA guide: an MxNxK MFMA computes an MxN += MxK * KxN product, 2*M*N*K
+# flop (one multiply + one add per term); the mnemonic spells M, N and K. [card]
+# /work/shared/design/README.md section 2 (MI355X data sheet; its flops/inst column is 2*M*N*K for
+# every MFMA it lists). This is the one flops table: the cycle model's MFMA work check and the
+# analyzer's TFLOP/s both read it.
+# v_mfma_<dst>_<M>x<N>x<K>[_<blocks>b]_<src> and v_smfmac_* (sparse: the mnemonic's K is the
+# dense-equivalent K, so the same formula counts the flops of the dense product it stands for).
+# Blocked MFMAs (..._4b, ..._16b) compute that many independent products. [isa]
+_MFMA_SHAPE = re.compile(r"^v_(?:mfma|smfmac)(?:_scale)?_[a-z0-9]+_(\d+)x(\d+)x(\d+)(?:_(\d+)b(?:_|$))?")
+
+# explicit rows, checked against the design card [card]; the regex above covers the rest
+MFMA_FLOPS: dict[str, int] = {
+    "v_mfma_f32_32x32x64_f8f6f4": 2 * 32 * 32 * 64,  # [card] 16 passes
+    "v_mfma_f32_16x16x128_f8f6f4": 2 * 16 * 16 * 128,  # [card] 8 passes
+    "v_mfma_scale_f32_32x32x64_f8f6f4": 2 * 32 * 32 * 64,  # [card] same as unscaled
+    "v_mfma_scale_f32_16x16x128_f8f6f4": 2 * 16 * 16 * 128,  # [isa]
+    "v_mfma_f32_32x32x16_bf16": 2 * 32 * 32 * 16,  # [card] 8 passes
+    "v_mfma_f32_16x16x32_bf16": 2 * 16 * 16 * 32,  # [card] 4 passes
+    "v_mfma_ld_scale_b32": 0,  # [isa] loads the E8M0 scales of the next scaled MFMA; no arithmetic
+}
+
+
+def mfma_flops(opcode: str) -> Optional[int]:
+    """Flops of one MFMA/SMFMAC instruction (2*M*N*K*blocks), or None for a mnemonic we cannot read."""
+    op = base_opcode(opcode)
+    if op in MFMA_FLOPS:
+        return MFMA_FLOPS[op]
+    match = _MFMA_SHAPE.match(op)
+    if not match:
+        return None
+    m, n, k = (int(x) for x in match.group(1, 2, 3))
+    blocks = int(match.group(4) or 1)
+    return 2 * m * n * k * blocks
+
+
 # -- definitions and uses ----------------------------------------------------------------------
 _NO_DEST = re.compile(
     r"^(s_cmp\w*|s_bitcmp\w*|s_cbranch\w*|s_branch|s_waitcnt\w*|s_nop|s_barrier|s_setprio|s_sleep|"

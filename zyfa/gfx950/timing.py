@@ -89,7 +89,8 @@ class OpClass:
     ``passes``: cycles the class's pipe is busy = passes * CYCLES_PER_PASS (MFMA: the XDL pipe;
     VALU/TRANS: the VALU). ``latency_passes``: from start until a dependent instruction may read
     the result. ``co_issue``: VALU classes only: whether the op may issue while an MFMA executes
-    on the same SIMD (after that MFMA's source-read window). ``flops``: per instruction (MFMA).
+    on the same SIMD (after that MFMA's source-read window). MFMA flops are not a timing fact:
+    :func:`zyfa.gfx950.isa.mfma_flops` reads them from the mnemonic.
     """
 
     name: str
@@ -99,7 +100,6 @@ class OpClass:
     source: str
     guess: bool = False
     co_issue: bool = True
-    flops: int = 0
     issue_passes: Optional[int] = None  # TRANS: passes the wave's VALU issue is held (default: passes)
 
     def __post_init__(self):
@@ -122,8 +122,8 @@ class OpClass:
         return (self.passes if self.issue_passes is None else self.issue_passes) * CYCLES_PER_PASS
 
 
-def _mfma(name, passes, m, n, k, source, guess=False):
-    return OpClass(name, "MFMA", passes, passes, source, guess=guess, flops=2 * m * n * k)
+def _mfma(name, passes, source, guess=False):
+    return OpClass(name, "MFMA", passes, passes, source, guess=guess)
 
 
 # Scaled MFMA (v_mfma_scale_*): same rate as unscaled back to back; when the XDL pipe was idle it
@@ -136,24 +136,24 @@ PACKED_AFTER_MFMA_PASSES = Param(2, "passes", "PR233721: packed FP32 and DOT can
 # (regex on the base mnemonic, class), first match wins; like SISchedule.td's InstRW instregex.
 TABLE: tuple[tuple[str, OpClass], ...] = (
     # MFMA, gfx950 (Design section 2 table; LLVM models 1 pass = 4 cycles)
-    (r"^v_mfma_scale_f32_32x32x64_f8f6f4$", _mfma("Write16PassMAI_scale_32x32x64", 16, 32, 32, 64, "Design: 16 passes (fp8 operands)")),
-    (r"^v_mfma_scale_f32_16x16x128_f8f6f4$", _mfma("Write8PassMAI_scale_16x16x128", 8, 16, 16, 128, "Design: 8 passes (fp8 operands)")),
-    (r"^v_mfma_f32_32x32x64_f8f6f4$", _mfma("Write16PassMAI_32x32x64", 16, 32, 32, 64, "Design: 16 passes = 64 cycles (fp8 operands; fp4/fp6 operand formats are faster and not modelled)")),
-    (r"^v_mfma_f32_16x16x128_f8f6f4$", _mfma("Write8PassMAI_16x16x128", 8, 16, 16, 128, "Design: 8 passes = 32 cycles (fp8 operands)")),
-    (r"^v_mfma_f32_32x32x16_(bf16|f16)$", _mfma("Write8PassMAI_32x32x16", 8, 32, 32, 16, "Design: 8 passes; SISched gfx940 ^V_MFMA_.32_32X32X16 -> Write8PassMAI")),
-    (r"^v_mfma_f32_16x16x32_(bf16|f16)$", _mfma("Write4PassMAI_16x16x32", 4, 16, 16, 32, "Design: 4 passes; SISched gfx940 ^V_MFMA_.32_16X16X32 -> Write4PassMAI")),
-    (r"^v_mfma_f32_32x32x16_(fp8|bf8)_(fp8|bf8)$", _mfma("Write8PassMAI_32x32x16_f8", 8, 32, 32, 16, "SISched gfx940 ^V_MFMA_.32_32X32X16 -> Write8PassMAI")),
-    (r"^v_mfma_f32_16x16x32_(fp8|bf8)_(fp8|bf8)$", _mfma("Write4PassMAI_16x16x32_f8", 4, 16, 16, 32, "SISched gfx940 ^V_MFMA_.32_16X16X32 -> Write4PassMAI")),
-    (r"^v_mfma_[fi]32_32x32x(8|4_?xf32|16_i8)\w*$", _mfma("Write8PassMAI_32x32x8", 8, 32, 32, 8, "SISched gfx940 ^V_MFMA_.32_32X32X8 / X4XF -> Write8PassMAI (k approximated as 8)")),
-    (r"^v_mfma_[fi]32_16x16x(16|8_?xf32|32_i8)\w*$", _mfma("Write4PassMAI_16x16x16", 4, 16, 16, 16, "SISched gfx940 ^V_MFMA_.32_16X16X16 / X8X -> Write4PassMAI (k approximated as 16)")),
-    (r"^v_mfma_[fi]32_32x32x[124]_?(\d+b_)?(f32|f16|bf16|i8)\w*$", _mfma("Write16PassMAI_32x32x2", 16, 32, 32, 2, "SISched gfx940 ^V_MFMA_.32_32X32X[124][FBI] -> Write16PassMAI (k approximated as 2)")),
-    (r"^v_mfma_[fi]32_16x16x[14]_?(\d+b_)?(f32|f16|bf16|i8)\w*$", _mfma("Write8PassMAI_16x16x4", 8, 16, 16, 4, "SISched gfx940 ^V_MFMA_.32_16X16X[14][FBI] -> Write8PassMAI (k approximated as 4)")),
-    (r"^v_mfma_[fi]32_4x4x\w*$", _mfma("Write2PassMAI_4x4", 2, 4, 4, 4, "SISched gfx940 ^V_MFMA_.32_4X4X -> Write2PassMAI (16 blocks not counted in flops)")),
-    (r"^v_mfma_f64_16x16x4\w*$", _mfma("Write8PassDGEMM", 8, 16, 16, 4, "SISched gfx940 ^V_MFMA_.64_16X16X -> Write8PassDGEMM")),
-    (r"^v_mfma_f64_4x4x4\w*$", _mfma("Write4PassDGEMM", 4, 4, 4, 4, "SISched gfx940 ^V_MFMA_.64_4X4X -> Write4PassDGEMM")),
-    (r"^v_smfmac_\w+_32x32x\w+$", _mfma("Write8PassMAI_smfmac32", 8, 32, 32, 32, "SISched gfx940 ^V_SMFMAC_.32_32X32X -> Write8PassMAI; gfx950 fp8 shapes unverified", guess=True)),
-    (r"^v_smfmac_\w+_16x16x\w+$", _mfma("Write4PassMAI_smfmac16", 4, 16, 16, 64, "SISched gfx940 ^V_SMFMAC_.32_16X16X -> Write4PassMAI; gfx950 fp8 shapes unverified", guess=True)),
-    (r"^v_mfma_\w+$", _mfma("Write16PassMAI_unknown", 16, 0, 0, 0, "no table row for this MFMA: worst-case 16 passes, flops not counted", guess=True)),
+    (r"^v_mfma_scale_f32_32x32x64_f8f6f4$", _mfma("Write16PassMAI_scale_32x32x64", 16, "Design: 16 passes (fp8 operands)")),
+    (r"^v_mfma_scale_f32_16x16x128_f8f6f4$", _mfma("Write8PassMAI_scale_16x16x128", 8, "Design: 8 passes (fp8 operands)")),
+    (r"^v_mfma_f32_32x32x64_f8f6f4$", _mfma("Write16PassMAI_32x32x64", 16, "Design: 16 passes = 64 cycles (fp8 operands; fp4/fp6 operand formats are faster and not modelled)")),
+    (r"^v_mfma_f32_16x16x128_f8f6f4$", _mfma("Write8PassMAI_16x16x128", 8, "Design: 8 passes = 32 cycles (fp8 operands)")),
+    (r"^v_mfma_f32_32x32x16_(bf16|f16)$", _mfma("Write8PassMAI_32x32x16", 8, "Design: 8 passes; SISched gfx940 ^V_MFMA_.32_32X32X16 -> Write8PassMAI")),
+    (r"^v_mfma_f32_16x16x32_(bf16|f16)$", _mfma("Write4PassMAI_16x16x32", 4, "Design: 4 passes; SISched gfx940 ^V_MFMA_.32_16X16X32 -> Write4PassMAI")),
+    (r"^v_mfma_f32_32x32x16_(fp8|bf8)_(fp8|bf8)$", _mfma("Write8PassMAI_32x32x16_f8", 8, "SISched gfx940 ^V_MFMA_.32_32X32X16 -> Write8PassMAI")),
+    (r"^v_mfma_f32_16x16x32_(fp8|bf8)_(fp8|bf8)$", _mfma("Write4PassMAI_16x16x32_f8", 4, "SISched gfx940 ^V_MFMA_.32_16X16X32 -> Write4PassMAI")),
+    (r"^v_mfma_[fi]32_32x32x(8|4_?xf32|16_i8)\w*$", _mfma("Write8PassMAI_32x32x8", 8, "SISched gfx940 ^V_MFMA_.32_32X32X8 / X4XF -> Write8PassMAI")),
+    (r"^v_mfma_[fi]32_16x16x(16|8_?xf32|32_i8)\w*$", _mfma("Write4PassMAI_16x16x16", 4, "SISched gfx940 ^V_MFMA_.32_16X16X16 / X8X -> Write4PassMAI")),
+    (r"^v_mfma_[fi]32_32x32x[124]_?(\d+b_)?(f32|f16|bf16|i8)\w*$", _mfma("Write16PassMAI_32x32x2", 16, "SISched gfx940 ^V_MFMA_.32_32X32X[124][FBI] -> Write16PassMAI")),
+    (r"^v_mfma_[fi]32_16x16x[14]_?(\d+b_)?(f32|f16|bf16|i8)\w*$", _mfma("Write8PassMAI_16x16x4", 8, "SISched gfx940 ^V_MFMA_.32_16X16X[14][FBI] -> Write8PassMAI")),
+    (r"^v_mfma_[fi]32_4x4x\w*$", _mfma("Write2PassMAI_4x4", 2, "SISched gfx940 ^V_MFMA_.32_4X4X -> Write2PassMAI")),
+    (r"^v_mfma_f64_16x16x4\w*$", _mfma("Write8PassDGEMM", 8, "SISched gfx940 ^V_MFMA_.64_16X16X -> Write8PassDGEMM")),
+    (r"^v_mfma_f64_4x4x4\w*$", _mfma("Write4PassDGEMM", 4, "SISched gfx940 ^V_MFMA_.64_4X4X -> Write4PassDGEMM")),
+    (r"^v_smfmac_\w+_32x32x\w+$", _mfma("Write8PassMAI_smfmac32", 8, "SISched gfx940 ^V_SMFMAC_.32_32X32X -> Write8PassMAI; gfx950 fp8 shapes unverified", guess=True)),
+    (r"^v_smfmac_\w+_16x16x\w+$", _mfma("Write4PassMAI_smfmac16", 4, "SISched gfx940 ^V_SMFMAC_.32_16X16X -> Write4PassMAI; gfx950 fp8 shapes unverified", guess=True)),
+    (r"^v_mfma_\w+$", _mfma("Write16PassMAI_unknown", 16, "no table row for this MFMA: worst-case 16 passes", guess=True)),
     # transcendental: LLVM SISchedule's "quarter rate" = WriteTrans32 latency 4 passes with the default
     # ResourceCycles 1 (the VALU is held one pass). ``passes`` = cycles the SIMD's trans pipe is held;
     # a quarter-rate *throughput* (4 passes) was tried and rejected: it puts AITER v3 FP8 causal 32K at

@@ -17,6 +17,7 @@ import struct
 
 import pytest
 
+from zyfa.gfx950.isa import mfma_flops
 from zyfa.kernels import aiter
 from zyfa.kernels.registry import list_kernels
 from zyfa.shapes import AttnShape
@@ -256,10 +257,8 @@ REAL = _real_catalog()
 def _attention_mfma_flops(launch, result) -> float:
     """FLOPs of the MFMAs in the kernel's own input format (QK^T and PV; v4's row sums by
     v_smfmac and bf16 helpers are not attention FLOPs)."""
-    from zyfa.gfx950 import timing
-
     mark = "f8f6f4" if launch.shape.dtype == "fp8" else "bf16"
-    return sum(n * timing.op_class(inst.opcode).flops for inst, n in zip(launch.program.instructions, result.counts)
+    return sum(n * mfma_flops(inst.opcode) for inst, n in zip(launch.program.instructions, result.counts)
                if n and inst.unit == "MFMA" and mark in inst.base and not inst.base.startswith("v_smfmac"))
 
 
