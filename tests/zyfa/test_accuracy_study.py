@@ -89,6 +89,52 @@ def test_study_is_deterministic():
     assert [(r.rel_l2, r.max_abs) for r in a] == [(r.rel_l2, r.max_abs) for r in b]
 
 
+# -- LLM-like inputs and the per-kernel-family rows -------------------------------------------------
+
+def test_llm_source_has_a_sink_and_is_deterministic():
+    config = small(source="llm", heads=2, heads_k=1, seqlen=512, headdim=128)
+    q, k, v = A.make_inputs(config)
+    assert q.shape == (1, 512, 2, 128) and k.shape == v.shape == (1, 512, 1, 128)
+    logits = torch.einsum("bqhd,bkhd->bhqk", q.double(), k.double().expand(-1, -1, 2, -1)) / 128 ** 0.5
+    sink, rest = logits[..., 0], logits[..., 1:]
+    # --sink-logit plus noise: the head's local vector u also sits on the sink channels (measured 8.95)
+    assert abs(float(sink.mean()) - 10.0) < 2.0
+    assert float(sink.mean()) > float(rest.mean()) + 6.0
+    assert torch.equal(q, A.make_inputs(config)[0])
+
+
+@pytest.fixture(scope="module")
+def llm_rows():
+    config = A.StudyConfig(source="llm", heads=1, seqlen=2048, queries=128, headdim=128, rows=A.DEFAULT_ROWS)
+    return {r.key: r for r in A.run_study(config)}
+
+
+def test_default_rows_are_the_kernel_families(llm_rows):
+    assert list(llm_rows) == ["aiter-v3", "ck", "fa3", "zyfa-v1", "zyfa-v2", "bf16"]
+    for r in llm_rows.values():
+        assert 0 < r.kernel_rel_l2 < r.rel_l2 and r.flushed >= 0 and math.isfinite(r.lse_bias)
+
+
+def test_sink_inputs_aiter_flushes_mass_zyfa_v2_keeps_it(llm_rows):
+    # a 10-nat sink pushes the rest of the row below e4m3's range when P is not scaled: AITER v3
+    # loses attention mass and its kernel-only error and row KL are far above ZYFA v2's
+    aiter, v2 = llm_rows["aiter-v3"], llm_rows["zyfa-v2"]
+    assert aiter.flushed > 10 * v2.flushed
+    assert v2.kernel_rel_l2 < 0.7 * aiter.kernel_rel_l2 and v2.kl < 0.3 * aiter.kl
+    assert v2.rel_l2 < aiter.rel_l2
+
+
+def test_lse_bias_v1_positive_v2_unbiased(llm_rows):
+    assert 0.02 < llm_rows["zyfa-v1"].lse_bias < 0.06
+    assert abs(llm_rows["zyfa-v2"].lse_bias) <= 0.005
+    assert abs(llm_rows["fa3"].lse_bias) <= 0.005  # unrounded sums: no bias
+
+
+def test_queries_must_fit_seqlen():
+    with pytest.raises(ValueError, match="queries must be"):
+        small(queries=257)
+
+
 # -- command line ---------------------------------------------------------------------------------
 
 ARGS = ["--source", "gaussian", "--heads", "2", "--seqlen", "128", "--headdim", "64", "--no-kl"]
@@ -99,7 +145,7 @@ def test_cli_table(capsys):
     out = capsys.readouterr().out
     assert out.startswith("source gaussian, b1 h2/2 s128 d64/64, causal, seed 0; bit-exact emulation on cpu")
     lines = out.splitlines()
-    assert lines[1].split()[:4] == ["row", "recipe", "rel_l2", "max_abs"]
+    assert lines[1].split()[:8] == ["row", "recipe", "rel_l2", "kernel", "kl", "flushed", "lse_bias", "max_abs"]
     assert [line.split()[0] for line in lines[3:]] == ["naive", "zyfa", "bf16"]
     assert lines[3].split()[-2] == "1.000"  # vs_naive of naive itself
 

@@ -2,30 +2,47 @@
 
 Each row runs one recipe through the bit-exact emulator of the ZYFA numerics
 (:mod:`zyfa.numerics`; ``--device``, CPU by default) and compares it with fp64 attention of the
-unquantised inputs (the ``oracle``). Recipes (quantisation: FA3 per-(batch, kv-head) amax scales
-unless said otherwise; each "+" row adds one ingredient to the row above it):
+unquantised inputs (the ``oracle``). Default rows, one per kernel family (quantisation: FA3
+per-(batch, kv-head) amax scales unless said otherwise):
 
-  naive-tensor   naive FP8 (AITER v3 style): exact exp2 softmax, P rounded to e4m3, per-tensor scales
-  naive          naive FP8 with per-(batch, kv-head) scales (FlashAttention-3 style)
+  aiter-v3       AITER v3's FP8 kernel: exact exp2 softmax, P converted to e4m3 *unscaled*, l the
+                 sum of the unrounded P; per-tensor scales
+  ck             CK-style: as aiter-v3 but P x 448 before the e4m3 rounding (the format's top)
+  fa3            FlashAttention-3 FP8: P x 2^8 (its Max_offset) before rounding, unrounded sum
+  zyfa-v1        ZYFA spec v1: Hadamard + per-64-key pow2 block scaling + Lean P (120.5)
+  zyfa-v2        ZYFA spec v2: Hadamard + hybrid phi offset + unbiased Lean P + per-token Q scale
+  bf16           BF16 inputs, fp32 softmax, P rounded to bf16
+
+Ablation rows (``--rows``; each "+" row adds one ingredient to the row above it):
+
+  naive-tensor   = aiter-v3
+  naive          naive FP8 with per-(batch, kv-head) scales
   hadamard       +Hadamard rotation of Q and K before quantisation
   blockscale     +per-64-key power-of-two block scaling of P before rounding
   roundedsum     +normalisation by the sum of the rounded probabilities
-  zyfa           full ZYFA: +Lean P (one FMA + one convert per probability)
+  zyfa           full ZYFA v1: +Lean P (one FMA + one convert per probability) (= zyfa-v1)
   leanp          Lean P kernel without the Hadamard rotation
-  bf16           BF16 inputs, fp32 softmax, P rounded to bf16
+  zyfa-v2-head   zyfa-v2 with per-(batch, kv-head) Q scales (no per-token Q scale)
   input          fp64 attention of the FP8-quantised inputs (input quantisation error alone)
   input-hadamard the same with Q, K Hadamard-rotated before quantisation
 
 Metrics (``out``: the recipe's output, ``ref``: fp64 oracle output, both (b, s, h, dv)):
-  rel_l2   ||out - ref||_2 / ||ref||_2 over all elements
-  max_abs  max |out - ref|
+  rel_l2   total error: ||out - ref||_2 / ||ref||_2 over all elements
+  kernel   kernel-only error: rel_l2 against fp64 attention of the recipe's own quantised
+           (dequantised) inputs, i.e. without the input quantisation error
   kl       mean over query rows of the generalised KL divergence D(P_row || P_ref_row) of the
-           attention weights the recipe applied (see zyfa.numerics.attention_row_kl)
-  vs_naive rel_l2 / rel_l2 of the "naive" row
+           attention weights the recipe applied (see zyfa.numerics.attention_row_stats)
+  flushed  mean over rows of the fp64 attention mass on keys whose P the recipe rounded to 0
+  lse_bias mean of softmax_lse - fp64 lse of the recipe's own quantised inputs (nats): what a
+           split-KV merge or a backward pass inherits
+  max_abs  max |out - ref|
+  vs_naive rel_l2 / rel_l2 of the "naive" row (or of "aiter-v3" when naive is not run)
 
 Sources: ``gaussian`` (standard normal Q, K, V), ``outliers`` (gaussian with the first
-``--outlier-channels`` K channels multiplied by ``--outlier-scale``), ``real`` (Q, K, V of the six
-layers of all-MiniLM-L6-v2 on its shipped model card; the layers form the batch; needs the
+``--outlier-channels`` K channels multiplied by ``--outlier-scale``), ``llm`` (the synthetic
+LLM-like generator zyfa.activations.llm_like_qkv: attention sink on key 0 of ``--sink-logit``
+nats, RoPE local structure, K/Q outlier channels), ``real`` (Q, K, V of the six layers of
+all-MiniLM-L6-v2, an encoder, on its shipped model card; the layers form the batch; needs the
 optional package named by ``zyfa.activations.INSTALL_HINT``).
 
 The design notes' reference case (FA3 FP8 on the H200: rel. L2 9.7e-2, BF16 6.0e-3):
@@ -47,10 +64,10 @@ import torch
 
 import zyfa
 from zyfa import numerics
-from zyfa.activations import ActivationsUnavailable, minilm_qkv
+from zyfa.activations import ActivationsUnavailable, llm_like_qkv, minilm_qkv
 from zyfa.cli.errors import Parser, add_debug_flag, guarded, pop_debug
 
-SOURCES = ("gaussian", "outliers", "real")
+SOURCES = ("gaussian", "outliers", "llm", "real")
 FORMATS = ("table", "json", "csv")
 
 
@@ -63,17 +80,25 @@ class Recipe:
     variant: str = "naive"     # zyfa.numerics variant, for kind "fp8"
     granularity: str = "head"  # quantisation scales
     hadamard: bool = False     # rotate Q and K before quantisation
+    q_per_token: bool = False  # Q scales per (batch, token, head) (folded into the per-row t)
 
     def __post_init__(self):
         if self.kind not in ("fp8", "bf16", "input"):
             raise ValueError(f"Unknown kind: {self.kind}")
         if self.variant not in numerics.VARIANTS:
             raise ValueError(f"Unknown variant: {self.variant}")
-        if self.granularity not in numerics.GRANULARITIES:
+        if self.granularity not in ("head", "tensor"):
             raise ValueError(f"Unknown granularity: {self.granularity}")
 
 
 RECIPES: dict[str, Recipe] = {
+    "aiter-v3": Recipe("AITER v3: P unscaled, unrounded sum, tensor", "fp8", "naive", "tensor"),
+    "ck": Recipe("CK-style: P x 448, per-tensor scales", "fp8", "p448", "tensor"),
+    "fa3": Recipe("FA3-style: P x 2^8, per-head scales", "fp8", "fa3"),
+    "zyfa-v1": Recipe("ZYFA v1 (Hadamard, block pow2, Lean P)", "fp8", "zyfa-v1", hadamard=True),
+    "zyfa-v2": Recipe("ZYFA v2 (+phi offset, unbiased, token Q)", "fp8", "zyfa-v2", hadamard=True,
+                      q_per_token=True),
+    "bf16": Recipe("BF16", "bf16"),
     "naive-tensor": Recipe("naive FP8, per-tensor scales (AITER v3)", "fp8", "naive", "tensor"),
     "naive": Recipe("naive FP8, per-head scales (FA3)", "fp8", "naive"),
     "hadamard": Recipe("+Hadamard", "fp8", "naive", hadamard=True),
@@ -81,10 +106,13 @@ RECIPES: dict[str, Recipe] = {
     "roundedsum": Recipe("+rounded sum", "fp8", "roundedsum", hadamard=True),
     "zyfa": Recipe("full ZYFA (+Lean P)", "fp8", "zyfa", hadamard=True),
     "leanp": Recipe("Lean P, no Hadamard", "fp8", "leanp"),
-    "bf16": Recipe("BF16", "bf16"),
+    "zyfa-v2-head": Recipe("ZYFA v2, per-head Q scales", "fp8", "zyfa-v2", hadamard=True),
     "input": Recipe("fp64 on FP8 inputs (input error)", "input"),
     "input-hadamard": Recipe("fp64 on Hadamard+FP8 inputs", "input", hadamard=True),
 }
+
+
+DEFAULT_ROWS = ("aiter-v3", "ck", "fa3", "zyfa-v1", "zyfa-v2", "bf16")
 
 
 @dataclass(frozen=True)
@@ -102,8 +130,10 @@ class StudyConfig:
     causal: bool = True
     outlier_channels: int = 4
     outlier_scale: float = 8.0
+    sink_logit: float = 10.0
+    queries: Optional[int] = None  # run only the last ``queries`` query rows (longest context), all by default
     seed: int = 0
-    rows: tuple[str, ...] = tuple(RECIPES)
+    rows: tuple[str, ...] = DEFAULT_ROWS
     kl: bool = True
     device: str = "cpu"
 
@@ -117,6 +147,8 @@ class StudyConfig:
         heads_k = self.heads if self.heads_k is None else self.heads_k
         if not isinstance(heads_k, int) or heads_k <= 0 or self.heads % heads_k:
             raise ValueError(f"heads_k must be a positive divisor of heads ({self.heads}), got {self.heads_k!r}")
+        if self.queries is not None and (not isinstance(self.queries, int) or not 0 < self.queries <= self.seqlen):
+            raise ValueError(f"queries must be an int in [1, seqlen={self.seqlen}], got {self.queries!r}")
         if self.headdim_v is not None and (not isinstance(self.headdim_v, int) or self.headdim_v <= 0):
             raise ValueError(f"headdim_v must be a positive int, got {self.headdim_v!r}")
         if not 0 <= self.outlier_channels <= self.headdim:
@@ -140,14 +172,21 @@ class RowResult:
     max_abs: float
     kl: Optional[float]
     seconds: float
+    kernel_rel_l2: Optional[float] = None  # vs fp64 of the recipe's quantised inputs (None: "input" rows)
+    flushed: Optional[float] = None
+    lse_bias: Optional[float] = None
 
 
 def make_inputs(config: StudyConfig) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """float32 Q, K, V (batch, seqlen, heads, headdim) of the configured source."""
     if config.source == "real":
         return minilm_qkv(config.seqlen)
-    gen = torch.Generator().manual_seed(config.seed)
     hk = config.heads_k or config.heads
+    if config.source == "llm":
+        return llm_like_qkv(config.batch, config.seqlen, config.heads, hk, config.headdim, seed=config.seed,
+                            sink_logit=config.sink_logit, outlier_channels=config.outlier_channels,
+                            outlier_scale=config.outlier_scale)
+    gen = torch.Generator().manual_seed(config.seed)
     b, s, d = config.batch, config.seqlen, config.headdim
     q = torch.randn(b, s, config.heads, d, generator=gen)
     k = torch.randn(b, s, hk, d, generator=gen)
@@ -161,42 +200,62 @@ def _quantised(q, k, v, recipe: Recipe):
     if recipe.hadamard:
         q, k = numerics.rotate_qk(q, k)
     hk = k.shape[2]
-    (q8, dq), (k8, dk), (v8, dv) = (numerics.quantize_fp8(x, recipe.granularity, nheads_k=hk) for x in (q, k, v))
+    q8, dq = numerics.quantize_fp8(q, "token" if recipe.q_per_token else recipe.granularity, nheads_k=hk)
+    (k8, dk), (v8, dv) = (numerics.quantize_fp8(x, recipe.granularity, nheads_k=hk) for x in (k, v))
     return q8, k8, v8, dq, dk, dv
 
 
 def _dequantised(x8, descale):
+    if descale.dim() == 3:  # per token: (batch, seqlen, heads)
+        return x8.to(torch.float32) * descale[..., None]
     group = x8.shape[2] // descale.shape[1]
     return x8.to(torch.float32) * descale.repeat_interleave(group, dim=1)[:, None, :, None]
 
 
+def _rel_l2(out: torch.Tensor, ref: torch.Tensor) -> float:
+    err = out.to(torch.float64) - ref
+    return (err.norm() / ref.norm()).item()
+
+
 def run_recipe(key: str, q, k, v, ref: torch.Tensor, causal: bool, kl: bool) -> RowResult:
-    """Runs one recipe on float32 inputs and measures it against the fp64 output ``ref``."""
+    """Runs one recipe on float32 inputs and measures it against the fp64 output ``ref``.
+
+    Without ``kl`` the row-level metrics (kl, flushed) are skipped (one pass over the keys less)."""
     recipe = RECIPES[key]
     start = time.perf_counter()
-    kl_value = None
+    stats = {}
     if recipe.kind == "bf16":
-        out, _ = numerics.bf16_attention(q, k, v, causal=causal)
+        inputs = tuple(x.to(torch.bfloat16) for x in (q, k, v))
         if kl:
-            kl_value = numerics.attention_row_kl(q, k, v, None, None, None, causal=causal, variant="bf16")
+            stats = numerics.attention_row_stats(q, k, v, None, None, None, causal=causal, variant="bf16")
+        else:
+            stats["out"], stats["lse"] = numerics.bf16_attention(q, k, v, causal=causal)
     else:
         q8, k8, v8, dq, dk, dv = _quantised(q, k, v, recipe)
+        inputs = (_dequantised(q8, dq), _dequantised(k8, dk), _dequantised(v8, dv))
         if recipe.kind == "input":
-            out = zyfa.flash_attn_func(_dequantised(q8, dq), _dequantised(k8, dk), _dequantised(v8, dv),
-                                       causal=causal, backend="oracle")
+            stats["out"] = zyfa.flash_attn_func(*inputs, causal=causal, backend="oracle")
+        elif kl:
+            stats = numerics.attention_row_stats(q, k, v, q8, k8, v8, dq, dk, dv, causal=causal, variant=recipe.variant)
         else:
-            out, _ = numerics.zyfa_fp8_attention(q8, k8, v8, dq, dk, dv, causal=causal, variant=recipe.variant)
-            if kl:
-                kl_value = numerics.attention_row_kl(q, k, v, q8, k8, v8, dq, dk, dv, causal=causal,
-                                                     variant=recipe.variant)
-    err = out.to(torch.float64) - ref
-    return RowResult(key, recipe.label, (err.norm() / ref.norm()).item(), err.abs().max().item(),
-                     kl_value, time.perf_counter() - start)
+            stats["out"], stats["lse"] = numerics.zyfa_fp8_attention(q8, k8, v8, dq, dk, dv, causal=causal,
+                                                                     variant=recipe.variant)
+    out = stats["out"]
+    kernel = lse_bias = None
+    if recipe.kind != "input":
+        own, own_lse, _ = zyfa.flash_attn_func(*inputs, causal=causal, backend="oracle", return_attn_probs=True)
+        kernel = _rel_l2(out, own)
+        finite = torch.isfinite(own_lse)
+        lse_bias = float((stats["lse"].to(torch.float64) - own_lse)[finite].mean())
+    return RowResult(key, recipe.label, _rel_l2(out, ref), (out.to(torch.float64) - ref).abs().max().item(),
+                     stats.get("kl"), time.perf_counter() - start, kernel, stats.get("flushed"), lse_bias)
 
 
 def run_study(config: StudyConfig, progress=None) -> list[RowResult]:
     """All configured rows on one set of inputs; ``progress(result)`` is called after each row."""
     q, k, v = (x.to(config.device) for x in make_inputs(config))
+    if config.queries is not None:  # the last rows: bottom-right causal alignment keeps their full context
+        q = q[:, -config.queries:].contiguous()
     ref = zyfa.flash_attn_func(q, k, v, causal=config.causal, backend="oracle")
     results = []
     for key in config.rows:
@@ -212,8 +271,12 @@ def describe(config: StudyConfig) -> str:
     src = config.source
     if src == "outliers":
         src += f" (K channels 0-{config.outlier_channels - 1} x{config.outlier_scale:g})"
+    elif src == "llm":
+        src += (f" (sink {config.sink_logit:g} nats on key 0, RoPE local, K channels 0-{config.outlier_channels - 1}"
+                f" x{config.outlier_scale:g})")
     return (f"source {src}, b{config.batch} h{config.heads}/{config.heads_k or config.heads} s{config.seqlen} "
             f"d{config.headdim}/{config.headdim_v or config.headdim}, {'causal' if config.causal else 'full'}, "
+            f"{'' if config.queries is None else f'last {config.queries} queries, '}"
             f"seed {config.seed}; bit-exact emulation on {_device_name(config.device)} (torch {torch.__version__})")
 
 
@@ -224,14 +287,29 @@ def _device_name(device: str) -> str:
     return f"{dev.type} ({torch.get_num_threads()} threads)"
 
 
+def _baseline(results: list[RowResult]) -> Optional[RowResult]:
+    """The row the ratios divide by: "naive" if run, else "aiter-v3" / "naive-tensor"."""
+    for key in ("naive", "aiter-v3", "naive-tensor"):
+        row = next((r for r in results if r.key == key), None)
+        if row is not None:
+            return row
+    return None
+
+
+def _num(x: Optional[float], fmt: str, width: int) -> str:
+    return format(x, fmt) if x is not None else f"{'-':>{width}}"
+
+
 def format_table(results: list[RowResult]) -> str:
-    naive = next((r.rel_l2 for r in results if r.key == "naive"), None)
-    header = f"{'row':<16} {'recipe':<42} {'rel_l2':>9} {'max_abs':>9} {'kl':>9} {'vs_naive':>8} {'time_s':>7}"
+    base = _baseline(results)
+    header = (f"{'row':<14} {'recipe':<42} {'rel_l2':>9} {'kernel':>9} {'kl':>9} {'flushed':>9} {'lse_bias':>9} "
+              f"{'max_abs':>9} {'vs_' + (base.key if base else 'naive'):>12} {'time_s':>7}")
     lines = [header, "-" * len(header)]
     for r in results:
-        kl = f"{r.kl:9.2e}" if r.kl is not None else f"{'-':>9}"
-        ratio = f"{r.rel_l2 / naive:8.3f}" if naive else f"{'-':>8}"
-        lines.append(f"{r.key:<16} {r.label:<42} {r.rel_l2:9.3e} {r.max_abs:9.3e} {kl} {ratio} {r.seconds:7.1f}")
+        ratio = f"{r.rel_l2 / base.rel_l2:12.3f}" if base else f"{'-':>12}"
+        lines.append(f"{r.key:<14} {r.label:<42} {r.rel_l2:9.3e} {_num(r.kernel_rel_l2, '9.3e', 9)} "
+                     f"{_num(r.kl, '9.2e', 9)} {_num(r.flushed, '9.2e', 9)} {_num(r.lse_bias, '+9.4f', 9)} "
+                     f"{r.max_abs:9.3e} {ratio} {r.seconds:7.1f}")
     return "\n".join(lines)
 
 
@@ -248,9 +326,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-causal", dest="causal", action="store_false", help="full (non-causal) attention")
     p.add_argument("--outlier-channels", type=int, default=4)
     p.add_argument("--outlier-scale", type=float, default=8.0)
+    p.add_argument("--sink-logit", type=float, default=10.0, help="--source llm: logit of the attention sink (nats)")
+    p.add_argument("--queries", type=int, default=None,
+                   help="only the last N query rows against all seqlen keys (long context at N/seqlen of the cost)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--rows", default=",".join(RECIPES), help=f"comma-separated subset of {','.join(RECIPES)}")
-    p.add_argument("--no-kl", dest="kl", action="store_false", help="skip the KL column (about 2x faster)")
+    p.add_argument("--rows", default=",".join(DEFAULT_ROWS),
+                   help=f"comma-separated subset of {','.join(RECIPES)} (default: {','.join(DEFAULT_ROWS)})")
+    p.add_argument("--no-kl", dest="kl", action="store_false", help="skip the kl and flushed columns (one key pass less)")
     p.add_argument("--device", default="cpu", help="torch device the emulator runs on (default cpu; e.g. cuda)")
     p.add_argument("--format", choices=FORMATS, default="table")
 
@@ -261,7 +343,8 @@ def config_from_args(args: argparse.Namespace) -> StudyConfig:
     shape = dict(batch=6, heads=12, heads_k=None, headdim=32, headdim_v=None) if real else dict(
         batch=args.batch, heads=args.heads, heads_k=args.heads_k, headdim=args.headdim, headdim_v=args.headdim_v)
     return StudyConfig(source=args.source, seqlen=seqlen, causal=args.causal, outlier_channels=args.outlier_channels,
-                       outlier_scale=args.outlier_scale, seed=args.seed, kl=args.kl, device=args.device,
+                       outlier_scale=args.outlier_scale, sink_logit=args.sink_logit, queries=args.queries,
+                       seed=args.seed, kl=args.kl, device=args.device,
                        rows=tuple(r.strip() for r in args.rows.split(",") if r.strip()), **shape)
 
 
@@ -283,9 +366,11 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "json":
         print(json.dumps({"config": asdict(config), "rows": [asdict(r) for r in results]}, indent=2))
     else:
-        print("row,recipe,rel_l2,max_abs,kl,seconds")
+        print("row,recipe,rel_l2,kernel_rel_l2,kl,flushed,lse_bias,max_abs,seconds")
         for r in results:
-            print(f"{r.key},{r.label},{r.rel_l2:.6e},{r.max_abs:.6e},{'' if r.kl is None else f'{r.kl:.6e}'},{r.seconds:.2f}")
+            cells = (r.kernel_rel_l2, r.kl, r.flushed, r.lse_bias)
+            opt = ",".join("" if x is None else f"{x:.6e}" for x in cells)
+            print(f"{r.key},{r.label},{r.rel_l2:.6e},{opt},{r.max_abs:.6e},{r.seconds:.2f}")
     return 0
 
 
