@@ -14,6 +14,7 @@ from zyfa import flash_attn_func, numerics
 from zyfa.kernels.triton._common import TileConfig
 from zyfa.kernels.triton.attn_bf16 import attention_bf16
 from zyfa.kernels.triton.attn_fp8 import attention_fp8
+from zyfa.kernels.triton.hadamard_fp8 import hadamard_quantize_fp8
 from zyfa.reference import key_window
 
 MAGIC = 12582912.0
@@ -148,6 +149,25 @@ def main():
             "lse_inf_match": bool(torch.equal(torch.isinf(lse), torch.isinf(ref_lse))),
             "v1_differs": not bool(torch.equal(v1_32, out32)),
         }
+    # -- fused Hadamard + FP8 quantisation vs the torch path (quantize_fp8(hadamard(x))) ----
+    for name, (b, s, h, hk, d, dtype) in {
+        "hadamard_gqa_d64_fp32": (1, 37, 4, 2, 64, torch.float32),
+        "hadamard_d128_bf16": (2, 20, 2, 1, 128, torch.bfloat16),
+        "hadamard_d256_fp16": (1, 18, 1, 1, 256, torch.float16),
+    }.items():
+        g = torch.Generator().manual_seed(len(name))
+        x = torch.randn(b, s, h, d, generator=g)
+        x[..., :2] *= 8  # outlier channels
+        x[:, 3] = 0.0    # an all-zero token: descale 1
+        x = x.to(dtype)
+        for gran in ("head", "token"):
+            x8, ds = hadamard_quantize_fp8(x, gran, nheads_k=hk)
+            ref8, ref_ds = numerics.quantize_fp8(numerics.hadamard(x), gran, nheads_k=hk)
+            results[f"{name}_{gran}"] = {
+                "codes_equal": bool(torch.equal(x8.view(torch.uint8), ref8.view(torch.uint8))),
+                "descale_equal": bool(torch.equal(ds, ref_ds)),
+                "dtype": str(x8.dtype),
+            }
     bf16_cases = {"bf16_full_gqa": (1, 40, 40, 4, 2, 32, False), "bf16_causal_sk_gt_sq": (1, 24, 90, 2, 1, 32, True),
                   "bf16_causal_sq_gt_sk": (1, 70, 40, 2, 2, 32, True)}
     for name, (b, sq, sk, h, hk, d, causal) in bf16_cases.items():

@@ -1,0 +1,172 @@
+"""FP8 numerics spec v2 and the fused Hadamard + FP8 quantise kernel on a CUDA GPU (the lent H200).
+
+Run from the repository root (no install needed; zyfa is made importable from the checkout):
+
+    python3 benchmarks/h200_numerics.py            # prints a report; with $OUT set also writes
+                                                  # $OUT/h200_numerics.json and $OUT/h200_numerics.log
+
+Checks and measures, in this order (about 2-3 minutes, most of it Triton compiles):
+
+1. Triton FP8 kernel, recipe zyfa-v2 == zyfa.numerics emulator (run on the GPU), bit for bit on
+   the fp32 output, on inputs whose every fp32 partial sum is exact (integer Q, K; V in {-1,0,1})
+   with IEEE fp32 accumulation (``precise_acc``); softmax_lse max |diff| (the kernel's fp32 log2).
+   Also v1 (magic rounding) the same way, and v2 on Gaussian inputs with Hopper's default fp8
+   accumulation (rel. L2 only: that accumulation is not IEEE).
+2. Fused Hadamard + FP8 quantise (kernels/triton/hadamard_fp8.py) == the torch path
+   ``quantize_fp8(hadamard(x))`` bit for bit (codes and descales), Q and K at b1 s16k h32 d128 bf16,
+   per (batch, kv head) and per token.
+3. Times (triton.testing.do_bench, median ms) at b1 h32 s16384 d128 causal: zyfa FP8 attention
+   v1 and v2 (fixed tile 64/4/3, the probe's best, so no autotuning), the fused op on Q and on K,
+   the unfused torch path; prints the fused Q+K time as % of the attention time, and the bytes it
+   moves over its time (the op is memory-bound: its floor is bytes / bandwidth).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _importable_checkout() -> None:
+    """Makes ``import zyfa`` load this checkout (package folders mapped as setup.py maps them)."""
+    try:
+        import zyfa.kernels.triton  # noqa: F401
+        return
+    except ImportError:
+        pass
+    root = Path(tempfile.mkdtemp(prefix="zyfa-path-")) / "zyfa"
+    root.mkdir()
+    for f in (REPO / "zyfa").iterdir():
+        (root / f.name).symlink_to(f)
+    for d in ("kernels", "trace", "analyzer", "webui"):
+        (root / d).symlink_to(REPO / d)
+    sys.path.insert(0, str(root.parent))
+    for name in [m for m in sys.modules if m == "zyfa" or m.startswith("zyfa.")]:
+        del sys.modules[name]
+
+
+_importable_checkout()  # before the zyfa imports below: the script runs without an install
+
+import torch  # noqa: E402
+import triton  # noqa: E402
+
+from zyfa import numerics  # noqa: E402
+from zyfa.kernels.triton._common import TileConfig  # noqa: E402
+from zyfa.kernels.triton.attn_fp8 import attention_fp8  # noqa: E402
+from zyfa.kernels.triton.hadamard_fp8 import hadamard_quantize_fp8  # noqa: E402
+
+LINES: list[str] = []
+RESULTS: dict = {}
+
+
+def say(msg: str = "") -> None:
+    print(msg, flush=True)
+    LINES.append(msg)
+
+
+def exact_inputs(b, s, h, hk, d, seed):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randint(-8, 9, (b, s, h, d), generator=g).float()
+    k = torch.randint(-8, 9, (b, s, hk, d), generator=g).float()
+    k[..., :2] *= 8  # wide score range: the running max grows, blocks sit below it
+    v = torch.randint(-1, 2, (b, s, hk, d), generator=g).float()
+    scales = [torch.rand(b, hk, generator=g) * 0.2 + 0.01 for _ in range(3)]
+    return [x.to(torch.float8_e4m3fn).cuda() for x in (q, k, v)] + [x.cuda() for x in scales]
+
+
+def check_attention() -> None:
+    say("== 1. Triton FP8 attention vs the zyfa.numerics emulator (b1 s1024 h4/2 d128 causal)")
+    q8, k8, v8, dq, dk, dv = exact_inputs(1, 1024, 4, 2, 128, seed=1)
+    precise = TileConfig(128, 8, 3, precise_acc=True)
+    for recipe, variant, rounding in (("zyfa-v2", "zyfa-v2", "trunc"), ("zyfa-v1", "zyfa", "magic")):
+        ref, ref_lse = numerics.zyfa_fp8_attention(q8, k8, v8, dq, dk, dv, causal=True, variant=variant,
+                                                   rounding=rounding, out_dtype=torch.float32)
+        out, lse = attention_fp8(q8, k8, v8, 128 ** -0.5, True, dq, dk, dv, out_dtype=torch.float32,
+                                 config=precise, recipe=recipe)
+        equal = bool(torch.equal(out, ref))
+        diff = int((out != ref).sum())
+        lse_err = float((lse - ref_lse).abs().max())
+        say(f"  {recipe} exact inputs, precise_acc: fp32 out bitwise equal: {equal} ({diff} of {out.numel()} differ); "
+            f"lse max |diff| {lse_err:.2e}")
+        RESULTS[f"attention_{recipe}_exact"] = dict(bitwise_equal=equal, differing=diff, lse_max_abs=lse_err)
+    g = torch.Generator(device="cuda").manual_seed(2)
+    x = [torch.randn(1, 1024, n, 128, generator=g, device="cuda") for n in (4, 2, 2)]
+    (q8, dq), (k8, dk), (v8, dv) = (numerics.quantize_fp8(t, nheads_k=2) for t in x)
+    ref, _ = numerics.zyfa_fp8_attention(q8, k8, v8, dq, dk, dv, causal=True, variant="zyfa-v2", out_dtype=torch.float32)
+    out, _ = attention_fp8(q8, k8, v8, 128 ** -0.5, True, dq, dk, dv, out_dtype=torch.float32, recipe="zyfa-v2",
+                           config=TileConfig(64, 4, 3))
+    rel = float((out - ref).double().norm() / ref.double().norm())
+    say(f"  zyfa-v2 Gaussian inputs, Hopper fp8 accumulation: rel. L2 vs emulator {rel:.2e}")
+    RESULTS["attention_zyfa-v2_gaussian_hopper_acc_rel_l2"] = rel
+
+
+def check_hadamard(x: dict) -> None:
+    say("== 2. fused Hadamard + FP8 quantise vs quantize_fp8(hadamard(x)) (b1 s16384 d128 bf16)")
+    for name, t, hk in (("q", x["q"], 32), ("k", x["k"], 32)):
+        for gran in ("head", "token"):
+            x8, ds = hadamard_quantize_fp8(t, gran, nheads_k=hk)
+            ref8, ref_ds = numerics.quantize_fp8(numerics.hadamard(t), gran, nheads_k=hk)
+            codes = bool(torch.equal(x8.view(torch.uint8), ref8.view(torch.uint8)))
+            scales = bool(torch.equal(ds, ref_ds))
+            diff = int((x8.view(torch.uint8) != ref8.view(torch.uint8)).sum())
+            say(f"  {name} per {gran}: codes bitwise equal {codes} ({diff} differ), descales equal {scales}")
+            RESULTS[f"hadamard_{name}_{gran}"] = dict(codes_equal=codes, descales_equal=scales, differing=diff)
+
+
+def bench(x: dict) -> None:
+    say("== 3. times at b1 h32 s16384 d128 causal (median ms, triton.testing.do_bench)")
+    cfg = TileConfig(64, 4, 3)
+    (q8, dq), (k8, dk), (v8, dv) = (numerics.quantize_fp8(x[n], nheads_k=32) for n in ("q", "k", "v"))
+    ms = {}
+    for recipe in ("zyfa-v1", "zyfa-v2"):
+        ms[recipe] = triton.testing.do_bench(
+            lambda: attention_fp8(q8, k8, v8, 128 ** -0.5, True, dq, dk, dv, config=cfg, recipe=recipe))
+        say(f"  zyfa FP8 attention {recipe}: {ms[recipe]:.3f} ms")
+    say(f"  v2 / v1 time: {ms['zyfa-v2'] / ms['zyfa-v1']:.3f}")
+    elems = x["q"].numel() + x["k"].numel()
+    for gran in ("head", "token"):
+        fused = sum(triton.testing.do_bench(lambda t=x[n]: hadamard_quantize_fp8(t, gran, nheads_k=32)) for n in ("q", "k"))
+        torch_ms = sum(triton.testing.do_bench(lambda t=x[n]: numerics.quantize_fp8(numerics.hadamard(t), gran, nheads_k=32))
+                       for n in ("q", "k"))
+        passes = 2 if gran == "head" else 1  # head scales read x twice (amax pass + quantise pass)
+        moved = elems * (2 * passes + 1) + (elems // 128) * 4 * (gran == "token")
+        ms[f"fused_{gran}"], ms[f"torch_{gran}"] = fused, torch_ms
+        say(f"  Hadamard+quantise Q and K per {gran}: fused {fused:.3f} ms = {100 * fused / ms['zyfa-v1']:.2f}% of v1 "
+            f"attention ({100 * fused / ms['zyfa-v2']:.2f}% of v2); {moved / fused / 1e6:.0f} GB/s over "
+            f"{moved / 2**20:.0f} MiB; unfused torch path {torch_ms:.3f} ms ({100 * torch_ms / ms['zyfa-v1']:.1f}%)")
+    RESULTS["ms"] = ms
+
+
+def main() -> int:
+    if not torch.cuda.is_available():
+        print("h200_numerics: needs a CUDA GPU (torch.cuda.is_available() is False)", file=sys.stderr)
+        return 2
+    start = time.time()
+    say(f"zyfa h200_numerics: {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}")
+    status = 0
+    g = torch.Generator(device="cuda").manual_seed(0)
+    x = {n: torch.randn(1, 16384, 32, 128, generator=g, device="cuda", dtype=torch.bfloat16) for n in ("q", "k", "v")}
+    x["k"][..., :4] *= 8  # K outlier channels, what the rotation is for
+    for step in (check_attention, lambda: check_hadamard(x), lambda: bench(x)):
+        try:
+            step()
+        except Exception as exc:  # report and go on: one failing step must not hide the others
+            status = 1
+            say(f"  FAILED: {type(exc).__name__}: {str(exc)[:2000]}")
+    say(f"== done in {time.time() - start:.0f} s")
+    out = os.environ.get("OUT")
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        (Path(out) / "h200_numerics.json").write_text(json.dumps(RESULTS, indent=2))
+        (Path(out) / "h200_numerics.log").write_text("\n".join(LINES) + "\n")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

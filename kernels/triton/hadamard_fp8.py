@@ -1,0 +1,168 @@
+"""Fused Walsh-Hadamard rotation + FP8 (e4m3) quantisation of Q or K, in Triton.
+
+Computes exactly what the torch path computes, ``zyfa.numerics.quantize_fp8(zyfa.numerics.hadamard(x),
+granularity, nheads_k)``, in one kernel (per token) or two (per (batch, kv head)):
+
+* rotation: the same radix-2 butterflies in the same order, in fp32 (``a + b``, ``a - b`` per stage),
+  then one multiply by ``fp32(1 / sqrt(d))``;
+* ``granularity="token"``: one program holds whole rows, so the row's amax, ``descale = amax / 448``
+  (1 for an all-zero row) and the quantisation happen in the same pass: x is read once, the FP8
+  codes written once;
+* ``granularity="head"``: pass 1 rotates and reduces the amax of each (batch, kv head) into a
+  buffer (``atomic_max``; max is order-independent, so the result is deterministic); pass 2 rotates
+  again and quantises. x is read twice (recomputing beats writing and re-reading the rotated
+  fp32 tensor).
+
+Divisions are IEEE (``div_rn``); the fp32 -> e4m3 convert is the hardware's round-to-nearest-even
+(``clamp(x / descale, -448, 448)`` first, so saturation never decides). Headdim: a power of two
+(64, 128, 256); other widths (MLA's 192 = 3 x 64 blocks) go through the torch path.
+The Triton attention kernels take the result unchanged (FP8 codes + FA3 descales); the per-token
+Q descale (batch, seqlen, nheads) is accepted by the emulator only so far.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import triton
+import triton.language as tl
+
+from zyfa.kernels.triton._common import interpreting
+
+E4M3_MAX = 448.0
+GRANULARITIES = ("head", "token")
+_INTERPRET = interpreting()
+
+
+@triton.jit
+def _rotate(x, BLOCK_S: tl.constexpr, D: tl.constexpr, INV_SQRT_D: tl.constexpr):
+    """Orthonormal Walsh-Hadamard transform of each row of x [BLOCK_S, D] (fp32), Sylvester order,
+    stage by stage as zyfa.numerics.hadamard: pairs (i, i + half) -> (a + b, a - b)."""
+    x = _butterfly(x, BLOCK_S, D, 1)
+    x = _butterfly(x, BLOCK_S, D, 2)
+    x = _butterfly(x, BLOCK_S, D, 4)
+    x = _butterfly(x, BLOCK_S, D, 8)
+    if D > 16:
+        x = _butterfly(x, BLOCK_S, D, 16)
+    if D > 32:
+        x = _butterfly(x, BLOCK_S, D, 32)
+    if D > 64:
+        x = _butterfly(x, BLOCK_S, D, 64)
+    if D > 128:
+        x = _butterfly(x, BLOCK_S, D, 128)
+    return x * INV_SQRT_D
+
+
+@triton.jit
+def _butterfly(x, BLOCK_S: tl.constexpr, D: tl.constexpr, HALF: tl.constexpr):
+    """One radix-2 stage: elements i and i + HALF of each 2*HALF group -> (a + b, a - b)."""
+    y = tl.reshape(x, [BLOCK_S, D // (2 * HALF), 2, HALF])
+    a, b = tl.split(tl.permute(y, (0, 1, 3, 2)))
+    return tl.reshape(tl.permute(tl.join(a + b, a - b), (0, 1, 3, 2)), [BLOCK_S, D])
+
+
+@triton.jit
+def _load_rows(X, off_b, off_h, offs_s, offs_d, stride_b, stride_s, stride_h, S):
+    ptrs = X + off_b * stride_b + off_h * stride_h + offs_s[:, None] * stride_s + offs_d[None, :]
+    return tl.load(ptrs, mask=offs_s[:, None] < S, other=0.0).to(tl.float32)
+
+
+@triton.jit
+def _store_codes(Y, y, off_b, off_h, offs_s, offs_d, stride_b, stride_s, stride_h, S, OUT_F32: tl.constexpr):
+    ptrs = Y + off_b * stride_b + off_h * stride_h + offs_s[:, None] * stride_s + offs_d[None, :]
+    y = tl.minimum(tl.maximum(y, -448.0), 448.0)
+    if OUT_F32:  # interpreter: its fp32 -> fp8 cast is not RNE, the wrapper casts on the host
+        tl.store(ptrs, y, mask=offs_s[:, None] < S)
+    else:
+        tl.store(ptrs, y.to(tl.float8e4nv), mask=offs_s[:, None] < S)
+
+
+@triton.jit
+def _hadamard_fp8_token(X, Y, DS, stride_xb, stride_xs, stride_xh, stride_yb, stride_ys, stride_yh,
+                        stride_db, stride_ds, H, S, D: tl.constexpr, BLOCK_S: tl.constexpr,
+                        INV_SQRT_D: tl.constexpr, OUT_F32: tl.constexpr):
+    off_b = tl.program_id(1) // H
+    off_h = tl.program_id(1) % H
+    offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
+    offs_d = tl.arange(0, D)
+    y = _rotate(_load_rows(X, off_b, off_h, offs_s, offs_d, stride_xb, stride_xs, stride_xh, S), BLOCK_S, D, INV_SQRT_D)
+    # -- per-token descale = amax / 448 (1 for an all-zero row); codes = RNE(x / descale) ----
+    descale = tl.div_rn(tl.max(tl.abs(y), 1), 448.0)
+    descale = tl.where(descale > 0.0, descale, 1.0)
+    tl.store(DS + off_b * stride_db + offs_s * stride_ds + off_h, descale, mask=offs_s < S)
+    _store_codes(Y, tl.div_rn(y, descale[:, None]), off_b, off_h, offs_s, offs_d, stride_yb, stride_ys, stride_yh,
+                 S, OUT_F32)
+
+
+@triton.jit
+def _hadamard_amax_head(X, AMAX, stride_xb, stride_xs, stride_xh, H, GROUP, S, D: tl.constexpr,
+                        BLOCK_S: tl.constexpr, INV_SQRT_D: tl.constexpr):
+    off_b = tl.program_id(1) // H
+    off_h = tl.program_id(1) % H
+    offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
+    y = _rotate(_load_rows(X, off_b, off_h, offs_s, tl.arange(0, D), stride_xb, stride_xs, stride_xh, S),
+                BLOCK_S, D, INV_SQRT_D)
+    tl.atomic_max(AMAX + off_b * (H // GROUP) + off_h // GROUP, tl.max(tl.max(tl.abs(y), 1), 0))
+
+
+@triton.jit
+def _hadamard_fp8_head(X, Y, DS, stride_xb, stride_xs, stride_xh, stride_yb, stride_ys, stride_yh,
+                       H, GROUP, S, D: tl.constexpr, BLOCK_S: tl.constexpr, INV_SQRT_D: tl.constexpr,
+                       OUT_F32: tl.constexpr):
+    off_b = tl.program_id(1) // H
+    off_h = tl.program_id(1) % H
+    offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
+    offs_d = tl.arange(0, D)
+    y = _rotate(_load_rows(X, off_b, off_h, offs_s, offs_d, stride_xb, stride_xs, stride_xh, S), BLOCK_S, D, INV_SQRT_D)
+    descale = tl.load(DS + off_b * (H // GROUP) + off_h // GROUP)
+    _store_codes(Y, tl.div_rn(y, descale), off_b, off_h, offs_s, offs_d, stride_yb, stride_ys, stride_yh, S, OUT_F32)
+
+
+def hadamard_quantize_fp8(x: torch.Tensor, granularity: str = "head", nheads_k: int | None = None,
+                          block_s: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Hadamard-rotates ``x`` (batch, seqlen, nheads, headdim) along headdim and quantises it to e4m3.
+
+    Bit-identical to ``quantize_fp8(hadamard(x), granularity, nheads_k)`` of :mod:`zyfa.numerics`.
+    ``granularity="head"``: descale float32 (batch, nheads_k), one per (batch, kv head) (pass
+    ``nheads_k`` for Q under GQA); ``"token"``: descale (batch, seqlen, nheads). ``x``: fp32, bf16
+    or fp16 on a CUDA/ROCm GPU (or the Triton interpreter), unit stride along headdim, headdim a
+    power of two in [16, 256]. Returns ``(x8 float8_e4m3fn of x's shape, descale)``.
+    """
+    if granularity not in GRANULARITIES:
+        raise ValueError(f"granularity must be one of {GRANULARITIES}, got {granularity!r}")
+    if not isinstance(x, torch.Tensor) or x.dim() != 4:
+        raise ValueError(f"x must be a 4-d tensor (batch, seqlen, nheads, headdim), got {getattr(x, 'shape', type(x))}")
+    if x.dtype not in (torch.float32, torch.bfloat16, torch.float16):
+        raise TypeError(f"x must be float32, bfloat16 or float16, got {x.dtype}")
+    b, s, h, d = x.shape
+    if d < 16 or d > 256 or d & (d - 1):
+        raise ValueError(f"headdim must be a power of two in [16, 256] (the torch path covers others), got {d}")
+    if x.stride(-1) != 1:
+        raise ValueError("x needs a unit stride along headdim; call x.contiguous()")
+    hk = h if nheads_k is None else nheads_k
+    if not isinstance(hk, int) or hk <= 0 or h % hk:
+        raise ValueError(f"nheads_k must be a positive divisor of nheads ({h}), got {nheads_k!r}")
+    if x.numel() == 0:
+        raise ValueError(f"x must not be empty, got shape {tuple(x.shape)}")
+    block_s = block_s or (16 if _INTERPRET else 64)
+    inv_sqrt_d = float(torch.tensor(1.0 / math.sqrt(d), dtype=torch.float32))  # what torch's x * (1/sqrt(d)) uses
+    y = torch.empty(x.shape, dtype=torch.float32 if _INTERPRET else torch.float8_e4m3fn, device=x.device)
+    grid = (triton.cdiv(s, block_s), b * h)
+    xs, ys = (x.stride(0), x.stride(1), x.stride(2)), (y.stride(0), y.stride(1), y.stride(2))
+    if not bool(torch.isfinite(x).all()):
+        raise ValueError("x contains non-finite values (NaN or inf); they have no FP8 encoding")
+    if granularity == "token":
+        descale = torch.empty(b, s, h, dtype=torch.float32, device=x.device)
+        _hadamard_fp8_token[grid](x, y, descale, *xs, *ys, descale.stride(0), descale.stride(1), h, s,
+                                  D=d, BLOCK_S=block_s, INV_SQRT_D=inv_sqrt_d, OUT_F32=_INTERPRET)
+    else:
+        amax = torch.zeros(b, hk, dtype=torch.float32, device=x.device)
+        _hadamard_amax_head[grid](x, amax, *xs, h, h // hk, s, D=d, BLOCK_S=block_s, INV_SQRT_D=inv_sqrt_d)
+        descale = amax / E4M3_MAX
+        descale = torch.where(descale > 0, descale, torch.ones_like(descale))
+        _hadamard_fp8_head[grid](x, y, descale, *xs, *ys, h, h // hk, s, D=d, BLOCK_S=block_s,
+                                 INV_SQRT_D=inv_sqrt_d, OUT_F32=_INTERPRET)
+    if _INTERPRET:
+        y = y.to(torch.float8_e4m3fn)  # RNE on the host (already clamped to +-448)
+    return y, descale
