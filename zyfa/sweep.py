@@ -426,7 +426,10 @@ def folder_lock(out_dir) -> Iterator[None]:
 
 
 def _ray_pool(address: str, workers: Optional[int]):
-    import ray  # lazy: optional dependency (the "sweep" extra); only running a sweep needs it
+    try:
+        import ray  # lazy: optional dependency (the "sweep" extra); only running a sweep needs it
+    except ImportError:
+        raise SweepError("sweeps run their points as Ray tasks: pip install 'zyfa[sweep]' (ray, pyyaml)") from None
 
     if not ray.is_initialized():
         kwargs = dict(include_dashboard=False, log_to_driver=False, logging_level="ERROR")
