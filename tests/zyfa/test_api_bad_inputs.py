@@ -2,6 +2,8 @@
 edge cases that used to traceback (empty/meta FP8, huge windows) give well-defined results."""
 
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -114,8 +116,6 @@ def test_meta_device_gives_shapes(dtype, with_descale):
 
 
 def test_available_backends_complete_before_first_use():
-    import subprocess
-    import sys
     names = subprocess.run([sys.executable, "-c", "import zyfa; print(sorted(zyfa.available_backends()))"],
                            capture_output=True, text=True, check=True).stdout
     for name in ("reference", "oracle", "emulator"):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from zyfa.cli import trace_main
+from zyfa.cli import export_cmd, trace_main
 from zyfa.trace.cdna4 import tracer
 from zyfa.trace.schema import Trace, TraceMeta
 
@@ -133,9 +133,7 @@ def test_debug_shows_the_traceback(work, capsys):
 
 
 def test_internal_errors_are_one_line_too(work, capsys, monkeypatch):
-    from zyfa.analyzer import report
-
-    monkeypatch.setattr(report, "render", lambda *a, **k: 1 / 0)
+    monkeypatch.setattr(export_cmd, "render", lambda *a, **k: 1 / 0)
     code, err = _cli(capsys, ["export", "t.parquet", "--csv", "fresh.csv"])
     _expect_one_line(code, err, "internal error: ZeroDivisionError", "--debug")
     assert not (work / "fresh.csv").exists()

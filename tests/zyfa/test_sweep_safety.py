@@ -5,6 +5,7 @@ evaluator (the Ray path is covered by test_sweep.py)."""
 
 import json
 import os
+import re
 
 import pytest
 
@@ -235,7 +236,7 @@ def test_cli_bad_spec_files_one_line_nothing_written(tmp_path, capsys, calls, na
     spec.write_bytes(data)
     code, err = _cli(tmp_path, capsys, spec, "-o", tmp_path / "out")
     assert code == 2 and err.count("\n") == 1 and err.startswith("zyfa-trace sweep: ")
-    assert __import__("re").search(message, err), err
+    assert re.search(message, err), err
     assert "Traceback" not in err and not (tmp_path / "out").exists() and calls == []
 
 
