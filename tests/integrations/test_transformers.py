@@ -17,7 +17,9 @@ pytest.importorskip("transformers", reason="the transformers integration needs t
 
 from transformers import MistralConfig, MistralForCausalLM  # noqa: E402
 
+from zyfa.integrations import transformers as zt  # noqa: E402
 from zyfa.integrations.transformers import compare_logits, random_llama  # noqa: E402
+from zyfa.numerics import hadamard, quantize_fp8  # noqa: E402
 
 SMALL = dict(num_hidden_layers=2, hidden_size=256, intermediate_size=512, num_attention_heads=4,
              num_key_value_heads=2, head_dim=64, vocab_size=512)
@@ -103,3 +105,17 @@ def test_compiled_model_has_no_graph_break_and_equals_eager(llama, impl):
         assert explained.graph_break_count == 0, explained.break_reasons
         compiled = torch.compile(llama, fullgraph=True, backend="aot_eager")(IDS, use_cache=False).logits.float()
     assert torch.equal(compiled, eager)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA/ROCm GPU")
+def test_gpu_fp8_path_uses_the_fused_quantiser_bit_identically():
+    assert zt.hadamard_quantize_fp8 is not None
+    x = torch.randn(2, 300, 8, 128, device="cuda", dtype=torch.bfloat16)
+    fused, ref = zt._rotate_quantise(x, 2), quantize_fp8(hadamard(x), nheads_k=2)
+    assert torch.equal(fused[0].view(torch.uint8), ref[0].view(torch.uint8)) and torch.equal(fused[1], ref[1])
+    model = random_llama(**SMALL, dtype=torch.bfloat16, device="cuda")
+    ids = IDS.cuda()
+    m = compare_logits(logits(model, "zyfa-fp8", ids), logits(model, "sdpa", ids))
+    print(f"\nGPU zyfa-fp8 vs sdpa (bf16): {m}")
+    assert m["rel_l2"] <= 8e-2 and m["top1"] >= 0.9

@@ -9,7 +9,10 @@ Importing this module registers two names with transformers' ``AttentionInterfac
 - ``"zyfa-fp8"``: Q and K Hadamard-rotated along the head dim (:func:`zyfa.numerics.hadamard`;
   orthonormal, so QK^T is unchanged while outlier channels are spread), then Q, K, V quantised
   to float8_e4m3fn with one descale per (batch, kv head) (:func:`zyfa.numerics.quantize_fp8`),
-  on the fly in every layer, and the FP8 forward with the ZYFA numerics. Output in the model dtype.
+  on the fly in every layer, and the FP8 forward with the ZYFA numerics (the default recipe).
+  On a GPU the rotation and quantisation of Q and K run as the fused Triton kernel
+  (:mod:`zyfa.kernels.triton.hadamard_fp8`, bit-identical) when the head dim is a power of two and
+  the call is not being compiled. Output in the model dtype.
 
 Conventions transformers passes, and what is done with them: ``query``/``key``/``value`` are
 (batch, heads, seqlen, head_dim) and become FlashAttention's (batch, seqlen, heads, head_dim)
@@ -35,6 +38,11 @@ from transformers.masking_utils import AttentionMaskInterface, flash_attention_m
 
 from zyfa.interface import flash_attn_func
 from zyfa.numerics import hadamard, quantize_fp8
+
+try:  # the fused Triton Hadamard + FP8 quantiser (bit-identical to the torch path); needs triton
+    from zyfa.kernels.triton.hadamard_fp8 import hadamard_quantize_fp8
+except ImportError:
+    hadamard_quantize_fp8 = None
 
 NAMES = ("zyfa", "zyfa-fp8")
 
@@ -77,14 +85,25 @@ def zyfa_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tens
     return out.to(query.dtype), None
 
 
+def _rotate_quantise(x: torch.Tensor, nheads_k: int):
+    """quantize_fp8(hadamard(x), "head", nheads_k): on a GPU, eager, power-of-two head dims, the fused
+    Triton kernel (one read of x per pass instead of a rotated fp32 copy); else the torch path, which
+    torch.compile traces (a Triton launch wrapper would break the graph)."""
+    d = x.shape[-1]
+    if (hadamard_quantize_fp8 is not None and x.is_cuda and not torch.compiler.is_compiling()
+            and 16 <= d <= 256 and d & (d - 1) == 0):
+        return hadamard_quantize_fp8(x, "head", nheads_k)
+    return quantize_fp8(hadamard(x), nheads_k=nheads_k)
+
+
 def zyfa_fp8_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                        attention_mask: Optional[torch.Tensor], dropout: float = 0.0, scaling: Optional[float] = None,
                        is_causal: Optional[bool] = None, **kwargs) -> tuple[torch.Tensor, None]:
     """``attn_implementation="zyfa-fp8"``: Hadamard on Q, K, FP8 quantisation per (batch, kv head), FP8 forward."""
     _refuse_unsupported(attention_mask, dropout, kwargs)
     q, k, v = _bshd(query), _bshd(key), _bshd(value)
-    (q8, dq), (k8, dk), (v8, dv) = (quantize_fp8(hadamard(q), nheads_k=k.shape[2]), quantize_fp8(hadamard(k)),
-                                    quantize_fp8(v))
+    hk = k.shape[2]
+    (q8, dq), (k8, dk), (v8, dv) = _rotate_quantise(q, hk), _rotate_quantise(k, hk), quantize_fp8(v)
     out = flash_attn_func(q8, k8, v8, softmax_scale=scaling if scaling is not None else q.shape[-1] ** -0.5,
                           q_descale=dq, k_descale=dk, v_descale=dv, **_mask_args(module, is_causal, kwargs))
     return out.to(query.dtype), None
