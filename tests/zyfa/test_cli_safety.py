@@ -177,6 +177,10 @@ KERNEL_CASES = [
     (["--batch", str(2**40)], ["over 2147483647"]),
     (["--kernel", "no-such-kernel"], ["unknown kernel 'no-such-kernel'"]),
     (["--kernel", "missing.co"], ["missing.co"]),
+    (["--kernel", "fifo.s"], ["fifo.s", "not a regular file"]),
+    (["--kernel", "zero.s"], ["zero.s", "not a regular file"]),
+    (["--kernel", "dir.s"], ["dir.s", "not a regular file"]),
+    (["--kernel", "fifo.co"], ["fifo.co", "not a regular file"]),
 ]
 
 
@@ -184,6 +188,10 @@ KERNEL_CASES = [
 def test_kernel_refuses_before_simulating(work, capsys, no_simulation, args, needles):
     (work / "traces").mkdir()
     (work / "traces" / "zyfa-fp8.parquet").write_text("an older trace")
+    os.mkfifo(work / "fifo.s")
+    os.mkfifo(work / "fifo.co")
+    (work / "zero.s").symlink_to("/dev/zero")
+    (work / "dir.s").mkdir()
     before = _snapshot(work)
     code, err = _cli(capsys, ["kernel", "--shape", "1k", *args])
     _expect_one_line(code, err, *needles)

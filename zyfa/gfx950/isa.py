@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+MAX_ASM_BYTES = 64 * 2**20  # a generated attention kernel's .s is well under 1 MiB
+
 UNITS = ("MFMA", "VALU", "TRANS", "SALU", "SMEM", "LDS", "VMEM", "BRANCH", "BARRIER", "WAIT", "MISC")
 
 LLVM_OBJDUMP = "llvm-objdump-22"
@@ -751,7 +753,7 @@ def disassemble(path, kernel: Optional[str] = None) -> Program:
         raise TypeError(f"path must be a str or Path, got {type(path).__name__}")
     p = Path(path)
     if not p.is_file():
-        raise FileNotFoundError(f"code object {str(p)!r} does not exist")
+        raise FileNotFoundError(f"code object {str(p)!r} does not exist or is not a regular file")
     return _disassemble_cached(str(p.resolve()), p.stat().st_mtime, kernel)
 
 
@@ -759,6 +761,10 @@ def load_program(path, kernel: Optional[str] = None, workgroup_size: Optional[in
     """A Program from a code object or a ``.s`` file (by suffix)."""
     p = Path(path)
     if p.suffix == ".s":
+        if not p.is_file():  # regular files only: reading a FIFO would block, /dev/zero never end
+            raise FileNotFoundError(f"assembly file {str(p)!r} does not exist or is not a regular file")
+        if p.stat().st_size > MAX_ASM_BYTES:
+            raise ValueError(f"assembly file {str(p)!r} is over {MAX_ASM_BYTES} bytes")
         return parse_asm(p.read_text(), kernel=kernel, workgroup_size=workgroup_size, source=str(p))
     if p.suffix not in (".co", ".hsaco", ".o", ".elf"):
         raise ValueError(f"path must end in .s, .co, .hsaco, .o or .elf, got {str(p)!r}")
