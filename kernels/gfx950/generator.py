@@ -16,8 +16,8 @@ from collections import Counter
 from dataclasses import dataclass, field, fields
 from typing import Optional
 
-from zyfa.gfx950 import timing
-from zyfa.gfx950.isa import classify
+from zyfa.gfx950.hazards import required_wait_states
+from zyfa.gfx950.isa import Instruction, classify, is_vector_key, parse_instruction
 
 from zyfa.kernels.gfx950.dsl import Abs, Allocator, Asm, Instr, Label, Neg, Reg
 from zyfa.kernels.gfx950.kernargs import KERNARG_SIZE, field_offset, metadata_args
@@ -1027,63 +1027,29 @@ def spread_items(items: list, steps: int) -> list[list]:
     return chunks
 
 
-def _vector_keys(operand) -> tuple[int, ...]:
-    reg = operand.reg if isinstance(operand, (Neg, Abs)) else operand
-    if not isinstance(reg, Reg) or reg.kind == "s":
-        return ()
-    base = 0 if reg.kind == "v" else ARCH_VGPRS
-    return tuple(range(base + reg.index, base + reg.index + reg.count))
-
-
-def _defs_uses(inst: Instr) -> tuple[set, list]:
-    """Vector registers written, and (consumer kind, registers) read, as the hazard rules see them."""
-    op = inst.opcode
-    ops = inst.operands
-    writes = not op.startswith(("ds_write", "buffer_store", "s_")) and not op.startswith("v_cmp")
-    defs = set(_vector_keys(ops[0])) if writes and ops else set()
-    if op == "v_permlane32_swap_b32":
-        defs |= set(_vector_keys(ops[1]))
-    sources = ops[1:] if writes else ops
-    if op.startswith("v_mfma"):
-        ab = {k for o in ops[1:3] + ops[4:] for k in _vector_keys(o)}
-        c = set(_vector_keys(ops[3]))
-        return defs, [("MFMA_AB", ab), ("MFMA_C", c)]
-    kind = "VALU" if op.startswith("v_") else ("MEM" if op.startswith(("ds_", "buffer_")) else None)
-    if kind is None:
-        return defs, []
-    return defs, [(kind, {k for o in sources for k in _vector_keys(o)})]
-
-
 def pad_hazards(asm: Asm) -> int:
-    """Insert ``s_nop`` so that every MFMA/VALU register hazard of the cycle model's table
-    (``zyfa.gfx950.timing.HAZARDS``) is covered in program order. Branch paths are verified
-    separately by ``zyfa.gfx950.hazards.check_hazards`` (tests). Returns the nops inserted."""
-    rules = {rule.name: rule for rule in timing.HAZARDS}
+    """Insert ``s_nop`` so that every MFMA/VALU register hazard of the machine description
+    (:func:`zyfa.gfx950.hazards.required_wait_states`, rules ``zyfa.gfx950.timing.HAZARDS``) is
+    covered in program order: each instruction is checked against the last writer of every vector
+    register it reads. Branch paths are verified separately by ``zyfa.gfx950.hazards.check_hazards``
+    (tests). Returns the nops inserted."""
     clock = 0  # wait states issued so far
-    last: dict[int, tuple[int, str, int, frozenset]] = {}  # register -> (clock after producer, unit, passes, defs)
+    last: dict[int, tuple[int, Instruction]] = {}  # vector register -> (clock after its producer, producer)
     out, inserted = [], 0
     for item in asm.items:
         if not isinstance(item, Instr):
             out.append(item)
             continue
-        defs, reads = _defs_uses(item)
+        inst = parse_instruction(item.text)
         need = 0
-        for kind, regs in reads:
-            for reg in regs:
-                if reg not in last:
-                    continue
-                done, unit, passes, written = last[reg]
-                if unit == "MFMA":
-                    if kind == "MFMA_C":
-                        name = "mfma_write_mfma_srcc_same" if regs == written else "mfma_write_mfma_srcab"
-                    else:
-                        name = {"MFMA_AB": "mfma_write_mfma_srcab", "VALU": "mfma_write_valu_read",
-                                "MEM": "mfma_write_mem_read"}[kind]
-                elif kind in ("MFMA_AB", "MFMA_C"):
-                    name = "valu_write_mfma_read" if kind == "MFMA_AB" else "valu_write_mfma_srcc"
-                else:
-                    continue
-                need = max(need, rules[name].wait_states(passes) - (clock - done))
+        producers = {}  # the last writers of the registers it reads
+        for reg in inst.uses:
+            if reg in last:
+                done, producer = last[reg]
+                producers[id(producer)] = (done, producer)
+        for done, producer in producers.values():
+            for _, states, _ in required_wait_states(producer, inst):
+                need = max(need, states - (clock - done))
         while need > 0:
             n = min(need, 16)
             out.append(Instr("s_nop", (n - 1,), (), item.cluster))
@@ -1092,15 +1058,13 @@ def pad_hazards(asm: Asm) -> int:
             inserted += 1
         out.append(item)
         clock += item.operands[0] + 1 if item.opcode == "s_nop" else 1
-        if defs:
-            unit = "MFMA" if item.opcode.startswith("v_mfma") else ("VALU" if item.opcode.startswith("v_") else "MEM")
-            passes = timing.op_class(item.opcode).passes if unit == "MFMA" else 0
-            frozen = frozenset(defs)
-            for reg in defs:
-                if unit == "MEM":
-                    last.pop(reg, None)
-                else:
-                    last[reg] = (clock, unit, passes, frozen)
+        for reg in inst.defs:
+            if not is_vector_key(reg):
+                continue
+            if inst.unit in ("MFMA", "VALU", "TRANS"):
+                last[reg] = (clock, inst)
+            else:  # a memory load overwrites the register: no hazard from its older producer
+                last.pop(reg, None)
     asm.items[:] = out
     return inserted
 

@@ -601,17 +601,32 @@ def parse_asm(text: str, kernel: Optional[str] = None, workgroup_size: Optional[
             aligned = -(-pc // boundary) * boundary
             if max_skip is None or aligned - pc <= max_skip:
                 pc = aligned
-        target = None
-        if opcode.startswith(("s_branch", "s_cbranch")) and rest.strip():
-            target = rest.strip().split()[0].rstrip(",")
-            if re.fullmatch(r"-?\d+", target):
-                raise ValueError(f"{source}: branch {opcode} {rest!r} uses a numeric offset; use a label")
-        instructions.append(_make(pc, opcode, rest, size, target))
+        instructions.append(_make(pc, opcode, rest, size, _branch_target(opcode, rest, source)))
         pc += size
     meta_wg, args = parse_metadata("\n".join(meta_lines), name) if meta_lines and name else (None, ())
     descriptor = KernelDescriptor(fields=fields, workgroup_size=workgroup_size or meta_wg, args=args)
     return Program(name=name or "kernel", instructions=tuple(instructions), labels=labels,
                    descriptor=descriptor, source=source)
+
+
+def _branch_target(opcode: str, rest: str, source: str) -> Optional[str]:
+    if not (opcode.startswith(("s_branch", "s_cbranch")) and rest.strip()):
+        return None
+    target = rest.strip().split()[0].rstrip(",")
+    if re.fullmatch(r"-?\d+", target):
+        raise ValueError(f"{source}: branch {opcode} {rest!r} uses a numeric offset; use a label")
+    return target
+
+
+def parse_instruction(text: str, pc: int = 0) -> Instruction:
+    """One instruction from its llvm-mc text (``v_add_f32 v0, v1, v2``), as :func:`parse_asm`
+    reads it (size estimated, branch targets are labels)."""
+    line = _strip_comment(text).strip()
+    if not line:
+        raise ValueError(f"no instruction in {text!r}")
+    parts = line.split(None, 1)
+    opcode, rest = parts[0].lower(), parts[1] if len(parts) > 1 else ""
+    return _make(pc, opcode, rest, _estimate_size(opcode, rest), _branch_target(opcode, rest, "<instruction>"))
 
 
 def _estimate_size(opcode: str, rest: str) -> int:

@@ -12,7 +12,7 @@ from zyfa.kernels.gfx950 import build_for, config_for, grid
 from zyfa.kernels.gfx950.build import build, disassemble
 from zyfa.kernels.gfx950.counts import tile_counts
 from zyfa.kernels.gfx950.dsl import Asm, Label, Neg, Reg, a, s, v
-from zyfa.kernels.gfx950.generator import STAMP, generate, lds_layout
+from zyfa.kernels.gfx950.generator import STAMP, generate, lds_layout, pad_hazards
 from zyfa.kernels.gfx950 import generator as generator_module
 from zyfa.kernels.gfx950.schedule import VARIANTS, Cluster, KernelConfig, barrier_intervals, schedule
 from zyfa.kernels.registry import get_kernel, kernels
@@ -242,6 +242,17 @@ def test_assembles_and_round_trips_through_objdump():
     clusters = built.clusters
     assert all(c["pc_start"] < (c["pc_end"] or 1 << 30) for c in clusters)
     assert [c["pc_start"] for c in clusters] == sorted(c["pc_start"] for c in clusters)
+
+
+def test_pad_hazards_uses_the_machine_descriptions_rules():
+    """MFMA (16 passes) -> VALU read needs NumPasses + 4 = 20 wait states (PR126727): the padder
+    covers them with the independent VALU in between (1) and s_nop 15 + s_nop 2 (16 + 3)."""
+    asm = Asm()
+    asm.emit("v_mfma_f32_32x32x64_f8f6f4", a[0:16], v[0:8], v[8:16], a[0:16])
+    asm.emit("v_mov_b32", v[20], v[21])  # independent: one wait state
+    asm.emit("v_accvgpr_read_b32", v[22], a[3])  # reads the MFMA's result
+    assert pad_hazards(asm) == 2
+    assert [i.text for i in asm.instructions][2:4] == ["s_nop 15", "s_nop 2"]
 
 
 def test_no_hazards_in_zyfa_fp8(generated):
