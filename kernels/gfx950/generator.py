@@ -180,6 +180,7 @@ class _Kernel:
         self.clusters: list[dict] = []
         self.deferred: list = []  # emitters of out-of-line blocks, flushed after the loop
         self.priority = 0  # s_setprio level in force at the current point of the program
+        self.prefetched: list[int] = []  # reads a prefetch cluster issued for the next MFMA stream
         self.group = 0
         self.k_loads, self.v_loads = loads_per_thread(config)
         # read ahead as far as the register budget allows (READ_AHEAD is the preference)
@@ -483,12 +484,14 @@ class _Kernel:
         e("s_barrier")
 
     # -- MFMA clusters --------------------------------------------------------------------------------------
-    def pipeline(self, steps, fill=None):
+    def pipeline(self, steps, fill=None, prefetched=()):
         """Emit (reads, mfma, cluster name) steps with operand reads ``self.ahead`` steps ahead
         through a ring of ``self.ahead + 1`` operand slots; every instruction is tagged with its
-        step's cluster. ``fill[i]``: items placed after MFMA step i (see :func:`spread_items`)."""
+        step's cluster. ``fill[i]``: items placed after MFMA step i (see :func:`spread_items`).
+        ``prefetched``: ds_read counts of the first steps whose reads a ``prefetch`` cluster
+        already issued into ring slots 0, 1, ..."""
         ahead, slots = self.ahead, len(self.ring)
-        pending: list[int] = []  # ds_read count of issued, not yet consumed steps
+        pending: list[int] = list(prefetched)  # ds_read count of issued, not yet consumed steps
 
         def issue(i):
             self.asm.cluster = steps[i][2]
@@ -497,7 +500,7 @@ class _Kernel:
                 self.e(opcode, *operands, mods=mods)
             pending.append(len(reads))
 
-        for i in range(min(ahead, len(steps))):
+        for i in range(len(pending), min(ahead, len(steps))):
             issue(i)
         for i, (_, mfma, name) in enumerate(steps):
             self.asm.cluster = name
@@ -750,7 +753,23 @@ class _Kernel:
             "rescale": lambda cl, parity, tag: self.rescale_o(),
             "load_issue": lambda cl, parity, tag: self.issue_loads(),
             "lds_store": lambda cl, parity, tag: self.store_lds(1 - parity, parity),
+            "prefetch": lambda cl, parity, tag: self.prefetch_operands(1 - parity, tag),
         }
+
+    def prefetch_operands(self, parity: int, tag: str):
+        """Issue the operand reads of the first ``read_ahead`` MFMA steps of the tile with this
+        parity (the next tile) into ring slots 0, 1, ...; that tile's MFMA stream starts with
+        them in flight (completed by the hand-over's ``lgkmcnt(0)``) instead of waiting for LDS
+        after the barrier. Safe only where the operands were stored before the last barrier and
+        nobody stores until the next one (the schedule's docstring)."""
+        run = [cl for cl in schedule(self.c, self.group) if cl.emitter in MFMA_EMITTERS]
+        steps = [step for cl in run for step in self.emitters()[cl.emitter](cl, parity, tag)]
+        self.prefetched = []
+        for i in range(min(self.ahead, len(steps))):
+            reads = steps[i][0](self.ring[i])
+            for opcode, operands, mods in reads:
+                self.e(opcode, *operands, mods=mods)
+            self.prefetched.append(len(reads))
 
     def set_priority(self, level: int):
         if level != self.priority:
@@ -795,7 +814,8 @@ class _Kernel:
         ids = [self.begin(cl) for cl in run]
         steps = [step for cl in run for step in self.emitters()[cl.emitter](cl, parity, tag)]
         fill = [self.captured(cl, parity, tag) for cl in spread]
-        self.pipeline(steps, spread_items([item for items in fill for item in items], len(steps)))
+        prefetched, self.prefetched = self.prefetched, []
+        self.pipeline(steps, spread_items([item for items in fill for item in items], len(steps)), prefetched)
         for cluster_id in ids:
             self.end(cluster_id)
 
@@ -873,7 +893,11 @@ class _Kernel:
         if pingpong and group == 1:
             self.issue_loads()  # K_1, V_0 for the first LDS store, one phase early
             self.e("s_barrier")  # stagger: group 1 runs one barrier behind group 0
+        for cluster in schedule(self.c, group):  # tile 0's operands, as the loop's prefetch does for the next
+            if cluster.emitter == "prefetch":
+                self.emit_cluster(cluster, 1, f"g{group}pre")
         self.loop(group)
+        self.prefetched = []  # the last tile's prefetch feeds no stream: the tail reads its own
         self.tail(group)
         if pingpong and group == 0:
             self.e("s_barrier")  # matches group 1's stagger barrier

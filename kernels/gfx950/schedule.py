@@ -111,7 +111,7 @@ class KernelConfig:
         return "v_mfma_scale_f32_32x32x64_f8f6f4" if self.scaling == "block" else self.mfma_opcode
 
 
-EMITTERS = ("pv", "qk", "mask", "softmax", "rescale", "load_issue", "lds_store")
+EMITTERS = ("pv", "qk", "mask", "softmax", "rescale", "load_issue", "lds_store", "prefetch")
 # emitters that produce MFMA steps: consecutive clusters of these kinds form ONE operand-read
 # pipeline (ds_reads run ahead of the MFMAs through a register ring), in table order
 MFMA_EMITTERS = ("pv", "qk")
@@ -198,13 +198,20 @@ def schedule(config: KernelConfig, wave_group: int) -> tuple[Cluster, ...]:
     # the global loads ride on the MFMA stream (spread over its steps); the LDS stores cannot
     # (their lgkmcnt would mix with the operand reads'), so they follow it
     mfma_side = replace(mfma_side, priority=prio, barrier=True, spread=mfma_side.emitter in SPREADABLE)
+    # group 1 stores during its MFMA phase, so at the end of its softmax phase the next tile's
+    # operands are in LDS and nobody writes LDS until the next barrier: it reads the first ones
+    # ahead and its next MFMA phase starts without waiting for LDS (not group 0: its softmax
+    # phase is the store interval)
+    tail = (replace(softmax_side, barrier=True),)
+    if config.schedule == "pingpong" and wave_group == 1:
+        tail = (softmax_side, Cluster("prefetch_j+1", "prefetch", barrier=True))
     return (
         Cluster("PV_j-1", "pv", priority=prio),
         Cluster("QK_j", "qk", priority=prio),
         mfma_side,
         Cluster("mask_j", "mask", only="diagonal"),
         Cluster("softmax_j", "softmax", nested=rescale),
-        replace(softmax_side, barrier=True),
+        *tail,
     )
 
 

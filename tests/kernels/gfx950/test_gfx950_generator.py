@@ -85,7 +85,8 @@ def test_schedule_table_per_wave_group():
     pp, serial = VARIANTS["zyfa-fp8"], KernelConfig("s", schedule="serial")
     g0, g1 = schedule(pp, 0), schedule(pp, 1)
     assert [c.name for c in g0] == ["PV_j-1", "QK_j", "load_K_j+1_V_j", "mask_j", "softmax_j", "store_K_j+1_V_j"]
-    assert [c.name for c in g1] == ["PV_j-1", "QK_j", "store_K_j+1_V_j", "mask_j", "softmax_j", "load_K_j+1_V_j"]
+    assert [c.name for c in g1] == ["PV_j-1", "QK_j", "store_K_j+1_V_j", "mask_j", "softmax_j", "load_K_j+1_V_j",
+                                    "prefetch_j+1"]
     by_name = {c.name: c for c in g0}
     assert by_name["QK_j"].priority == by_name["load_K_j+1_V_j"].priority == 1 and by_name["softmax_j"].priority == 0
     assert by_name["load_K_j+1_V_j"].spread and not {c.name: c for c in g1}["load_K_j+1_V_j"].spread
@@ -93,6 +94,7 @@ def test_schedule_table_per_wave_group():
     assert [[c.name for c in iv] for iv in barrier_intervals(g0)] == [
         ["PV_j-1", "QK_j", "load_K_j+1_V_j"], ["mask_j", "softmax_j", "store_K_j+1_V_j"]]
     assert {c.priority for c in schedule(serial, 0)} == {0} and schedule(serial, 1) == schedule(serial, 0)
+    assert [c.name for c in barrier_intervals(g1)[1]][-1] == "prefetch_j+1" and "prefetch" not in {c.emitter for c in g0}
     assert schedule(VARIANTS["aiter-like-fp8"], 0)[4].nested == ()  # no block scaling: no lazy rescale
     with pytest.raises(ValueError, match="outside a barrier interval"):
         barrier_intervals(g0[:-1])
@@ -114,6 +116,22 @@ def test_build_meta_units_are_derived_from_the_emitted_code(generated):
     # 4 key tiles x 2 head-dim chunks; 4 hd tiles x 2 key blocks + one row-sum MFMA per 64-key block
     assert by_name["QK_j"]["units"]["MFMA"] == 8 and by_name["PV_j-1"]["units"]["MFMA"] == 10
     assert by_name["load_K_j+1_V_j"]["units"]["VMEM"] == 4 and by_name["softmax_j"]["units"]["VALU"] == 179
+
+
+def test_group1_prefetches_the_next_tiles_first_operands(generated):
+    """Group 1's softmax phase ends with the ds_reads of the next MFMA phase's first read_ahead
+    steps; that phase then issues only the remaining reads before its first MFMA."""
+    gen = generated["zyfa-fp8"]
+    body = _loop_body(gen, group=1)
+    barriers = [k for k, (_, op) in enumerate(body) if op == "s_barrier"]
+    tail = body[barriers[0]:barriers[1]]
+    prefetch = [op for cl, op in tail if cl == "prefetch_j+1"]
+    assert prefetch == ["ds_read_b128"] * (2 * gen.read_ahead)  # 2 reads per fp8 V operand step
+    first_mfma = next(k for k, (_, op) in enumerate(body) if op.startswith("v_mfma"))
+    assert [op for _, op in body[:first_mfma]].count("ds_read_b128") == 0  # slots 0-2 came from the prefetch
+    g0 = _loop_body(gen, group=0)
+    first_mfma = next(k for k, (_, op) in enumerate(g0) if op.startswith("v_mfma"))
+    assert [op for _, op in g0[:first_mfma]].count("ds_read_b128") == 2 * gen.read_ahead
 
 
 def _with_table(monkeypatch, edit):
