@@ -181,6 +181,8 @@ KERNEL_CASES = [
     (["--kernel", "zero.s"], ["zero.s", "not a regular file"]),
     (["--kernel", "dir.s"], ["dir.s", "not a regular file"]),
     (["--kernel", "fifo.co"], ["fifo.co", "not a regular file"]),
+    (["--compare", "nope"], ["unknown kernel 'nope'"]),
+    (["--compare", "fifo.s"], ["fifo.s", "not a regular file"]),
 ]
 
 

@@ -116,9 +116,12 @@ def run(args: argparse.Namespace) -> int:
         return _hardware_backend(args, kernel, shape)
     if args.out:
         _check_out(args, kernel, shape)  # before the simulation, not after it
-    tflops = _simulate_and_print(args, kernel, shape, save=True)
-    if args.compare is not None:
+    other = None
+    if args.compare is not None:  # an unknown --compare kernel fails before the first simulation too
         other = args.compare if args.compare != "default" else _default_baseline(kernel)
+        registry.resolve(other, _shape(args, other))
+    tflops = _simulate_and_print(args, kernel, shape, save=True)
+    if other is not None:
         other_tflops = _simulate_and_print(args, other, _shape(args, other), save=False)
         print(f"ratio {kernel} / {other}: {tflops / other_tflops:.2f}x (simulated, each at its predicted clock)")
     if args.emulate:
