@@ -7,10 +7,13 @@ generated code, the model's timing table) and the MFMA work over the shape's FLO
 rounded row-sum MFMAs (one per 64-key block by design: the whole-grid ratio times
 ``(MFMAs - row-sum MFMAs) / MFMAs`` per tile).
 
-    python3 benchmarks/model_table.py [--shape 32k] [--heads 32] [--clock 2400]
+    python3 benchmarks/model_table.py [--shape 32k] [--heads 32] [--clock MHZ]
 
-AITER's code object comes from the amd-aiter wheel (downloaded once into ~/.cache/zyfa/aiter);
-without it that row says why it is missing.
+TFLOP/s are given at the clock/power model's predicted clock (``--clock`` forces one) and at the
+2400 MHz peak. AITER's BF16 object comes from the amd-aiter wheel (downloaded once into
+~/.cache/zyfa/aiter); its real FP8 causal forward only from a ROCm/aiter checkout
+(``ZYFA_AITER_DIR``) or an aiter built from source: without it that row says so, and the
+comparison below the table falls back to ``aiter-like-fp8`` (our reconstruction, labelled).
 """
 
 import argparse
@@ -20,25 +23,30 @@ from zyfa.analyzer import summary
 from zyfa.kernels import gfx950
 from zyfa.kernels.gfx950.counts import tile_counts
 from zyfa.kernels.gfx950.generator import generate
+from zyfa.kernels.baseline import default_pairs
 from zyfa.kernels.registry import kernels, spec_of
 from zyfa.shapes import parse_shape
+from zyfa.trace.cdna4 import power
 from zyfa.trace.cdna4.estimate import EstimateConfig
 from zyfa.trace.cdna4.tracer import simulate
 
-ROWS = ("zyfa-fp8", "zyfa-fp8-exact", "aiter-like-fp8", "zyfa-bf16", "aiter:fwd_hd128_bf16_causal")
+ROWS = ("zyfa-fp8", "zyfa-fp8-exact", "aiter-like-fp8", "aiter:fwd_hd128_fp8_causal", "zyfa-bf16",
+        "aiter:fwd_hd128_bf16_causal")
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--shape", default="32k")
     p.add_argument("--heads", type=int, default=32)
-    p.add_argument("--clock", type=float, default=2400.0)
+    p.add_argument("--clock", type=float, default=None, help="force a clock in MHz (default: the predicted clock)")
     args = p.parse_args()
     registered = kernels()
-    print(f"CDNA4 cycle model (simulated), b1 h{args.heads} s{args.shape} d128 causal, {args.clock:.0f} MHz\n")
+    clock_text = f"{args.clock:.0f} MHz (forced)" if args.clock else "the clock/power model's predicted clock"
+    print(f"CDNA4 cycle model (simulated), b1 h{args.heads} s{args.shape} d128 causal, TFLOP/s at {clock_text}\n")
     print("| kernel | dtype | MFMA busy (steady) | ping-pong overlap | VALU cycles/block | static softmax VALU/tile "
-          "| MFMA work / FLOPs (w/o row sum) | predicted ms | predicted TFLOP/s |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| MFMA work / FLOPs (w/o row sum) | clock | predicted ms | predicted TFLOP/s | TFLOP/s at 2400 MHz |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    tflops = {}
     for name in ROWS:
         if not name.startswith("aiter:") and name not in registered:
             print(f"| {name} | - | not registered | | | | |")
@@ -48,9 +56,9 @@ def main():
             spec = spec_of(name)
             dtype = spec.dtype
             shape = spec.fit(parse_shape(args.shape, heads=args.heads))
-            trace, est = simulate(name, shape, config=EstimateConfig(clock_mhz=args.clock))
+            trace, est = simulate(name, shape, config=EstimateConfig(clock_mhz=2400.0))
         except Exception as exc:  # a missing wheel or an unsupported shape is a row, not a crash
-            print(f"| {name} | - | unavailable: {exc} | | | | |")
+            print(f"| {name} | - | unavailable: {str(exc).splitlines()[0][:160]} | | | | | | | | |")
             continue
         s = summary(trace, "steady")
         pct = lambda v: "n/a" if v is None else f"{100 * v:.1f} %"
@@ -59,9 +67,19 @@ def main():
             counts = tile_counts(generate(gfx950.config_for(name, shape)))
             static = str(counts.valu_cycles)
             work += f" ({est.flops_ratio * (counts.mfma - counts.mfma_rowsum) / counts.mfma:.3f})"
+        clock = power.predict_clock(power.activity(est.cu_result.records), shape.dtype)
+        mhz = args.clock or clock.mhz
+        seconds = est.cycles / (mhz * 1e6)
+        tflops[name] = shape.tflops(seconds)
         print(f"| {name} | {dtype} | {pct(s['mfma_busy'])} | {pct(s['pingpong_overlap'])} | "
-              f"{s['valu_cycles_per_block']:.0f} | {static} | {work} | {est.seconds * 1e3:.3f} | {est.tflops:.0f} |"
-              f"  <!-- {time.perf_counter() - start:.1f} s -->")
+              f"{s['valu_cycles_per_block']:.0f} | {static} | {work} | "
+              f"{mhz:.0f} MHz ({'forced' if args.clock else clock.label}) | {seconds * 1e3:.3f} | "
+              f"{tflops[name]:.0f} | {est.tflops:.0f} |  <!-- {time.perf_counter() - start:.1f} s -->")
+    pairs, why = default_pairs()
+    print(f"\nDefault comparison ({why}):")
+    for pair in pairs:
+        if pair.ours in tflops and pair.baseline in tflops:
+            print(f"- {pair.ours} / {pair.baseline}: {tflops[pair.ours] / tflops[pair.baseline]:.2f}x ({pair.label})")
 
 
 if __name__ == "__main__":
