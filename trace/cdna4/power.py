@@ -50,7 +50,7 @@ PARAMS: dict[str, Param] = {
     "p_static_w": Param(250, "W", "static + uncore + HBM idle power: no public figure; the calibration set cannot separate it from e_mfma_pj (150 W and 250 W give tables within 0.5% after refitting)", guess=True),
     # fitted on the calibration set only (benchmarks/fidelity.py --fit); it also absorbs what the cycle
     # model misses (see docs/cdna4-facts.md "Clocks and power": the clock is an effective clock)
-    "e_mfma_pj": Param(3848, "pJ/SIMD-cycle", "FITTED on the calibration set (26 rows; benchmarks/fidelity.py --fit, 2026-12-03, cycle model at main after issue 17's timing rules): MFMA busy SIMD-cycle at toggle density 1", guess=True),
+    "e_mfma_pj": Param(3836, "pJ/SIMD-cycle", "FITTED on the calibration set (26 rows; benchmarks/fidelity.py --fit, 2026-12-03, cycle model at main 10:00 UTC; mean |error| 10.2%): MFMA busy SIMD-cycle at toggle density 1", guess=True),
 }
 
 # Operand toggle density of the MFMA operands (mean of Q, K, P, V) for the stated distribution:
