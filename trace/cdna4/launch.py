@@ -32,9 +32,9 @@ class Launch:
 
     @property
     def regions(self) -> Optional[list]:
-        """Schedule-cluster name per instruction (generator meta ``instruction_clusters``)."""
-        clusters = self.meta.get("instruction_clusters")
-        return list(clusters) if clusters is not None and len(clusters) == len(self.program) else None
+        """Schedule-cluster name per instruction: the tags the program's instructions carry
+        (attached from the generator's ``instruction_clusters`` by :func:`from_description`)."""
+        return self.program.clusters
 
     @property
     def iteration_starts(self) -> Optional[frozenset]:
@@ -73,6 +73,8 @@ def from_description(desc: LaunchDescription) -> Launch:
         program = load_program(build.code_object, build.symbol)
     else:
         raise ValueError(f"kernel {build.name!r}: its build has neither assembly nor a code object")
+    if build.meta.get("instruction_clusters") is not None:
+        program = program.with_clusters(build.meta["instruction_clusters"])
     return Launch(name=desc.name, program=program, kernargs=bytes(desc.kernargs), grid=tuple(desc.grid),
                   workgroup_size=desc.workgroup_size, shape=desc.shape, origin=desc.origin, meta=dict(build.meta))
 

@@ -182,15 +182,16 @@ class RegionMap:
     iteration_starts: Optional[frozenset] = None
 
     @classmethod
-    def from_program(cls, program, instruction_clusters=None, iteration_starts=None) -> "RegionMap":
-        """From a :class:`zyfa.gfx950.isa.Program` (and one cluster name per instruction and
-        the loop-iteration start indices, if known)."""
+    def from_program(cls, program, iteration_starts=None) -> "RegionMap":
+        """From a :class:`zyfa.gfx950.isa.Program` (its labels, and the cluster tags its
+        instructions carry, see ``Program.with_clusters``) and the loop-iteration start indices,
+        if known."""
         base = program.instructions[0].pc
         labels = {program.instructions[i].pc - base: name for name, i in program.labels.items()
                   if i < len(program.instructions)}
         clusters = None
-        if instruction_clusters is not None and len(instruction_clusters) == len(program.instructions):
-            clusters = {inst.pc - base: name for inst, name in zip(program.instructions, instruction_clusters)}
+        if program.clusters is not None:
+            clusters = {inst.pc - base: inst.cluster for inst in program.instructions}
         starts = None
         if iteration_starts:
             starts = frozenset(program.instructions[i].pc - base for i in iteration_starts)
@@ -205,7 +206,9 @@ class RegionMap:
             program = disassemble(build.code_object, build.symbol)
         else:
             raise ValueError(f"kernel build {build.name!r} has neither assembly nor a code object")
-        return cls.from_program(program, build.meta.get("instruction_clusters"), build.meta.get("iteration_starts"))
+        if build.meta.get("instruction_clusters") is not None:
+            program = program.with_clusters(build.meta["instruction_clusters"])
+        return cls.from_program(program, build.meta.get("iteration_starts"))
 
 
 def annotate(records: list[dict], regions: RegionMap) -> None:

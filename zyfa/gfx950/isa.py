@@ -17,7 +17,7 @@ import functools
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
@@ -195,7 +195,8 @@ class Instruction:
 
     ``pc`` is the byte address (code-object virtual address for disassembly, offset from the
     kernel start for assembled text); ``size`` its encoded length in bytes; ``target`` the label
-    a branch jumps to (``None`` otherwise); ``defs``/``uses`` register keys (module docstring).
+    a branch jumps to (``None`` otherwise); ``defs``/``uses`` register keys (module docstring);
+    ``cluster``: the schedule cluster that emitted it, when the generator says (:meth:`Program.with_clusters`).
     """
 
     pc: int
@@ -208,6 +209,7 @@ class Instruction:
     unit: str = field(default="")
     defs: tuple[int, ...] = field(default=(), compare=False)
     uses: tuple[int, ...] = field(default=(), compare=False)
+    cluster: Optional[str] = field(default=None, compare=False)
 
     def __post_init__(self):
         if not isinstance(self.pc, int) or self.pc < 0:
@@ -379,6 +381,23 @@ class Program:
     @functools.cached_property
     def index_of_pc(self) -> dict[int, int]:
         return {inst.pc: i for i, inst in enumerate(self.instructions)}
+
+    def with_clusters(self, clusters) -> "Program":
+        """This program with each instruction tagged by its schedule cluster (one name or None
+        per instruction, in order, e.g. the generator's ``instruction_clusters``). ValueError when
+        the count differs: tags never attach to the wrong instructions."""
+        clusters = list(clusters)
+        if len(clusters) != len(self.instructions):
+            raise ValueError(f"Program {self.name!r}: {len(clusters)} cluster tags for {len(self.instructions)} "
+                             "instructions (the build's instruction_clusters do not belong to this program)")
+        tagged = tuple(replace(inst, cluster=name) for inst, name in zip(self.instructions, clusters))
+        return replace(self, instructions=tagged)
+
+    @property
+    def clusters(self) -> Optional[list]:
+        """Schedule-cluster name per instruction, or None when no instruction is tagged."""
+        names = [inst.cluster for inst in self.instructions]
+        return names if any(n is not None for n in names) else None
 
     def label_at(self, index: int) -> Optional[str]:
         for label, i in self.labels.items():

@@ -1,14 +1,19 @@
 """One simulate path: ``zyfa-trace kernel``, the sweep evaluator and the web UI's what-if give
-byte-identical traces for the same inputs (they all call ``zyfa.trace.cdna4.tracer.simulate``)."""
+byte-identical traces for the same inputs (they all call ``zyfa.trace.cdna4.tracer.simulate``);
+the launch the model runs carries the generator's cluster tags on its instructions."""
 
 import io
+from dataclasses import replace
 
 import pyarrow as pa
 import pytest
 
 from zyfa.cli import trace_main
+from zyfa.kernels import registry
+from zyfa.shapes import AttnShape
 from zyfa.sweep_eval import simulate as sweep_simulate
 from zyfa.trace.cdna4 import tracer
+from zyfa.trace.cdna4.launch import from_description
 from zyfa.trace.schema import Trace
 from zyfa.webui.whatif import WhatIf
 from zyfa.webui.whatif import simulate as whatif_simulate
@@ -68,3 +73,13 @@ def test_overrides_are_checked():
         whatif_simulate(WhatIf("zyfa-fp8", seqlen=256, params={"tile": 3}))
     with pytest.raises(ValueError, match="Unknown KernelConfig.schedule"):
         whatif_simulate(WhatIf("zyfa-fp8", seqlen=256, params={"schedule": "zigzag"}))
+
+
+def test_cluster_tags_travel_with_the_instructions_and_a_mismatch_raises():
+    desc = registry.resolve("zyfa-fp8", AttnShape(batch=1, heads=1, heads_k=1, seqlen_q=256, seqlen_k=256))
+    launch = from_description(desc)
+    tags = desc.build.meta["instruction_clusters"]
+    assert [inst.cluster for inst in launch.program.instructions] == tags == launch.regions
+    wrong = replace(desc, build=replace(desc.build, meta={**desc.build.meta, "instruction_clusters": tags[:-1]}))
+    with pytest.raises(ValueError, match=r"cluster tags for \d+ instructions"):
+        from_description(wrong)

@@ -89,7 +89,7 @@ def test_importer_and_model_agree_on_every_instruction(tmp_path, kernel, dtype):
     assert all(r["pc"] + entry in code for r in recs), "a model pc is not an instruction of the code object"
 
     launch = resolve(kernel, shape)  # what the model ran: its program and the generator's clusters
-    regions = RegionMap.from_program(launch.program, launch.regions, launch.meta.get("iteration_starts"))
+    regions = RegionMap.from_program(launch.program, launch.meta.get("iteration_starts"))
     hw = import_att_dir(write_att_dir(tmp_path, kernel, entry, code, recs), arch="gfx950",
                         mfma_cycles=model_mfma_cycles(), regions=regions)
     assert len(hw) == len(recs) and hw.meta.extra["unmapped_records"] == 0
