@@ -116,6 +116,18 @@ def pow2_of(d: Float32, *, loc=None, ip=None) -> Float32:
 
 
 @dsl_user_op
+def after_word(x: Float32, word: Uint32, *, loc=None, ip=None) -> Float32:
+    """``x`` unchanged, but computed from ``word`` (a packed P register: every code <= 120, so bit 31
+    is 0): orders the ops that use the result after the P codes, so ptxas cannot hoist them (and
+    the wgmma wait in front of them) above the softmax."""
+    return Float32(llvm.inline_asm(
+        T.f32(), [Float32(x).ir_value(loc=loc, ip=ip), Uint32(word).ir_value(loc=loc, ip=ip)],
+        "{\n.reg .b32 t, s;\nshr.u32 t, $2, 31;\nmov.b32 s, $1;\nor.b32 s, s, t;\nmov.b32 $0, s;\n}\n",
+        "=f,f,r", has_side_effects=False, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT,
+    ))
+
+
+@dsl_user_op
 def fma_rn(a: Float32, b: Float32, c: Float32, *, loc=None, ip=None) -> Float32:
     """``fma.rn.f32`` (single rounding)."""
     return _ptx_f32("fma.rn.f32 $0, $1, $2, $3;", a, b, c, loc=loc, ip=ip)
@@ -152,7 +164,7 @@ class LeanPAttentionSm90:
     """Compile-time configuration of the kernel; ``__call__`` is the host-side ``@cute.jit`` entry."""
 
     def __init__(self, head_dim: int, head_dim_v: int, causal: bool, pingpong: bool = True,
-                 kv_stages: int = 4):
+                 kv_stages: int = 4, q_in_regs: bool = False, pbuf: bool = False):
         if head_dim % 32 or head_dim > 256:
             raise ValueError(f"head_dim must be a multiple of 32 up to 256, got {head_dim}")
         if head_dim_v % 8 or head_dim_v + ONES_ROWS > 256:
@@ -163,6 +175,8 @@ class LeanPAttentionSm90:
         self.causal = causal
         self.pingpong = pingpong
         self.kv_stages = kv_stages
+        self.q_in_regs = q_in_regs  # QK^T with Q from registers (loaded once) instead of shared memory
+        self.pbuf = pbuf  # two P register buffers: the softmax does not wait for the previous PV GEMM
         self.threads = 128 * (NUM_MMA_WG + 1)
         self.producer_regs = 24
         self.mma_regs = 240
@@ -293,7 +307,7 @@ class LeanPAttentionSm90:
         wg_tidx = tidx % 128
         thr_qk = tiled_mma_qk.get_slice(wg_tidx)
         thr_pv = tiled_mma_pv.get_slice(wg_tidx)
-        tSrQ = tiled_mma_qk.make_fragment_A(thr_qk.partition_A(sQ))
+        tSrQ = thr_qk.partition_A(sQ) if const_expr(self.q_in_regs) else tiled_mma_qk.make_fragment_A(thr_qk.partition_A(sQ))
         tSrK = tiled_mma_qk.make_fragment_B(thr_qk.partition_B(sK))
         tOrV = tiled_mma_pv.make_fragment_B(thr_pv.partition_B(sV))
         acc_s = thr_qk.make_fragment_C(thr_qk.partition_shape_C((BLOCK_M, BLOCK_N)))
@@ -302,6 +316,11 @@ class LeanPAttentionSm90:
         # P as the PV A operand: (values (4,2,2), MMA_M 1, MMA_K 2) fp8 = 8 registers
         tOrP = cute.make_rmem_tensor(thr_pv.partition_shape_A((BLOCK_M, BLOCK_N)), cutlass.Float8E4M3FN)
         tOrP32 = cute.recast_tensor(tOrP, Uint32)
+        tOrP_b = tOrP  # second P buffer (pbuf variant only)
+        tOrP32_b = tOrP32
+        if const_expr(self.pbuf):
+            tOrP_b = cute.make_rmem_tensor(thr_pv.partition_shape_A((BLOCK_M, BLOCK_N)), cutlass.Float8E4M3FN)
+            tOrP32_b = cute.recast_tensor(tOrP_b, Uint32)
         # row / column of every S element (for the mask), in the tile's coordinates
         row0 = m_block * (BLOCK_M * NUM_MMA_WG) + wg * BLOCK_M
         tScS = thr_qk.partition_C(cute.make_identity_tensor((BLOCK_M, BLOCK_N)))
@@ -321,6 +340,11 @@ class LeanPAttentionSm90:
 
         pipe_q.consumer_wait(stage(0, 1, False))
         q_slice = tSrQ[None, None, None, wg]
+        if const_expr(self.q_in_regs):
+            # this thread's Q values in the A-operand register layout, read from shared memory once
+            tSsQ = thr_qk.partition_A(sQ)
+            q_slice = cute.make_rmem_tensor(tSsQ[None, None, None, 0].shape, cutlass.Float8E4M3FN)
+            cute.autovec_copy(tSsQ[None, None, None, wg], q_slice)
 
         # first block: S only (no PV yet)
         if n_blocks > 0:
@@ -334,28 +358,26 @@ class LeanPAttentionSm90:
             pipe_k.consumer_release(state)
             self.softmax_block(acc_s, tScS, tOrP32, acc_o, acc_t, bref, scale, t, t8, row0, 0, offset,
                                seqlen_k, self.block_needs_mask(0, row0, offset, seqlen_k), merge=False)
-        for j in cutlass.range(1, n_blocks, unroll=1):
-            state = stage(j, self.kv_stages, False)
-            state_v = stage(j - 1, self.kv_stages, False)
-            pipe_k.consumer_wait(state)
-            pipe_v.consumer_wait(state_v)
-            self.turn_begin(wg)
-            self.gemm(False, acc_s, q_slice, tSrK[None, None, None, state.index], zero_init=True)
-            warpgroup.commit_group()
-            self.gemm(True, acc_t, tOrP, tOrV[None, None, None, state_v.index], zero_init=True)
-            warpgroup.commit_group()
-            self.turn_end(wg)
-            warpgroup.wait_group(1)  # S of block j is ready; PV of j-1 may still run
-            pipe_k.consumer_release(state)
-            # merges PV of j-1 into acc (after waiting for it) before P of block j overwrites its registers
-            self.softmax_block(acc_s, tScS, tOrP32, acc_o, acc_t, bref, scale, t, t8, row0, j, offset,
-                               seqlen_k, self.block_needs_mask(j, row0, offset, seqlen_k), merge=True)
-            pipe_v.consumer_release(state_v)
+        # blocks [1, n_full) need no mask: that loop has no branch while its wgmmas are in flight
+        # (ptxas answers such a branch with an early wait, which serialises softmax and PV)
+        n_full = self.first_masked_block(row0, offset, seqlen_k, n_blocks)
+        args = (tSrK, tOrV, q_slice, acc_s, acc_o, acc_t, tScS, bref, scale, pipe_k, pipe_v, t, t8, row0,
+                offset, seqlen_k, wg)
+        for j in cutlass.range(1, n_full, unroll=1):
+            self.block_pair(j, tOrP32, tOrP, tOrP32_b, tOrP_b, args, masked=False)
+        for j in cutlass.range(cutlass.max(n_full, 1), n_blocks, unroll=1):
+            self.block_pair(j, tOrP32, tOrP, tOrP32_b, tOrP_b, args, masked=True)
         if n_blocks > 0:
             state_v = stage(n_blocks - 1, self.kv_stages, False)
             pipe_v.consumer_wait(state_v)
             self.turn_begin(wg)
-            self.gemm(True, acc_t, tOrP, tOrV[None, None, None, state_v.index], zero_init=True)
+            if const_expr(self.pbuf):
+                if (n_blocks - 1) % 2 == 0:
+                    self.gemm(True, acc_t, tOrP, tOrV[None, None, None, state_v.index], zero_init=True)
+                else:
+                    self.gemm(True, acc_t, tOrP_b, tOrV[None, None, None, state_v.index], zero_init=True)
+            else:
+                self.gemm(True, acc_t, tOrP, tOrV[None, None, None, state_v.index], zero_init=True)
             warpgroup.commit_group()
             self.turn_end(wg)
             warpgroup.wait_group(0)
@@ -365,6 +387,50 @@ class LeanPAttentionSm90:
             if wg == 0:  # balance the first arrival: consume the other warpgroup's last one
                 cute.arch.barrier(barrier_id=2, number_of_threads=256)
         self.epilogue(acc_o, tOcO, bref, dv, mO, mLse, row0, head, batch, seqlen_q)
+
+    @cute.jit
+    def first_masked_block(self, row0: Int32, offset: Int32, seqlen_k: Int32, n_blocks: Int32) -> Int32:
+        """The first block with a disallowed key for some row of this warpgroup (or n_blocks)."""
+        n_full = cutlass.min(n_blocks, seqlen_k // BLOCK_N)
+        if const_expr(self.causal):
+            n_full = cutlass.min(n_full, cutlass.max(row0 + offset + 1, 0) // BLOCK_N)
+        return n_full
+
+    @cute.jit
+    def block_pair(self, j: Int32, p32_a: cute.Tensor, p_a: cute.Tensor, p32_b: cute.Tensor, p_b: cute.Tensor,
+                   args, masked: cutlass.Constexpr):
+        """Block j with P in buffer j % 2 (``pbuf``) or in the one buffer; the branch on the parity
+        sits between blocks, where no wgmma is in flight."""
+        if const_expr(self.pbuf):
+            if j % 2 == 1:
+                self.key_block(j, p32_b, p_a, *args, masked=masked)
+            else:
+                self.key_block(j, p32_a, p_b, *args, masked=masked)
+        else:
+            self.key_block(j, p32_a, p_a, *args, masked=masked)
+
+    @cute.jit
+    def key_block(self, j: Int32, p_cur32: cute.Tensor, p_prev: cute.Tensor, tSrK: cute.Tensor, tOrV: cute.Tensor,
+                  q_slice: cute.Tensor, acc_s: cute.Tensor, acc_o: cute.Tensor, acc_t: cute.Tensor,
+                  tScS: cute.Tensor, bref: cute.Tensor, scale: cute.Tensor, pipe_k, pipe_v, t: Float32,
+                  t8: Float32, row0: Int32, offset: Int32, seqlen_k: Int32, wg: Int32, masked: cutlass.Constexpr):
+        """Block j >= 1: in this warpgroup's turn issue S_j = Q K_j^T and PV of block j-1 (P from
+        ``p_prev``), then the softmax of block j into ``p_cur32``, merging PV of j-1 on the way."""
+        state = stage(j, self.kv_stages, False)
+        state_v = stage(j - 1, self.kv_stages, False)
+        pipe_k.consumer_wait(state)
+        pipe_v.consumer_wait(state_v)
+        self.turn_begin(wg)
+        self.gemm(False, acc_s, q_slice, tSrK[None, None, None, state.index], zero_init=True)
+        warpgroup.commit_group()
+        self.gemm(True, acc_t, p_prev, tOrV[None, None, None, state_v.index], zero_init=True)
+        warpgroup.commit_group()
+        self.turn_end(wg)
+        warpgroup.wait_group(1)  # S of block j is ready; PV of j-1 may still run
+        pipe_k.consumer_release(state)
+        self.softmax_block(acc_s, tScS, p_cur32, acc_o, acc_t, bref, scale, t, t8, row0, j, offset,
+                           seqlen_k, masked, merge=True)
+        pipe_v.consumer_release(state_v)
 
     @cute.jit
     def turn_begin(self, wg: Int32):
@@ -384,7 +450,8 @@ class LeanPAttentionSm90:
         if pv:
             return sm90_utils.make_trivial_tiled_mma(fp8, fp8, kmaj, kmaj, Float32, (1, 1, 1),
                                                      (BLOCK_M, self.vrows), warpgroup.OperandSource.RMEM)
-        return sm90_utils.make_trivial_tiled_mma(fp8, fp8, kmaj, kmaj, Float32, (1, 1, 1), (BLOCK_M, BLOCK_N))
+        q_src = warpgroup.OperandSource.RMEM if self.q_in_regs else warpgroup.OperandSource.SMEM
+        return sm90_utils.make_trivial_tiled_mma(fp8, fp8, kmaj, kmaj, Float32, (1, 1, 1), (BLOCK_M, BLOCK_N), q_src)
 
     @cute.jit
     def gemm(self, pv: cutlass.Constexpr, acc: cute.Tensor, tA: cute.Tensor, tB: cute.Tensor,
@@ -418,7 +485,7 @@ class LeanPAttentionSm90:
     @cute.jit
     def softmax_block(self, acc_s: cute.Tensor, tScS: cute.Tensor, tOrP32: cute.Tensor, acc_o: cute.Tensor,
                       acc_t: cute.Tensor, bref: cute.Tensor, scale: cute.Tensor, t: Float32, t8: Float32,
-                      row0: Int32, j: Int32, offset: Int32, seqlen_k: Int32, masked: cutlass.Boolean,
+                      row0: Int32, j: Int32, offset: Int32, seqlen_k: Int32, masked,
                       merge: cutlass.Constexpr):
         """Lean P of block j: S (acc layout ((2,2,8),1,1): col = 8g + 2q + c, row = r + 8h) -> P codes.
 
@@ -426,7 +493,7 @@ class LeanPAttentionSm90:
         With ``merge``, first waits for the PV GEMM of block j-1 and adds it into acc (with the scale
         of block j-1, before this block's scale replaces it).
         """
-        if masked:
+        if masked:  # a Python bool inside the key loop (no branch), a runtime flag for block 0
             for i in cutlass.range_constexpr(cute.size(acc_s)):
                 r, cidx = tScS[i]
                 key = j * BLOCK_N + cidx
@@ -449,23 +516,32 @@ class LeanPAttentionSm90:
             bm = ceil_mul(t, mx)
             bms.append(bm)
             uses.append(mx > -Float32.inf and bm >= bref[h] - MAX_DROP)
-        if const_expr(merge):
+        if const_expr(merge and not self.pbuf):
             warpgroup.wait_group(0)  # PV of block j-1 done: its result is in acc_t, its P registers free
             self.merge(acc_o, acc_t, scale)
+        new_scale = []
         for h in cutlass.range_constexpr(2):
             bm = bms[h]
             c_h = -Float32.inf
-            scale[h] = 1.0
+            sc_h = Float32(1.0)
             if uses[h]:
                 c_h = (120.0 - 8.0 * bm) + 12582912.0
-                scale[h] = pow2_of(bref[h] - bm)
+                sc_h = pow2_of(bref[h] - bm)
                 bref[h] = bm
+            new_scale.append(sc_h)
             for kb in cutlass.range_constexpr(BLOCK_N // 32):
                 for kk in cutlass.range_constexpr(2):
                     g0 = 4 * kb + 2 * kk
                     i0 = 2 * h + 4 * g0
                     tOrP32[h + 2 * kk + 4 * kb] = lean_p_pack4(
                         acc_s[i0], acc_s[i0 + 1], acc_s[i0 + 4], acc_s[i0 + 5], t8, c_h)
+        if const_expr(merge and self.pbuf):
+            for h in cutlass.range_constexpr(2):  # the merge (and its wgmma wait) after this row's P codes
+                scale[h] = after_word(scale[h], tOrP32[h + 2 + 4 * (BLOCK_N // 32 - 1)])
+            warpgroup.wait_group(0)  # PV of block j-1 (reading the other P buffer) done
+            self.merge(acc_o, acc_t, scale)
+        for h in cutlass.range_constexpr(2):
+            scale[h] = new_scale[h]
 
     @cute.jit
     def epilogue(self, acc_o: cute.Tensor, cO: cute.Tensor, bref: cute.Tensor, dv: Float32, mO: cute.Tensor,
@@ -510,14 +586,17 @@ def _cute_tensor(x, leading_dim: int, element_type=None):
 
 
 def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=None, k_descale=None,
-                       v_descale=None, out_dtype=None, pingpong: bool = True, v_prepared=None):
+                       v_descale=None, out_dtype=None, pingpong: bool = True, q_in_regs: bool = False,
+                       pbuf: bool = False, v_prepared=None):
     """ZYFA FP8 forward on Hopper. q, k, v: float8_e4m3fn ``(b, s, h, d)`` on an sm_90 GPU; descales
     float32 ``(b, h_k)`` (None: 1). Returns ``out`` ``(b, s_q, h, d_v)`` (bfloat16, or ``out_dtype``
     float32 for conformance tests) and ``softmax_lse`` float32 ``(b, h, s_q)``.
 
     V is first rewritten as V' (:func:`zyfa.kernels.hopper.vprep.prepare_v_triton`: keys contiguous
     and permuted, 8 rows of ones); that copy is part of the call unless ``v_prepared`` passes it in.
-    ``pingpong=False`` drops the named-barrier turns between the two consumer warpgroups (ablation).
+    ``pingpong=False`` drops the named-barrier turns between the two consumer warpgroups;
+    ``q_in_regs=True`` feeds QK^T's A operand from registers (Q read from shared memory once);
+    ``pbuf=True`` double-buffers P so the softmax waits for the previous PV GEMM only to merge it.
     """
     for name, x in (("q", q), ("k", k), ("v", v)):
         if x.dtype != torch.float8_e4m3fn:
@@ -541,10 +620,10 @@ def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=No
             _cute_tensor(lse.permute(2, 1, 0), 0),
             _cute_tensor(t.permute(1, 0), 0), _cute_tensor(dv.permute(1, 0), 0),
             Int32(s_q), Int32(s_k), cuda.CUstream(torch.cuda.current_stream(q.device).cuda_stream))
-    key = (d, d_v, bool(causal), bool(pingpong), out_dtype)
+    key = (d, d_v, bool(causal), bool(pingpong), bool(q_in_regs), bool(pbuf), out_dtype)
     fn = _COMPILED.get(key)
     if fn is None:
-        fn = cute.compile(LeanPAttentionSm90(d, d_v, causal, pingpong=pingpong), *args)
+        fn = cute.compile(LeanPAttentionSm90(d, d_v, causal, pingpong=pingpong, q_in_regs=q_in_regs, pbuf=pbuf), *args)
         _COMPILED[key] = fn
     fn(*args)
     return out, lse

@@ -43,17 +43,21 @@ SPEC_SHAPES = [(1, 333, 333, 4, 2, 128, 128, True), (2, 200, 517, 2, 1, 128, 128
                (1, 190, 190, 2, 2, 192, 128, True), (1, 1024, 1024, 4, 4, 128, 128, True)]
 
 
-@pytest.mark.parametrize("pingpong", [True, False], ids=["pingpong", "no_pingpong"])
+VARIANTS = [dict(pingpong=True), dict(pingpong=False), dict(pingpong=True, q_in_regs=True, pbuf=True),
+            dict(pingpong=False, q_in_regs=True, pbuf=True), dict(pingpong=False, pbuf=True)]
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: "-".join(f"{k}={int(x)}" for k, x in v.items()))
 @pytest.mark.parametrize("b,sq,sk,h,hk,d,dv,causal", SPEC_SHAPES)
-def test_fp8_matches_spec(b, sq, sk, h, hk, d, dv, causal, pingpong):
+def test_fp8_matches_spec(b, sq, sk, h, hk, d, dv, causal, variant):
     q8, dq, k8, dk, v8, dv_ = fp8_inputs(b, sq, sk, h, hk, d, dv)
     out, lse = attention_fp8_sm90(q8, k8, v8, d ** -0.5, causal, dq, dk, dv_, out_dtype=torch.float32,
-                                  pingpong=pingpong)
+                                  **variant)
     ref, ref_lse = cases.spec_fp8_magic(q8.cpu(), k8.cpu(), v8.cpu(), dq.cpu(), dk.cpu(), dv_.cpu(), d ** -0.5, causal)
     err = rel_l2(out.cpu(), ref)
     fin = torch.isfinite(ref_lse)
     lse_err = float((lse.cpu()[fin] - ref_lse[fin]).abs().max())
-    print(f"\nSPEC {(b, sq, sk, h, hk, d, dv, causal)} pingpong={pingpong} rel_l2={err:.3e} lse_max_abs={lse_err:.3e}")
+    print(f"\nSPEC {(b, sq, sk, h, hk, d, dv, causal)} {variant} rel_l2={err:.3e} lse_max_abs={lse_err:.3e}")
     assert err <= 5e-3
     assert torch.equal(torch.isinf(lse.cpu()), torch.isinf(ref_lse))
     assert lse_err <= 0.1
@@ -85,3 +89,10 @@ def test_backend_dispatch():
     err = rel_l2(out, oracle)
     print(f"\nDISPATCH rel_l2 vs oracle {err:.3e}")
     assert not math.isnan(err) and err < 6e-2
+
+
+def test_triton_v_prep_equals_torch_reference_on_gpu():
+    from zyfa.kernels.hopper.layout import prepare_v
+    from zyfa.kernels.hopper.vprep import prepare_v_triton
+    v8 = fp8_inputs(2, 8, 1000, 2, 2, 128, 128, seed=9)[4]
+    assert torch.equal(prepare_v_triton(v8).view(torch.uint8), prepare_v(v8).view(torch.uint8))
