@@ -22,7 +22,7 @@ print("ok")
 
 
 def test_triton_prepare_v_equals_torch_reference():
-    proc = subprocess.run([sys.executable, "-c", CASE], env=dict(os.environ, TRITON_INTERPRET="1"),
+    proc = subprocess.run([sys.executable, "-P", "-c", CASE], env=dict(os.environ, TRITON_INTERPRET="1"),
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip().endswith("ok")
