@@ -41,6 +41,12 @@ the fields):
   batch)``, block 512. Dense, non-causal, heads_k == heads only.
 
 Tensors are laid out BSHD (``(batch, seqlen, heads, headdim)``, the ``flash_attn_func`` layout).
+
+Data-dependent branches: the v3 objects have none the scalar model cannot decide. v4 has six
+``s_cbranch_vccnz label_rollback_overflow_*`` after ``v_cmp_nge_f32 vcc, s92, v193`` (a row maximum
+past the lazy-rescale threshold): the model's ``unknown_branch`` policy decides them; ``not-taken``
+(the default: no rollback, the steady state) and ``taken`` (rollback on every tile) bound the real
+data path (README, "How far to trust the model", has both figures).
 """
 
 from __future__ import annotations
