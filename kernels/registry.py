@@ -68,6 +68,8 @@ def kernels() -> dict[str, KernelSpec]:
 
 
 def get_kernel(name: str) -> KernelSpec:
+    if name in _KERNELS:  # built-in (gfx950) kernels need no plugin: importing Triton's costs ~1 s of start-up
+        return _KERNELS[name]
     registered = kernels()
     if name not in registered:
         known = ", ".join(sorted(registered)) or "(none registered)"
