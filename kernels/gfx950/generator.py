@@ -637,14 +637,32 @@ class _Kernel:
         e("v_permlane32_swap_b32", bm[0], bm[1])
 
     def softmax_block_scaled(self, cluster: Cluster, label_id: str):
-        c, e = self.c, self.e
-        lean = c.softmax == "lean"
+        """P of tile j with per-64-key power-of-two block scaling (docs/numerics.md steps 2-4):
+        block maxima and exponents (:meth:`block_exponents`), the lazy O rescale behind a rare
+        branch (:meth:`lazy_rescale_branch`), then per block its E8M0 scale byte
+        (:meth:`scale_byte`) and its 32 codes (:meth:`lean_p_codes` or :meth:`exact_p_codes`)."""
         blocks = BLOCK_N // SCALE_BLOCK
         mx, bm, sc = (self.v.mx0, self.v.mx1), (self.v.bm0, self.v.bm1), (self.v.sc0, self.v.sc1)
         for beta in range(blocks):
             self.lane_max(self.S[32 * beta:32 * beta + 32], mx[beta])
         self.block_exponents(mx, bm)
-        # lazy rescale: only lanes whose block max exceeds the reference rescale O and L
+        self.lazy_rescale_branch(cluster, bm, label_id)
+        for beta in range(blocks):
+            self.scale_byte(bm[beta], sc[beta])
+            if self.c.softmax == "lean":
+                self.lean_p_codes(beta, bm[beta])
+            else:
+                self.exact_p_codes(beta, bm[beta])
+
+    def lazy_rescale_branch(self, cluster: Cluster, bm: tuple, label_id: str):
+        """Lanes whose tile max ``max(bm0, bm1)`` exceeds ``ref`` (+ ``rescale_threshold``) branch
+        (exec-masked) to the out-of-line ``rescale`` cluster that ``cluster`` nests; the common
+        path falls through. 2 VALU ops (+1 with a threshold), 3 SALU."""
+        c, e = self.c, self.e
+        nested = [cl for cl in cluster.nested if cl.emitter == "rescale"]
+        if len(nested) != 1:
+            raise ValueError(f"{c.name}: cluster {cluster.name} must nest exactly one 'rescale' cluster "
+                             f"(block scaling rescales O out of line), has {[cl.name for cl in cluster.nested]}")
         e("v_max_f32", self.v.tmp, bm[0], bm[1])
         limit = self.v.ref
         if c.rescale_threshold:
@@ -655,11 +673,6 @@ class _Kernel:
         rescale, back = Label(f".L_rescale_{label_id}"), Label(f".L_rescaled_{label_id}")
         e("s_cbranch_execnz", rescale)  # rare: the common path falls through
 
-        nested = [cl for cl in cluster.nested if cl.emitter == "rescale"]
-        if len(nested) != 1:
-            raise ValueError(f"{c.name}: cluster {cluster.name} must nest exactly one 'rescale' cluster "
-                             f"(block scaling rescales O out of line), has {[cl.name for cl in cluster.nested]}")
-
         def out_of_line():
             self.asm.items.append(rescale)
             cluster_id = self.begin(nested[0])
@@ -669,29 +682,42 @@ class _Kernel:
         self.deferred.append(out_of_line)
         self.asm.items.append(back)
         e("s_or_b64", "exec", "exec", self.s.saved_exec)
-        for beta in range(blocks):
-            # E8M0 scale byte of P: (bm - 8 - ref) + 127, clamped to [0, 254]
-            e("v_sub_f32", self.v.tmp, bm[beta], self.v.ref)
-            e("v_cvt_i32_f32", self.v.tmp, self.v.tmp)
-            e("v_add_u32", self.v.tmp, E8M0_ONE - 8, self.v.tmp)
-            e("v_med3_i32", sc[beta], self.v.tmp, 0, self.v.c254)
-            vals = self.S[32 * beta:32 * beta + 32]
-            if lean:  # y = fma(s, T8, 120.5 - 8 bm); code = cvt_u32(y) into byte b of P dword
-                e("v_fma_f32", self.Cp[0], bm[beta], self.v.cneg8, self.v.c1205)
-            else:  # y = fma(s, t, 8 - bm); p = exp2(y) -> e4m3 (RNE)
-                e("v_sub_f32", self.Cp[0], 8.0, bm[beta])
-            self.fmas(vals)
-            for a in range(8):
-                dword = self.S[8 * beta + a]
-                if lean:
-                    for b in range(4):
-                        e("v_cvt_u32_f32_sdwa", dword, vals[4 * a + b],
-                          mods=(f"dst_sel:BYTE_{b}", "dst_unused:UNUSED_PRESERVE", "src0_sel:DWORD"))
-                else:
-                    for b in range(4):
-                        e("v_exp_f32", vals[4 * a + b], vals[4 * a + b])
-                    e("v_cvt_pk_fp8_f32", dword, vals[4 * a], vals[4 * a + 1])
-                    e("v_cvt_pk_fp8_f32", dword, vals[4 * a + 2], vals[4 * a + 3], mods=("op_sel:[0,0,1]",))
+
+    def scale_byte(self, bm: Reg, sc: Reg):
+        """E8M0 scale byte of a block's P (step 4): ``clamp(cvt_i32(bm - ref) + 119, 0, 254)``,
+        i.e. 2^(bm - 8 - ref); 4 VALU ops. The clamp at 0 keeps a block far below the running max
+        at 2^-127 instead of dropping it (kernels/gfx950/README.md, Numerics)."""
+        e = self.e
+        e("v_sub_f32", self.v.tmp, bm, self.v.ref)
+        e("v_cvt_i32_f32", self.v.tmp, self.v.tmp)
+        e("v_add_u32", self.v.tmp, E8M0_ONE - 8, self.v.tmp)
+        e("v_med3_i32", sc, self.v.tmp, 0, self.v.c254)
+
+    def lean_p_codes(self, beta: int, bm: Reg):
+        """Lean P (step 3): ``y = fma(s, T8, 120.5 - 8 bm)``, ``code = v_cvt_u32_f32(y)`` written into
+        byte b of the P dword by SDWA (masked keys are -inf: code 0). Per 32-key block 1 + 32 FMAs
+        (16 with ``fma="packed"``) + 32 converts; P block ``beta`` overwrites S[8 beta : 8 beta + 8]."""
+        e, vals = self.e, self.S[32 * beta:32 * beta + 32]
+        e("v_fma_f32", self.Cp[0], bm, self.v.cneg8, self.v.c1205)
+        self.fmas(vals)
+        for a in range(8):
+            for b in range(4):
+                e("v_cvt_u32_f32_sdwa", self.S[8 * beta + a], vals[4 * a + b],
+                  mods=(f"dst_sel:BYTE_{b}", "dst_unused:UNUSED_PRESERVE", "src0_sel:DWORD"))
+
+    def exact_p_codes(self, beta: int, bm: Reg):
+        """Exact P with the same block scaling (the ablation): ``p = exp2(fma(s, t, 8 - bm))`` by
+        ``v_exp_f32`` (TRANS), then e4m3 RNE by ``v_cvt_pk_fp8_f32``. Per block 1 + 32 FMAs + 32
+        TRANS + 16 converts."""
+        e, vals = self.e, self.S[32 * beta:32 * beta + 32]
+        e("v_sub_f32", self.Cp[0], 8.0, bm)
+        self.fmas(vals)
+        for a in range(8):
+            dword = self.S[8 * beta + a]
+            for b in range(4):
+                e("v_exp_f32", vals[4 * a + b], vals[4 * a + b])
+            e("v_cvt_pk_fp8_f32", dword, vals[4 * a], vals[4 * a + 1])
+            e("v_cvt_pk_fp8_f32", dword, vals[4 * a + 2], vals[4 * a + 3], mods=("op_sel:[0,0,1]",))
 
     def softmax_naive(self):
         """AITER v3 numerics: running fp32 max m of t*s, p = exp2(t*s - m), O and l rescaled."""
