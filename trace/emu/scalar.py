@@ -11,104 +11,12 @@ import re
 
 import numpy as np
 
+from zyfa.gfx950.scalar import M64, SOP1, SOP2, s32, s64, sext16
 from zyfa.trace.emu.errors import EmulationError
 from zyfa.trace.emu.operands import parse_operand, scalar_u32, scalar_u64, write_scalar
 
 M32 = 0xFFFFFFFF
-M64 = 2**64 - 1
 
-
-def _s32(x: int) -> int:
-    x &= M32
-    return x - (1 << 32) if x >> 31 else x
-
-
-def _s64(x: int) -> int:
-    x &= M64
-    return x - (1 << 64) if x >> 63 else x
-
-
-def _sext16(x: int) -> int:
-    x &= 0xFFFF
-    return x - 0x10000 if x >> 15 else x
-
-
-def _bfe(x: int, ctl: int, width_bits: int, signed: bool) -> int:
-    off, width = ctl & (width_bits - 1), (ctl >> 16) & 0x7F
-    val = (x >> off) & ((1 << width) - 1)
-    if signed and width and val >> (width - 1):
-        val -= 1 << width
-    return val
-
-
-# name: (dwords of dst, dwords of sources, fn(a, b, scc) -> (result, scc or None))
-SOP2 = {
-    "s_add_u32": (1, 1, lambda a, b, c: ((a + b) & M32, int(a + b > M32))),
-    "s_addc_u32": (1, 1, lambda a, b, c: ((a + b + c) & M32, int(a + b + c > M32))),
-    "s_sub_u32": (1, 1, lambda a, b, c: ((a - b) & M32, int(b > a))),
-    "s_subb_u32": (1, 1, lambda a, b, c: ((a - b - c) & M32, int(b + c > a))),
-    "s_add_i32": (1, 1, lambda a, b, c: ((a + b) & M32,
-                                         int(not -2**31 <= _s32(a) + _s32(b) < 2**31))),
-    "s_sub_i32": (1, 1, lambda a, b, c: ((a - b) & M32,
-                                         int(not -2**31 <= _s32(a) - _s32(b) < 2**31))),
-    "s_mul_i32": (1, 1, lambda a, b, c: ((_s32(a) * _s32(b)) & M32, None)),
-    "s_mul_hi_u32": (1, 1, lambda a, b, c: ((a * b) >> 32, None)),
-    "s_mul_hi_i32": (1, 1, lambda a, b, c: (((_s32(a) * _s32(b)) >> 32) & M32, None)),
-    "s_and_b32": (1, 1, lambda a, b, c: (a & b, int(a & b != 0))),
-    "s_or_b32": (1, 1, lambda a, b, c: (a | b, int(a | b != 0))),
-    "s_xor_b32": (1, 1, lambda a, b, c: (a ^ b, int(a ^ b != 0))),
-    "s_andn2_b32": (1, 1, lambda a, b, c: (a & ~b & M32, int(a & ~b & M32 != 0))),
-    "s_orn2_b32": (1, 1, lambda a, b, c: ((a | ~b) & M32, int((a | ~b) & M32 != 0))),
-    "s_nand_b32": (1, 1, lambda a, b, c: (~(a & b) & M32, int(~(a & b) & M32 != 0))),
-    "s_nor_b32": (1, 1, lambda a, b, c: (~(a | b) & M32, int(~(a | b) & M32 != 0))),
-    "s_and_b64": (2, 2, lambda a, b, c: (a & b, int(a & b != 0))),
-    "s_or_b64": (2, 2, lambda a, b, c: (a | b, int(a | b != 0))),
-    "s_xor_b64": (2, 2, lambda a, b, c: (a ^ b, int(a ^ b != 0))),
-    "s_andn2_b64": (2, 2, lambda a, b, c: (a & ~b & M64, int(a & ~b & M64 != 0))),
-    "s_orn2_b64": (2, 2, lambda a, b, c: ((a | ~b) & M64, int((a | ~b) & M64 != 0))),
-    "s_lshl_b32": (1, 1, lambda a, b, c: ((a << (b & 31)) & M32, int((a << (b & 31)) & M32 != 0))),
-    "s_lshr_b32": (1, 1, lambda a, b, c: (a >> (b & 31), int(a >> (b & 31) != 0))),
-    "s_ashr_i32": (1, 1, lambda a, b, c: ((_s32(a) >> (b & 31)) & M32, int(_s32(a) >> (b & 31) != 0))),
-    "s_lshl_b64": (2, (2, 1), lambda a, b, c: ((a << (b & 63)) & M64,
-                                               int((a << (b & 63)) & M64 != 0))),
-    "s_lshr_b64": (2, (2, 1), lambda a, b, c: (a >> (b & 63), int(a >> (b & 63) != 0))),
-    "s_ashr_i64": (2, (2, 1), lambda a, b, c: ((_s64(a) >> (b & 63)) & M64,
-                                               int(_s64(a) >> (b & 63) != 0))),
-    "s_lshl1_add_u32": (1, 1, lambda a, b, c: (((a << 1) + b) & M32, int((a << 1 & M32) + b > M32))),
-    "s_lshl2_add_u32": (1, 1, lambda a, b, c: (((a << 2) + b) & M32, int((a << 2 & M32) + b > M32))),
-    "s_lshl3_add_u32": (1, 1, lambda a, b, c: (((a << 3) + b) & M32, int((a << 3 & M32) + b > M32))),
-    "s_lshl4_add_u32": (1, 1, lambda a, b, c: (((a << 4) + b) & M32, int((a << 4 & M32) + b > M32))),
-    "s_min_i32": (1, 1, lambda a, b, c: (a if _s32(a) < _s32(b) else b, int(_s32(a) < _s32(b)))),
-    "s_max_i32": (1, 1, lambda a, b, c: (a if _s32(a) > _s32(b) else b, int(_s32(a) > _s32(b)))),
-    "s_min_u32": (1, 1, lambda a, b, c: (min(a, b), int(a < b))),
-    "s_max_u32": (1, 1, lambda a, b, c: (max(a, b), int(a > b))),
-    "s_cselect_b32": (1, 1, lambda a, b, c: (a if c else b, None)),
-    "s_cselect_b64": (2, 2, lambda a, b, c: (a if c else b, None)),
-    "s_bfe_u32": (1, 1, lambda a, b, c: (_bfe(a, b, 32, False), int(_bfe(a, b, 32, False) != 0))),
-    "s_bfe_i32": (1, 1, lambda a, b, c: (_bfe(a, b, 32, True) & M32, int(_bfe(a, b, 32, True) != 0))),
-    "s_bfm_b32": (1, 1, lambda a, b, c: ((((1 << (a & 31)) - 1) << (b & 31)) & M32, None)),
-    "s_pack_ll_b32_b16": (1, 1, lambda a, b, c: ((a & 0xFFFF) | ((b & 0xFFFF) << 16), None)),
-    "s_pack_lh_b32_b16": (1, 1, lambda a, b, c: ((a & 0xFFFF) | (b & 0xFFFF0000), None)),
-    "s_pack_hh_b32_b16": (1, 1, lambda a, b, c: ((a >> 16) | (b & 0xFFFF0000), None)),
-    "s_absdiff_i32": (1, 1, lambda a, b, c: (abs(_s32(a) - _s32(b)) & M32,
-                                             int(abs(_s32(a) - _s32(b)) != 0))),
-}
-
-SOP1 = {
-    "s_mov_b32": (1, 1, lambda a, c: (a, None)),
-    "s_mov_b64": (2, 2, lambda a, c: (a, None)),
-    "s_not_b32": (1, 1, lambda a, c: (~a & M32, int(~a & M32 != 0))),
-    "s_not_b64": (2, 2, lambda a, c: (~a & M64, int(~a & M64 != 0))),
-    "s_brev_b32": (1, 1, lambda a, c: (int(f"{a:032b}"[::-1], 2), None)),
-    "s_bcnt1_i32_b32": (1, 1, lambda a, c: (bin(a).count("1"), int(a != 0))),
-    "s_bcnt1_i32_b64": (1, 2, lambda a, c: (bin(a).count("1"), int(a != 0))),
-    "s_ff1_i32_b32": (1, 1, lambda a, c: ((a & -a).bit_length() - 1 & M32 if a else M32, None)),
-    "s_ff1_i32_b64": (1, 2, lambda a, c: ((a & -a).bit_length() - 1 & M32 if a else M32, None)),
-    "s_flbit_i32_b32": (1, 1, lambda a, c: (32 - a.bit_length() if a else M32, None)),
-    "s_abs_i32": (1, 1, lambda a, c: (abs(_s32(a)) & M32, int(a != 0))),
-    "s_sext_i32_i8": (1, 1, lambda a, c: (((a & 0xFF) ^ 0x80) - 0x80 & M32, None)),
-    "s_sext_i32_i16": (1, 1, lambda a, c: (_sext16(a) & M32, None)),
-}
 
 _SCMP = {"eq": lambda a, b: a == b, "lg": lambda a, b: a != b, "gt": lambda a, b: a > b,
          "ge": lambda a, b: a >= b, "lt": lambda a, b: a < b, "le": lambda a, b: a <= b}
@@ -117,7 +25,7 @@ _SCMP = {"eq": lambda a, b: a == b, "lg": lambda a, b: a != b, "gt": lambda a, b
 def _conv(value: int, signed: bool, dwords: int) -> int:
     if not signed:
         return value
-    return _s32(value) if dwords == 1 else _s64(value)
+    return s32(value) if dwords == 1 else s64(value)
 
 
 def compile_scalar(inst, labels: dict):
@@ -161,12 +69,12 @@ def compile_scalar(inst, labels: dict):
             x = scalar_u64(w, a) if dwords == 2 else scalar_u32(w, a)
             y = b.value & 0xFFFF if imm16 else (scalar_u64(w, b) if dwords == 2 else scalar_u32(w, b))
             if imm16 and signed:
-                y = _sext16(y)
+                y = sext16(y)
             w.scc = int(cmp(_conv(x, signed, dwords), y if imm16 else _conv(y, signed, dwords)))
         return run
     if op in ("s_movk_i32", "s_addk_i32", "s_mulk_i32", "s_cmovk_i32"):
         dst, k = (parse_operand(o) for o in operands)
-        imm = _sext16(k.value)
+        imm = sext16(k.value)
 
         def run(w, g):
             cur = w.s[dst.index]
@@ -176,9 +84,9 @@ def compile_scalar(inst, labels: dict):
                 w.s[dst.index] = imm & M32 if w.scc else cur
             elif op == "s_addk_i32":
                 w.s[dst.index] = (cur + imm) & M32
-                w.scc = int(not -2**31 <= _s32(cur) + imm < 2**31)
+                w.scc = int(not -2**31 <= s32(cur) + imm < 2**31)
             else:
-                w.s[dst.index] = (_s32(cur) * imm) & M32
+                w.s[dst.index] = (s32(cur) * imm) & M32
         return run
     if op == "s_cmov_b32" or op == "s_cmov_b64":
         dst, a = (parse_operand(o) for o in operands)

@@ -149,60 +149,110 @@ class State:
                 self.regs.pop(("lane", key, lane), None)
 
 
+# -- SALU semantics (one table: the cycle model's scalar side and the emulator both execute it) ----
+# SCC follows the CDNA4 ISA guide per opcode: carry/borrow for unsigned add/sub, signed overflow
+# for s_add_i32/s_sub_i32, result != 0 for bitwise ops, shifts and bit-field extracts, the
+# comparison for s_min/max; None = SCC unchanged.
+M64 = 2**64 - 1
+
+
+def s64(x: int) -> int:
+    x &= M64
+    return x - (1 << 64) if x >> 63 else x
+
+
+def sext16(x: int) -> int:
+    x &= 0xFFFF
+    return x - 0x10000 if x >> 15 else x
+
+
+def _bfe(x: int, ctl: int, width_bits: int, signed: bool) -> int:
+    off, width = ctl & (width_bits - 1), (ctl >> 16) & 0x7F
+    val = (x >> off) & ((1 << width) - 1)
+    if signed and width and val >> (width - 1):
+        val -= 1 << width
+    return val
+
+
+# name: (dwords of dst, dwords of sources, fn(a, b, scc) -> (result, scc or None))
+SOP2 = {
+    "s_add_u32": (1, 1, lambda a, b, c: ((a + b) & M32, int(a + b > M32))),
+    "s_addc_u32": (1, 1, lambda a, b, c: ((a + b + c) & M32, int(a + b + c > M32))),
+    "s_sub_u32": (1, 1, lambda a, b, c: ((a - b) & M32, int(b > a))),
+    "s_subb_u32": (1, 1, lambda a, b, c: ((a - b - c) & M32, int(b + c > a))),
+    "s_add_i32": (1, 1, lambda a, b, c: ((a + b) & M32,
+                                         int(not -2**31 <= s32(a) + s32(b) < 2**31))),
+    "s_sub_i32": (1, 1, lambda a, b, c: ((a - b) & M32,
+                                         int(not -2**31 <= s32(a) - s32(b) < 2**31))),
+    "s_mul_i32": (1, 1, lambda a, b, c: ((s32(a) * s32(b)) & M32, None)),
+    "s_mul_hi_u32": (1, 1, lambda a, b, c: ((a * b) >> 32, None)),
+    "s_mul_hi_i32": (1, 1, lambda a, b, c: (((s32(a) * s32(b)) >> 32) & M32, None)),
+    "s_and_b32": (1, 1, lambda a, b, c: (a & b, int(a & b != 0))),
+    "s_or_b32": (1, 1, lambda a, b, c: (a | b, int(a | b != 0))),
+    "s_xor_b32": (1, 1, lambda a, b, c: (a ^ b, int(a ^ b != 0))),
+    "s_andn2_b32": (1, 1, lambda a, b, c: (a & ~b & M32, int(a & ~b & M32 != 0))),
+    "s_orn2_b32": (1, 1, lambda a, b, c: ((a | ~b) & M32, int((a | ~b) & M32 != 0))),
+    "s_nand_b32": (1, 1, lambda a, b, c: (~(a & b) & M32, int(~(a & b) & M32 != 0))),
+    "s_nor_b32": (1, 1, lambda a, b, c: (~(a | b) & M32, int(~(a | b) & M32 != 0))),
+    "s_xnor_b32": (1, 1, lambda a, b, c: (~(a ^ b) & M32, int(~(a ^ b) & M32 != 0))),
+    "s_and_b64": (2, 2, lambda a, b, c: (a & b, int(a & b != 0))),
+    "s_or_b64": (2, 2, lambda a, b, c: (a | b, int(a | b != 0))),
+    "s_xor_b64": (2, 2, lambda a, b, c: (a ^ b, int(a ^ b != 0))),
+    "s_andn2_b64": (2, 2, lambda a, b, c: (a & ~b & M64, int(a & ~b & M64 != 0))),
+    "s_orn2_b64": (2, 2, lambda a, b, c: ((a | ~b) & M64, int((a | ~b) & M64 != 0))),
+    "s_lshl_b32": (1, 1, lambda a, b, c: ((a << (b & 31)) & M32, int((a << (b & 31)) & M32 != 0))),
+    "s_lshr_b32": (1, 1, lambda a, b, c: (a >> (b & 31), int(a >> (b & 31) != 0))),
+    "s_ashr_i32": (1, 1, lambda a, b, c: ((s32(a) >> (b & 31)) & M32, int(s32(a) >> (b & 31) != 0))),
+    "s_lshl_b64": (2, (2, 1), lambda a, b, c: ((a << (b & 63)) & M64,
+                                               int((a << (b & 63)) & M64 != 0))),
+    "s_lshr_b64": (2, (2, 1), lambda a, b, c: (a >> (b & 63), int(a >> (b & 63) != 0))),
+    "s_ashr_i64": (2, (2, 1), lambda a, b, c: ((s64(a) >> (b & 63)) & M64,
+                                               int(s64(a) >> (b & 63) != 0))),
+    # SCC: carry out of the whole 64-bit (S0 << n) + S1, shifted-out bits included (ISA pseudo-code
+    # tmp = (64'U(S0.u32) << n) + 64'U(S1.u32); SCC = tmp >= 0x100000000)
+    "s_lshl1_add_u32": (1, 1, lambda a, b, c: (((a << 1) + b) & M32, int((a << 1) + b > M32))),
+    "s_lshl2_add_u32": (1, 1, lambda a, b, c: (((a << 2) + b) & M32, int((a << 2) + b > M32))),
+    "s_lshl3_add_u32": (1, 1, lambda a, b, c: (((a << 3) + b) & M32, int((a << 3) + b > M32))),
+    "s_lshl4_add_u32": (1, 1, lambda a, b, c: (((a << 4) + b) & M32, int((a << 4) + b > M32))),
+    "s_min_i32": (1, 1, lambda a, b, c: (a if s32(a) < s32(b) else b, int(s32(a) < s32(b)))),
+    "s_max_i32": (1, 1, lambda a, b, c: (a if s32(a) > s32(b) else b, int(s32(a) > s32(b)))),
+    "s_min_u32": (1, 1, lambda a, b, c: (min(a, b), int(a < b))),
+    "s_max_u32": (1, 1, lambda a, b, c: (max(a, b), int(a > b))),
+    "s_cselect_b32": (1, 1, lambda a, b, c: (a if c else b, None)),
+    "s_cselect_b64": (2, 2, lambda a, b, c: (a if c else b, None)),
+    "s_bfe_u32": (1, 1, lambda a, b, c: (_bfe(a, b, 32, False), int(_bfe(a, b, 32, False) != 0))),
+    "s_bfe_i32": (1, 1, lambda a, b, c: (_bfe(a, b, 32, True) & M32, int(_bfe(a, b, 32, True) != 0))),
+    "s_bfm_b32": (1, 1, lambda a, b, c: ((((1 << (a & 31)) - 1) << (b & 31)) & M32, None)),
+    "s_pack_ll_b32_b16": (1, 1, lambda a, b, c: ((a & 0xFFFF) | ((b & 0xFFFF) << 16), None)),
+    "s_pack_lh_b32_b16": (1, 1, lambda a, b, c: ((a & 0xFFFF) | (b & 0xFFFF0000), None)),
+    "s_pack_hh_b32_b16": (1, 1, lambda a, b, c: ((a >> 16) | (b & 0xFFFF0000), None)),
+    "s_absdiff_i32": (1, 1, lambda a, b, c: (abs(s32(a) - s32(b)) & M32,
+                                             int(abs(s32(a) - s32(b)) != 0))),
+}
+
+SOP1 = {
+    "s_mov_b32": (1, 1, lambda a, c: (a, None)),
+    "s_mov_b64": (2, 2, lambda a, c: (a, None)),
+    "s_not_b32": (1, 1, lambda a, c: (~a & M32, int(~a & M32 != 0))),
+    "s_not_b64": (2, 2, lambda a, c: (~a & M64, int(~a & M64 != 0))),
+    "s_brev_b32": (1, 1, lambda a, c: (int(f"{a:032b}"[::-1], 2), None)),
+    "s_bcnt1_i32_b32": (1, 1, lambda a, c: (bin(a).count("1"), int(a != 0))),
+    "s_bcnt1_i32_b64": (1, 2, lambda a, c: (bin(a).count("1"), int(a != 0))),
+    "s_ff1_i32_b32": (1, 1, lambda a, c: ((a & -a).bit_length() - 1 & M32 if a else M32, None)),
+    "s_ff1_i32_b64": (1, 2, lambda a, c: ((a & -a).bit_length() - 1 & M32 if a else M32, None)),
+    "s_flbit_i32_b32": (1, 1, lambda a, c: (32 - a.bit_length() if a else M32, None)),
+    "s_abs_i32": (1, 1, lambda a, c: (abs(s32(a)) & M32, int(a != 0))),
+    "s_sext_i32_i8": (1, 1, lambda a, c: (((a & 0xFF) ^ 0x80) - 0x80 & M32, None)),
+    "s_sext_i32_i16": (1, 1, lambda a, c: (sext16(a) & M32, None)),
+}
+
+
 # -- SALU ----------------------------------------------------------------------------------------
 def _u(v):
     return v
 
 
-_S2 = {  # dst = f(a, b) for 32-bit two-source SALU, returning (value, scc or None=unchanged)
-    "s_add_u32": lambda a, b: ((a + b) & M32, int(a + b > M32)),
-    "s_add_i32": lambda a, b: ((a + b) & M32, int(not -2**31 <= s32(a) + s32(b) < 2**31)),
-    "s_sub_u32": lambda a, b: ((a - b) & M32, int(b > a)),
-    "s_sub_i32": lambda a, b: ((a - b) & M32, int(not -2**31 <= s32(a) - s32(b) < 2**31)),
-    "s_mul_i32": lambda a, b: ((s32(a) * s32(b)) & M32, None),
-    "s_mul_hi_u32": lambda a, b: (((a * b) >> 32) & M32, None),
-    "s_mul_hi_i32": lambda a, b: (((s32(a) * s32(b)) >> 32) & M32, None),
-    "s_and_b32": lambda a, b: (a & b, int(a & b != 0)),
-    "s_or_b32": lambda a, b: (a | b, int(a | b != 0)),
-    "s_xor_b32": lambda a, b: (a ^ b, int(a ^ b != 0)),
-    "s_andn2_b32": lambda a, b: (a & ~b & M32, int(a & ~b & M32 != 0)),
-    "s_orn2_b32": lambda a, b: ((a | ~b) & M32, int((a | ~b) & M32 != 0)),
-    "s_lshl_b32": lambda a, b: ((a << (b & 31)) & M32, int((a << (b & 31)) & M32 != 0)),
-    "s_lshr_b32": lambda a, b: (a >> (b & 31), int(a >> (b & 31) != 0)),
-    "s_ashr_i32": lambda a, b: ((s32(a) >> (b & 31)) & M32, int((s32(a) >> (b & 31)) != 0)),
-    "s_min_i32": lambda a, b: ((a if s32(a) < s32(b) else b), int(s32(a) < s32(b))),
-    "s_min_u32": lambda a, b: (min(a, b), int(a < b)),
-    "s_max_i32": lambda a, b: ((a if s32(a) > s32(b) else b), int(s32(a) > s32(b))),
-    "s_max_u32": lambda a, b: (max(a, b), int(a > b)),
-    "s_lshl1_add_u32": lambda a, b: (((a << 1) + b) & M32, int(((a << 1) + b) > M32)),
-    "s_lshl2_add_u32": lambda a, b: (((a << 2) + b) & M32, int(((a << 2) + b) > M32)),
-    "s_lshl3_add_u32": lambda a, b: (((a << 3) + b) & M32, int(((a << 3) + b) > M32)),
-    "s_lshl4_add_u32": lambda a, b: (((a << 4) + b) & M32, int(((a << 4) + b) > M32)),
-    "s_bfe_u32": lambda a, b: ((a >> (b & 31)) & ((1 << ((b >> 16) & 0x7F)) - 1), None),
-    "s_bfe_i32": lambda a, b: (_sext((a >> (b & 31)) & ((1 << ((b >> 16) & 0x7F)) - 1), (b >> 16) & 0x7F) & M32, None),
-    "s_absdiff_i32": lambda a, b: (abs(s32(a) - s32(b)) & M32, int(s32(a) != s32(b))),
-    "s_xnor_b32": lambda a, b: (~(a ^ b) & M32, int(~(a ^ b) & M32 != 0)),
-    "s_nand_b32": lambda a, b: (~(a & b) & M32, int(~(a & b) & M32 != 0)),
-    "s_nor_b32": lambda a, b: (~(a | b) & M32, int(~(a | b) & M32 != 0)),
-    "s_bfm_b32": lambda a, b: ((((1 << (a & 31)) - 1) << (b & 31)) & M32, None),
-}
-_S1 = {  # dst = f(a) for one-source 32-bit SALU: (value, scc or None)
-    "s_abs_i32": lambda a: (abs(s32(a)) & M32, int(a != 0)),
-    "s_sext_i32_i8": lambda a: (_sext(a & 0xFF, 8) & M32, None),
-    "s_sext_i32_i16": lambda a: (_sext(a & 0xFFFF, 16) & M32, None),
-    "s_bcnt1_i32_b32": lambda a: (bin(a).count("1"), int(a != 0)),
-    "s_ff1_i32_b32": lambda a: (((a & -a).bit_length() - 1) & M32 if a else M32, None),
-    "s_flbit_i32_b32": lambda a: (32 - a.bit_length() if a else M32, None),
-}
-
-
-def _sext(v: int, bits: int) -> int:
-    return v - (1 << bits) if bits and v & (1 << (bits - 1)) else v
-_S2_64 = {
-    "s_and_b64": lambda a, b: a & b, "s_or_b64": lambda a, b: a | b, "s_xor_b64": lambda a, b: a ^ b,
-    "s_andn2_b64": lambda a, b: a & ~b, "s_orn2_b64": lambda a, b: a | ~b,
-    "s_lshl_b64": lambda a, b: a << (b & 63), "s_lshr_b64": lambda a, b: a >> (b & 63),
-}
+_READS_SCC = frozenset({"s_addc_u32", "s_subb_u32"})  # carry/borrow in
 _SCMP = {"eq": lambda a, b: a == b, "lg": lambda a, b: a != b, "gt": lambda a, b: a > b,
          "ge": lambda a, b: a >= b, "lt": lambda a, b: a < b, "le": lambda a, b: a <= b}
 
@@ -210,25 +260,28 @@ _SCMP = {"eq": lambda a, b: a == b, "lg": lambda a, b: a != b, "gt": lambda a, b
 def _exec_salu(op: str, ops: tuple[str, ...], st: State) -> bool:
     """Execute one SALU instruction; False if it is not modelled (its destination becomes unknown)."""
     regs = st.regs
-    if op in _S2:
-        a, b = st.read(ops[1]), st.read(ops[2])
-        if a is None or b is None:
-            st.write(ops[0], None)
-            regs[SCC] = None
-            return True
-        value, scc = _S2[op](a, b)
-        st.write(ops[0], value)
-        if scc is not None:
-            regs[SCC] = scc
+    if op in ("s_cselect_b32", "s_cselect_b64"):  # only the picked source need be known
+        scc = regs.get(SCC)
+        pick = None if scc is None else (ops[1] if scc else ops[2])
+        if op == "s_cselect_b32":
+            st.write(ops[0], None if pick is None else st.read(pick))
+        else:
+            st.write64(ops[0], None if pick is None else st.read64(pick))
         return True
-    if op in _S1:
-        a = st.read(ops[1])
-        if a is None:
-            st.write(ops[0], None)
-            regs[SCC] = None
+    table = SOP2 if op in SOP2 else SOP1 if op in SOP1 else None
+    if table is not None:  # the shared semantics; unknown inputs give an unknown result
+        ddw, sdw, fn = table[op]
+        widths = sdw if isinstance(sdw, tuple) else (sdw,) * (2 if table is SOP2 else 1)
+        args = [st.read(o) if w == 1 else st.read64(o) for o, w in zip(ops[1:], widths)]
+        uses_scc = op in _READS_SCC
+        write = st.write if ddw == 1 else st.write64
+        if None in args or (uses_scc and regs.get(SCC) is None):
+            write(ops[0], None)
+            if fn(*(0 for _ in args), 0)[1] is not None:  # an op that writes SCC: now unknown
+                regs[SCC] = None
             return True
-        value, scc = _S1[op](a)
-        st.write(ops[0], value)
+        value, scc = fn(*args, regs.get(SCC) or 0)
+        write(ops[0], value)
         if scc is not None:
             regs[SCC] = scc
         return True
@@ -238,50 +291,12 @@ def _exec_salu(op: str, ops: tuple[str, ...], st: State) -> bool:
         elif regs[SCC]:
             st.write(ops[0], st.read(ops[1]))
         return True
-    if op in ("s_ashr_i64", "s_bcnt1_i32_b64"):
-        a = st.read64(ops[1])
-        if op == "s_ashr_i64":
-            b = st.read(ops[2])
-            value = None if a is None or b is None else ((a - (1 << 64) if a >> 63 else a) >> (b & 63)) & 0xFFFFFFFFFFFFFFFF
-            st.write64(ops[0], value)
-        else:
-            value = None if a is None else bin(a).count("1")
-            st.write(ops[0], value)
-        regs[SCC] = None if value is None else int(value != 0)
-        return True
-    if op in ("s_addc_u32", "s_subb_u32"):
-        a, b, c = st.read(ops[1]), st.read(ops[2]), regs.get(SCC)
-        if None in (a, b, c):
-            st.write(ops[0], None)
-            regs[SCC] = None
-            return True
-        total = a + b + c if op == "s_addc_u32" else a - b - c
-        st.write(ops[0], total & M32)
-        regs[SCC] = int(total > M32) if op == "s_addc_u32" else int(total < 0)
-        return True
-    if op in _S2_64:
-        a, b = st.read64(ops[1]), st.read64(ops[2])
-        value = None if a is None or b is None else _S2_64[op](a, b) & 0xFFFFFFFFFFFFFFFF
-        st.write64(ops[0], value)
-        regs[SCC] = None if value is None else int(value != 0)
-        return True
-    if op in ("s_mov_b32", "s_movk_i32", "s_brev_b32", "s_not_b32"):
+    if op == "s_movk_i32":
         value = st.read(ops[1])
-        if value is not None and op == "s_movk_i32":
+        if value is not None:
             value = value & 0xFFFF
             value = (value - 0x10000) & M32 if value & 0x8000 else value
-        if value is not None and op == "s_not_b32":
-            value = ~value & M32
-            regs[SCC] = int(value != 0)
-        if value is not None and op == "s_brev_b32":
-            value = int(f"{value:032b}"[::-1], 2)
         st.write(ops[0], value)
-        return True
-    if op in ("s_mov_b64", "s_not_b64"):
-        value = st.read64(ops[1])
-        if value is not None and op == "s_not_b64":
-            value = ~value & 0xFFFFFFFFFFFFFFFF
-        st.write64(ops[0], value)
         return True
     if op in ("s_addk_i32", "s_mulk_i32"):
         a, k = st.read(ops[0]), st.read(ops[1])
@@ -291,14 +306,6 @@ def _exec_salu(op: str, ops: tuple[str, ...], st: State) -> bool:
         k = k & 0xFFFF
         k = k - 0x10000 if k & 0x8000 else k
         st.write(ops[0], (s32(a) + k if op == "s_addk_i32" else s32(a) * k) & M32)
-        return True
-    if op in ("s_cselect_b32", "s_cselect_b64"):
-        scc = regs.get(SCC)
-        pick = None if scc is None else (ops[1] if scc else ops[2])
-        if op == "s_cselect_b32":
-            st.write(ops[0], None if pick is None else st.read(pick))
-        else:
-            st.write64(ops[0], None if pick is None else st.read64(pick))
         return True
     m = re.match(r"^s_cmpk?_(eq|lg|gt|ge|lt|le)_([iu])(32|64)$", op)
     if m:
@@ -321,8 +328,8 @@ def _exec_salu(op: str, ops: tuple[str, ...], st: State) -> bool:
     if m:
         src, old = st.read64(ops[1]), st.read64("exec")
         st.write64(ops[0], old)
-        fn = _S2_64.get(f"s_{m.group(1)}_b64")
-        value = None if src is None or old is None or fn is None else fn(src, old) & 0xFFFFFFFFFFFFFFFF
+        entry = SOP2.get(f"s_{m.group(1)}_b64")
+        value = None if src is None or old is None or entry is None else entry[2](src, old, 0)[0] & M64
         st.write64("exec", value)
         regs[SCC] = None if value is None else int(value != 0)
         return True
