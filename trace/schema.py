@@ -56,6 +56,7 @@ SOURCES: dict[str, str] = {
     "model": "the CDNA4 cycle model (simulated)",
     "rocprof-att": "rocprofv3 / rocprofiler-sdk thread trace (hardware)",
     "proton": "Triton Proton intra-kernel regions (hardware)",
+    "cute-clock": "clock64 stamps inside the CuTe DSL Hopper kernel (hardware)",
 }
 
 # units whose records must not overlap in [start, end) on one (cu, simd)

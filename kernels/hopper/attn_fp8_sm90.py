@@ -50,7 +50,7 @@ import cutlass.cute as cute
 import cutlass.pipeline as pipeline
 import cutlass.utils as utils
 import cutlass.utils.hopper_helpers as sm90_utils
-from cutlass import Float32, Int32, Uint32, const_expr
+from cutlass import Float32, Int32, Int64, Uint32, const_expr
 from cutlass._mlir.dialects import llvm
 from cutlass.cute.nvgpu import cpasync, warpgroup
 from cutlass.cute.runtime import from_dlpack
@@ -164,7 +164,7 @@ class LeanPAttentionSm90:
     """Compile-time configuration of the kernel; ``__call__`` is the host-side ``@cute.jit`` entry."""
 
     def __init__(self, head_dim: int, head_dim_v: int, causal: bool, pingpong: bool = True,
-                 kv_stages: int = 4, q_in_regs: bool = False, pbuf: bool = False):
+                 kv_stages: int = 4, q_in_regs: bool = False, pbuf: bool = False, timeline: bool = False):
         if head_dim % 32 or head_dim > 256:
             raise ValueError(f"head_dim must be a multiple of 32 up to 256, got {head_dim}")
         if head_dim_v % 8 or head_dim_v + ONES_ROWS > 256:
@@ -177,16 +177,18 @@ class LeanPAttentionSm90:
         self.kv_stages = kv_stages
         self.q_in_regs = q_in_regs  # QK^T with Q from registers (loaded once) instead of shared memory
         self.pbuf = pbuf  # two P register buffers: the softmax does not wait for the previous PV GEMM
+        self.timeline = timeline  # clock64 stamps per warpgroup and key block into mTL (see stamp())
         self.threads = 128 * (NUM_MMA_WG + 1)
         self.producer_regs = 24
         self.mma_regs = 240
 
     @cute.jit
     def __call__(self, mQ: cute.Tensor, mK: cute.Tensor, mVt: cute.Tensor, mO: cute.Tensor,
-                 mLse: cute.Tensor, mT: cute.Tensor, mDv: cute.Tensor, seqlen_q: Int32, seqlen_k: Int32,
-                 stream: cuda.CUstream):
+                 mLse: cute.Tensor, mT: cute.Tensor, mDv: cute.Tensor, mTL: cute.Tensor, seqlen_q: Int32,
+                 seqlen_k: Int32, stream: cuda.CUstream):
         """mQ (s_q, d, h, b), mK (s_k, d, h_k, b), mVt (d_v+8, s_k_pad, h_k, b), mO (s_q, d_v, h, b) bf16,
-        mLse (s_q, h, b) f32, mT / mDv (h_k, b) f32 (``t`` and the V descale per kv head)."""
+        mLse (s_q, h, b) f32, mT / mDv (h_k, b) f32 (``t`` and the V descale per kv head), mTL int64
+        (4, n_blocks + 2, 2, ctas) timeline stamps (written only when ``timeline``)."""
         fp8 = mQ.element_type
         qk_tiler = (BLOCK_M, BLOCK_N, self.head_dim)
         pv_tiler = (BLOCK_M, self.vrows, BLOCK_N)
@@ -219,7 +221,7 @@ class LeanPAttentionSm90:
         self.shared_storage = SharedStorage
         m_blocks = cute.ceil_div(seqlen_q, BLOCK_M * NUM_MMA_WG)
         self.kernel(tiled_mma_qk, tiled_mma_pv, tma_q, mQ_tma, tma_k, mK_tma, tma_v, mV_tma,
-                    mO, mLse, mT, mDv, sQ_layout, sK_layout, sV_layout, seqlen_q, seqlen_k).launch(
+                    mO, mLse, mT, mDv, mTL, sQ_layout, sK_layout, sV_layout, seqlen_q, seqlen_k).launch(
             grid=[m_blocks, cute.size(mQ.shape[2]), cute.size(mQ.shape[3])],
             block=[self.threads, 1, 1], stream=stream, min_blocks_per_mp=1)
 
@@ -227,7 +229,7 @@ class LeanPAttentionSm90:
     def kernel(self, tiled_mma_qk: cute.TiledMma, tiled_mma_pv: cute.TiledMma,
                tma_q: cute.CopyAtom, mQ: cute.Tensor, tma_k: cute.CopyAtom, mK: cute.Tensor,
                tma_v: cute.CopyAtom, mVt: cute.Tensor, mO: cute.Tensor, mLse: cute.Tensor,
-               mT: cute.Tensor, mDv: cute.Tensor, sQ_layout: cute.ComposedLayout,
+               mT: cute.Tensor, mDv: cute.Tensor, mTL: cute.Tensor, sQ_layout: cute.ComposedLayout,
                sK_layout: cute.ComposedLayout, sV_layout: cute.ComposedLayout,
                seqlen_q: Int32, seqlen_k: Int32):
         tidx, _, _ = cute.arch.thread_idx()
@@ -294,15 +296,18 @@ class LeanPAttentionSm90:
                               tma_bar_ptr=pipe_v.producer_get_barrier(state_kv))
         else:
             cute.arch.setmaxregister_increase(self.mma_regs)
+            grid_m, grid_h, _ = cute.arch.grid_dim()
+            cta = m_block + grid_m * (head + grid_h * batch)
             self.consumer(tiled_mma_qk, tiled_mma_pv, sQ, sK, sV, pipe_q, pipe_k, pipe_v, mO, mLse,
-                          mT[head_k, batch], mDv[head_k, batch], m_block, head, batch, wg_idx - 1,
+                          mT[head_k, batch], mDv[head_k, batch], mTL, cta, m_block, head, batch, wg_idx - 1,
                           n_blocks, offset, seqlen_q, seqlen_k)
 
     @cute.jit
     def consumer(self, tiled_mma_qk: cute.TiledMma, tiled_mma_pv: cute.TiledMma, sQ: cute.Tensor,
                  sK: cute.Tensor, sV: cute.Tensor, pipe_q, pipe_k, pipe_v, mO: cute.Tensor,
-                 mLse: cute.Tensor, t: Float32, dv: Float32, m_block: Int32, head: Int32, batch: Int32,
-                 wg: Int32, n_blocks: Int32, offset: Int32, seqlen_q: Int32, seqlen_k: Int32):
+                 mLse: cute.Tensor, t: Float32, dv: Float32, mTL: cute.Tensor, cta: Int32, m_block: Int32,
+                 head: Int32, batch: Int32, wg: Int32, n_blocks: Int32, offset: Int32, seqlen_q: Int32,
+                 seqlen_k: Int32):
         tidx, _, _ = cute.arch.thread_idx()
         wg_tidx = tidx % 128
         thr_qk = tiled_mma_qk.get_slice(wg_tidx)
@@ -333,6 +338,10 @@ class LeanPAttentionSm90:
             bref[h] = -Float32.inf
             scale[h] = 1.0
         acc_o.fill(0.0)
+        tl = mTL[None, None, wg, cta] if const_expr(self.timeline) else mTL  # (event, block) of this warpgroup
+        n_tl = cute.size(mTL.shape[1]) - 2
+        if const_expr(self.timeline):
+            tl[0, n_tl + 1] = Int64(cute.arch.smid())
 
         if const_expr(self.pingpong):
             if wg == 0:  # the first warpgroup's first turn needs the other's arrival: arrive once for it
@@ -351,18 +360,22 @@ class LeanPAttentionSm90:
             state = stage(0, self.kv_stages, False)
             pipe_k.consumer_wait(state)
             self.turn_begin(wg)
+            self.stamp(tl, 0, 0)
             self.gemm(False, acc_s, q_slice, tSrK[None, None, None, state.index], zero_init=True)
             warpgroup.commit_group()
             self.turn_end(wg)
             warpgroup.wait_group(0)
+            self.stamp(tl, 1, 0)
+            self.stamp(tl, 2, 0)
             pipe_k.consumer_release(state)
             self.softmax_block(acc_s, tScS, tOrP32, acc_o, acc_t, bref, scale, t, t8, row0, 0, offset,
-                               seqlen_k, self.block_needs_mask(0, row0, offset, seqlen_k), merge=False)
+                               seqlen_k, self.block_needs_mask(0, row0, offset, seqlen_k), tl, merge=False)
+            self.stamp(tl, 3, 0)
         # blocks [1, n_full) need no mask: that loop has no branch while its wgmmas are in flight
         # (ptxas answers such a branch with an early wait, which serialises softmax and PV)
         n_full = self.first_masked_block(row0, offset, seqlen_k, n_blocks)
         args = (tSrK, tOrV, q_slice, acc_s, acc_o, acc_t, tScS, bref, scale, pipe_k, pipe_v, t, t8, row0,
-                offset, seqlen_k, wg)
+                offset, seqlen_k, wg, tl)
         for j in cutlass.range(1, n_full, unroll=1):
             self.block_pair(j, tOrP32, tOrP, tOrP32_b, tOrP_b, args, masked=False)
         for j in cutlass.range(cutlass.max(n_full, 1), n_blocks, unroll=1):
@@ -371,6 +384,7 @@ class LeanPAttentionSm90:
             state_v = stage(n_blocks - 1, self.kv_stages, False)
             pipe_v.consumer_wait(state_v)
             self.turn_begin(wg)
+            self.stamp(tl, 0, n_tl)
             if const_expr(self.pbuf):
                 if (n_blocks - 1) % 2 == 0:
                     self.gemm(True, acc_t, tOrP, tOrV[None, None, None, state_v.index], zero_init=True)
@@ -381,6 +395,7 @@ class LeanPAttentionSm90:
             warpgroup.commit_group()
             self.turn_end(wg)
             warpgroup.wait_group(0)
+            self.stamp(tl, 2, n_tl)
             pipe_v.consumer_release(state_v)
             self.merge(acc_o, acc_t, scale)
         if const_expr(self.pingpong):
@@ -413,7 +428,8 @@ class LeanPAttentionSm90:
     def key_block(self, j: Int32, p_cur32: cute.Tensor, p_prev: cute.Tensor, tSrK: cute.Tensor, tOrV: cute.Tensor,
                   q_slice: cute.Tensor, acc_s: cute.Tensor, acc_o: cute.Tensor, acc_t: cute.Tensor,
                   tScS: cute.Tensor, bref: cute.Tensor, scale: cute.Tensor, pipe_k, pipe_v, t: Float32,
-                  t8: Float32, row0: Int32, offset: Int32, seqlen_k: Int32, wg: Int32, masked: cutlass.Constexpr):
+                  t8: Float32, row0: Int32, offset: Int32, seqlen_k: Int32, wg: Int32, tl: cute.Tensor,
+                  masked: cutlass.Constexpr):
         """Block j >= 1: in this warpgroup's turn issue S_j = Q K_j^T and PV of block j-1 (P from
         ``p_prev``), then the softmax of block j into ``p_cur32``, merging PV of j-1 on the way."""
         state = stage(j, self.kv_stages, False)
@@ -421,16 +437,28 @@ class LeanPAttentionSm90:
         pipe_k.consumer_wait(state)
         pipe_v.consumer_wait(state_v)
         self.turn_begin(wg)
+        self.stamp(tl, 0, j)
         self.gemm(False, acc_s, q_slice, tSrK[None, None, None, state.index], zero_init=True)
         warpgroup.commit_group()
         self.gemm(True, acc_t, p_prev, tOrV[None, None, None, state_v.index], zero_init=True)
         warpgroup.commit_group()
         self.turn_end(wg)
         warpgroup.wait_group(1)  # S of block j is ready; PV of j-1 may still run
+        self.stamp(tl, 1, j)
         pipe_k.consumer_release(state)
         self.softmax_block(acc_s, tScS, p_cur32, acc_o, acc_t, bref, scale, t, t8, row0, j, offset,
-                           seqlen_k, masked, merge=True)
+                           seqlen_k, masked, tl, merge=True)
+        self.stamp(tl, 3, j)
         pipe_v.consumer_release(state_v)
+
+    @cute.jit
+    def stamp(self, tl: cute.Tensor, event: cutlass.Constexpr, j: Int32):
+        """Timeline only: ``tl[event, j] = clock64()`` from every thread of the warpgroup (the same
+        address: no branch, which ptxas would answer with an early wgmma wait). Events per block j:
+        0 turn taken (GEMMs issued next), 1 S_j ready, 2 PV of block j-1 done, 3 softmax of j done;
+        column n_blocks holds the last PV (0 issued, 2 done), column n_blocks + 1 the SM id."""
+        if const_expr(self.timeline):
+            tl[event, j] = cute.arch.clock64()
 
     @cute.jit
     def turn_begin(self, wg: Int32):
@@ -485,7 +513,7 @@ class LeanPAttentionSm90:
     @cute.jit
     def softmax_block(self, acc_s: cute.Tensor, tScS: cute.Tensor, tOrP32: cute.Tensor, acc_o: cute.Tensor,
                       acc_t: cute.Tensor, bref: cute.Tensor, scale: cute.Tensor, t: Float32, t8: Float32,
-                      row0: Int32, j: Int32, offset: Int32, seqlen_k: Int32, masked,
+                      row0: Int32, j: Int32, offset: Int32, seqlen_k: Int32, masked, tl: cute.Tensor,
                       merge: cutlass.Constexpr):
         """Lean P of block j: S (acc layout ((2,2,8),1,1): col = 8g + 2q + c, row = r + 8h) -> P codes.
 
@@ -518,6 +546,7 @@ class LeanPAttentionSm90:
             uses.append(mx > -Float32.inf and bm >= bref[h] - MAX_DROP)
         if const_expr(merge and not self.pbuf):
             warpgroup.wait_group(0)  # PV of block j-1 done: its result is in acc_t, its P registers free
+            self.stamp(tl, 2, j)
             self.merge(acc_o, acc_t, scale)
         new_scale = []
         for h in cutlass.range_constexpr(2):
@@ -539,6 +568,7 @@ class LeanPAttentionSm90:
             for h in cutlass.range_constexpr(2):  # the merge (and its wgmma wait) after this row's P codes
                 scale[h] = after_word(scale[h], tOrP32[h + 2 + 4 * (BLOCK_N // 32 - 1)])
             warpgroup.wait_group(0)  # PV of block j-1 (reading the other P buffer) done
+            self.stamp(tl, 2, j)
             self.merge(acc_o, acc_t, scale)
         for h in cutlass.range_constexpr(2):
             scale[h] = new_scale[h]
@@ -576,6 +606,7 @@ class LeanPAttentionSm90:
 
 # -- host side ----
 _COMPILED: dict = {}
+_TIMELINE_DUMMY: dict = {}  # per device: the unused timeline argument of the untraced kernel
 
 
 def _cute_tensor(x, leading_dim: int, element_type=None):
@@ -587,7 +618,7 @@ def _cute_tensor(x, leading_dim: int, element_type=None):
 
 def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=None, k_descale=None,
                        v_descale=None, out_dtype=None, pingpong: bool = True, q_in_regs: bool = False,
-                       pbuf: bool = False, v_prepared=None):
+                       pbuf: bool = False, v_prepared=None, timeline=None):
     """ZYFA FP8 forward on Hopper. q, k, v: float8_e4m3fn ``(b, s, h, d)`` on an sm_90 GPU; descales
     float32 ``(b, h_k)`` (None: 1). Returns ``out`` ``(b, s_q, h, d_v)`` (bfloat16, or ``out_dtype``
     float32 for conformance tests) and ``softmax_lse`` float32 ``(b, h, s_q)``.
@@ -597,6 +628,9 @@ def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=No
     ``pingpong=False`` drops the named-barrier turns between the two consumer warpgroups;
     ``q_in_regs=True`` feeds QK^T's A operand from registers (Q read from shared memory once);
     ``pbuf=True`` double-buffers P so the softmax waits for the previous PV GEMM only to merge it.
+    ``timeline``: an int64 tensor ``(ctas, 2, n_blocks + 2, 4)`` (``ctas`` = query tiles x heads x
+    batch, ``n_blocks`` = key blocks of 64) that receives the per-warpgroup clock64 stamps
+    (:mod:`zyfa.trace.cute_clock` turns them into a trace); a separately compiled kernel.
     """
     for name, x in (("q", q), ("k", k), ("v", v)):
         if x.dtype != torch.float8_e4m3fn:
@@ -613,17 +647,20 @@ def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=No
     out = torch.empty(b, s_q, h, d_v, dtype=out_dtype, device=q.device)
     lse = torch.empty(b, h, s_q, dtype=torch.float32, device=q.device)
     f8 = cutlass.Float8E4M3FN
+    tl = _TIMELINE_DUMMY.setdefault(q.device, torch.zeros(1, 2, 2, 4, dtype=torch.int64, device=q.device)) \
+        if timeline is None else timeline
     args = (_cute_tensor(q.view(torch.uint8).permute(1, 3, 2, 0), 1, f8),
             _cute_tensor(k.view(torch.uint8).permute(1, 3, 2, 0), 1, f8),
             _cute_tensor(vt.view(torch.uint8).permute(2, 3, 1, 0), 1, f8),
             _cute_tensor(out.permute(1, 3, 2, 0), 1),
             _cute_tensor(lse.permute(2, 1, 0), 0),
             _cute_tensor(t.permute(1, 0), 0), _cute_tensor(dv.permute(1, 0), 0),
-            Int32(s_q), Int32(s_k), cuda.CUstream(torch.cuda.current_stream(q.device).cuda_stream))
-    key = (d, d_v, bool(causal), bool(pingpong), bool(q_in_regs), bool(pbuf), out_dtype)
+            _cute_tensor(tl.permute(3, 2, 1, 0), 0), Int32(s_q), Int32(s_k), cuda.CUstream(torch.cuda.current_stream(q.device).cuda_stream))
+    key = (d, d_v, bool(causal), bool(pingpong), bool(q_in_regs), bool(pbuf), timeline is not None, out_dtype)
     fn = _COMPILED.get(key)
     if fn is None:
-        fn = cute.compile(LeanPAttentionSm90(d, d_v, causal, pingpong=pingpong, q_in_regs=q_in_regs, pbuf=pbuf), *args)
+        fn = cute.compile(LeanPAttentionSm90(d, d_v, causal, pingpong=pingpong, q_in_regs=q_in_regs, pbuf=pbuf,
+                                             timeline=timeline is not None), *args)
         _COMPILED[key] = fn
     fn(*args)
     return out, lse
