@@ -320,7 +320,10 @@ def spec(name: str) -> KernelSpec:
     meta = {"code_object": str(k.path.resolve()), "aiter_source": k.source, "aiter_family": k.family,
             "group_mode": k.group,
             # the query-tile axis of the host code's grid (grid() below): no probing needed
-            "work_axis": 2 if k.group and k.family == "fmha_v3_fwd" else 0}
+            "work_axis": 2 if k.group and k.family == "fmha_v3_fwd" else 0,
+            # every workgroup along it does the same work: non-causal, or causal with the host code's
+            # pairing of query tiles i and tiles-1-i (tg_div = 2)
+            "uniform_work": True}
     mode = ("causal" if k.causal else "non-causal") + (", group mode" if k.group else "")
     return KernelSpec(
         name=name if name.startswith("aiter:") else k.path.stem,

@@ -154,7 +154,8 @@ def estimate(launch: Launch, config: EstimateConfig = EstimateConfig(),
     The *work axis* (the grid axis along which workgroups do different work: the query block)
     is ``launch.meta["work_axis"]`` (0, 1, 2) when the kernel states it; otherwise it is probed:
     the workgroup at the far end of each axis is simulated, and the axis whose end differs most
-    from workgroup (0, 0, 0) is taken (ties: x)."""
+    from workgroup (0, 0, 0) is taken (ties: x). A kernel whose build meta states
+    ``uniform_work`` (every workgroup along the work axis does the same work) is sampled once."""
     if not isinstance(launch, Launch):
         raise TypeError(f"launch must be a zyfa.trace.cdna4.launch.Launch, got {type(launch).__name__}")
     wall = time.perf_counter()
@@ -199,7 +200,9 @@ def estimate(launch: Launch, config: EstimateConfig = EstimateConfig(),
     elif work_axis not in (0, 1, 2):
         raise ValueError(f"launch.meta['work_axis'] must be 0, 1 or 2, got {work_axis!r}")
     n = grid[work_axis]
-    xs = _sample_xs(n, config.samples)
+    # a kernel whose host code gives every workgroup along the work axis the same work (AITER's
+    # pairing of query tiles i and n-1-i) states it: one sample is exact there and 3x cheaper
+    xs = _sample_xs(n, 1 if launch.meta.get("uniform_work") else config.samples)
     rep_x = xs[len(xs) // 2]
     iterator = progress(xs) if progress else xs
     samples = [simulate(_coord(work_axis, x), x == rep_x) for x in iterator]
