@@ -8,10 +8,15 @@ calls :mod:`zyfa.analyzer`); they compute nothing themselves.
 from __future__ import annotations
 
 import argparse
+import io
 import ipaddress
+import json
 import re
 import sys
+import tempfile
 import threading
+import urllib.parse
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -19,7 +24,7 @@ import dash
 import dash_ag_grid as dag
 import numpy as np
 import pyarrow as pa
-from dash import ALL, Input, Output, State, ctx, dcc, html
+from dash import ALL, Input, Output, Patch, State, ctx, dcc, html
 from dash.exceptions import PreventUpdate
 from flask import abort, request, send_file
 from werkzeug.exceptions import BadRequest
@@ -27,6 +32,8 @@ from werkzeug.serving import WSGIRequestHandler, make_server
 
 from zyfa.analyzer import METRICS
 from zyfa.analyzer.listing import occurrences
+from zyfa.analyzer.perfetto import trace_events
+from zyfa.analyzer.report import render
 from zyfa.trace.schema import COLUMNS, Trace, TraceError
 from zyfa.webui import figures, grid, metrics, timeline
 from zyfa.webui.store import TraceStore, UnsafePathError, UploadError
@@ -69,6 +76,9 @@ class Ids:
     grid_purged: str = "grid-purged"
     definitions: str = "metric-definitions"
     why: str = "why"
+    downloads: str = "downloads"
+    caveats: str = "caveats"
+    keys: str = "keys"
     listing_a: str = "listing-a"
     listing_b: str = "listing-b"
     listing_info: str = "listing-info"
@@ -239,6 +249,10 @@ def build_layout(store: TraceStore, kernels: Sequence[str], params: dict[str, tu
                                    style={"width": "140px"})], style=cell),
             html.Button("Whole trace", id=ID.reset, n_clicks=0, style=cell),
             html.Span(id=ID.view_info, style={"color": "#555"}),
+            html.Div("mouse wheel: zoom · drag: zoom to a range · W/S: zoom in/out · A/D: pan left/right · "
+                     "double click: whole trace; stalls (top lane, by reason) and memory requests in flight "
+                     "(bottom lane) appear once zoomed to single instructions",
+                     style={"color": "#666", "fontSize": "12px"}),
         ]),
         dcc.Graph(id=ID.timeline, config={**GRAPH_CONFIG, "scrollZoom": True}),
     )
@@ -304,8 +318,9 @@ def build_layout(store: TraceStore, kernels: Sequence[str], params: dict[str, tu
         html.H2("zyfa schedule explorer", style={"margin": "4px 0"}),
         html.Div("Cycle-model traces are simulated (CDNA4 cycle model), not measured.",
                  style={"color": "#666", "fontSize": "12px"}),
-        headline, html.Div(id=ID.why), sources, whatif, view, tables, listing, instructions, valu, stalls,
-        dcc.Store(id=ID.view), dcc.Store(id=ID.selected), dcc.Store(id=ID.highlight),
+        headline, html.Div(id=ID.downloads, style={"fontSize": "12px"}),
+        html.Div(id=ID.caveats, style={"fontSize": "12px"}), html.Div(id=ID.why), sources, whatif, view, tables, listing, instructions, valu, stalls,
+        dcc.Store(id=ID.view), dcc.Store(id=ID.selected), dcc.Store(id=ID.highlight), dcc.Store(id=ID.keys),
     ], style={"fontFamily": "sans-serif", "fontSize": "14px", "margin": "8px 16px"})
 
 
@@ -332,6 +347,7 @@ def create_app(store: TraceStore, simulator: Optional[Simulator] = None, kernels
     app.layout = lambda: build_layout(store, list(kernels), params, simulator is not None)
     _register_host_check(app, tuple(hosts))
     _register_file_route(app, store)
+    _register_downloads(app, store)
     _register_callbacks(app, store, simulator)
     return app
 
@@ -377,6 +393,79 @@ def _register_file_route(app: dash.Dash, store: TraceStore) -> None:
         except UnsafePathError:
             abort(403)
         return send_file(path, mimetype="application/vnd.apache.parquet", as_attachment=True)
+
+
+DOWNLOADS = ("trace", "metrics", "perfetto")
+
+
+def _register_downloads(app: dash.Dash, store: TraceStore) -> None:
+    """``GET /download/<kind>?a=ID[&b=ID][&window=W]``: the trace A (Parquet with its metadata
+    embedded), the metric table of A (and B) as CSV, or A as Perfetto / Chrome trace-event JSON."""
+
+    @app.server.route("/download/<kind>")
+    def download(kind: str):
+        if kind not in DOWNLOADS:
+            abort(404)
+        trace = _trace(store, request.args.get("a"))
+        other = _trace(store, request.args["b"]) if request.args.get("b") else None
+        choice = request.args.get("window", "whole")
+        try:
+            window = metrics.window_spec(choice) if choice in ("steady", "whole") else \
+                metrics.window_spec("view", tuple(float(v) for v in choice.split(":", 1)))
+        except (TypeError, ValueError) as exc:
+            raise BadRequest(f"window must be steady, whole or START:END, got {choice[:50]!r}") from exc
+        stem = re.sub(r"[^A-Za-z0-9_.-]", "_", trace.meta.kernel)[:80] or "trace"
+        if kind == "trace":
+            with tempfile.TemporaryDirectory(prefix="zyfa-ui-download-") as tmp:
+                data = trace.save(Path(tmp) / "trace").read_bytes()  # metadata is embedded in the Parquet
+            return send_file(io.BytesIO(data), mimetype="application/vnd.apache.parquet", as_attachment=True,
+                             download_name=f"{stem}.parquet")
+        if kind == "metrics":
+            text = render(trace, window, "csv", other)
+            return send_file(io.BytesIO(text.encode()), mimetype="text/csv", as_attachment=True,
+                             download_name=f"{stem}-metrics.csv")
+        body = json.dumps(trace_events(trace, window))
+        return send_file(io.BytesIO(body.encode()), mimetype="application/json", as_attachment=True,
+                         download_name=f"{stem}.perfetto.json")
+
+
+def download_links(a: Optional[str], b: Optional[str], window: metrics.Window) -> list:
+    """Links for :func:`_register_downloads`; ``window`` as the metric table uses it."""
+    if not a:
+        return []
+    win = f"{window[0]}:{window[1]}" if isinstance(window, tuple) else window
+    query = {"a": a, "window": win}
+    links = [html.A("trace A (.parquet)", href="/download/trace?" + urllib.parse.urlencode({"a": a}),
+                    id="download-trace"),
+             html.A("metrics (.csv)", href="/download/metrics?" + urllib.parse.urlencode({**query, **({"b": b} if b
+                                                                                                       else {})}),
+                    id="download-metrics"),
+             html.A("trace A for Perfetto (.json)", href="/download/perfetto?" + urllib.parse.urlencode(query),
+                    id="download-perfetto")]
+    out: list = ["download: "]
+    for link in links:
+        out += [link, " · "]
+    return out[:-1]
+
+
+def caveats(trace: Trace, slot: str) -> html.Details:
+    """The model's notes and its parameters with their ``guess`` flags, from ``meta.extra``."""
+    extra = trace.meta.extra or {}
+    params = extra.get("model_parameters") or {}
+    rows = [html.Tr([html.Td(name), html.Td(str(p.get("value"))), html.Td(str(p.get("unit", ""))),
+                     html.Td("guess" if p.get("guess") else "sourced", style={"color": "#a00" if p.get("guess")
+                                                                             else "#060"})],
+                    **{"data-param": name})
+            for name, p in sorted(params.items()) if isinstance(p, dict)]
+    notes = [html.Li(str(n)) for n in extra.get("notes") or []]
+    if extra.get("trace_covers"):
+        notes.append(html.Li(f"the trace covers: {extra['trace_covers']}"))
+    guessed = sum(1 for p in params.values() if isinstance(p, dict) and p.get("guess"))
+    summary = (f"{slot.upper()}: {trace.meta.label}; {len(notes)} note(s), {guessed} of {len(params)} model "
+               "parameters are guesses") if params or notes else f"{slot.upper()}: {trace.meta.label}; no model notes"
+    return html.Details([html.Summary(summary), html.Ul(notes),
+                         html.Table([html.Tr([html.Th(h) for h in ("parameter", "value", "unit", "source")]), *rows])
+                         if rows else ""], **{"data-slot": slot})
 
 
 def _trace(store: TraceStore, trace_id) -> Trace:
@@ -576,9 +665,48 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
         opts = _options(store)
         return opts, opts, new, f"simulated {req.label}: {len(trace)} records (shown as B)"
 
-    @app.callback(Output(ID.headline, "children"), Input(ID.trace_a, "value"), Input(ID.trace_b, "value"))
+    @app.callback(Output(ID.headline, "children"), Output(ID.caveats, "children"),
+                  Input(ID.trace_a, "value"), Input(ID.trace_b, "value"))
     def show_headline(a, b):
-        return _headline(store, a, b)
+        notes = [caveats(p.trace, slot) for slot, p in _panels(store, a, b)]
+        return _headline(store, a, b), ([html.B("Model caveats and guessed parameters"), *notes] if notes else "")
+
+    @app.callback(Output(ID.downloads, "children"),
+                  Input(ID.trace_a, "value"), Input(ID.trace_b, "value"), Input(ID.window, "value"),
+                  Input(ID.view, "data"))
+    def show_downloads(a, b, choice, view_range):
+        panels = dict(_panels(store, a, b))
+        if "a" not in panels:
+            return []
+        return download_links(a, b if "b" in panels else None, _window(choice, view_range, panels))
+
+    # W/S zoom in/out, A/D pan (Perfetto's keys), on the timeline's x range; the relayout goes to
+    # the server like a drag-zoom. Registered once, when the page is built.
+    app.clientside_callback(
+        """function(id) {
+            if (window.zyfaKeys) { return window.dash_clientside.no_update; }
+            window.zyfaKeys = true;
+            document.addEventListener('keydown', function(ev) {
+                const tag = (ev.target && ev.target.tagName || '').toLowerCase();
+                if (tag === 'input' || tag === 'textarea' || ev.ctrlKey || ev.metaKey || ev.altKey) { return; }
+                const key = ev.key.toLowerCase();
+                if (!'wasd'.includes(key) || key.length !== 1) { return; }
+                const gd = document.querySelector('#%s .js-plotly-plot');
+                if (!gd || !gd._fullLayout || !gd._fullLayout.xaxis) { return; }
+                const [x0, x1] = gd._fullLayout.xaxis.range.map(Number);
+                const w = x1 - x0, c = (x0 + x1) / 2;
+                let r = null;
+                if (key === 'w') { r = [c - w * 0.35, c + w * 0.35]; }
+                if (key === 's') { r = [c - w * 0.75, c + w * 0.75]; }
+                if (key === 'a') { r = [x0 - w * 0.2, x1 - w * 0.2]; }
+                if (key === 'd') { r = [x0 + w * 0.2, x1 + w * 0.2]; }
+                ev.preventDefault();
+                window.Plotly.relayout(gd, {'xaxis.range[0]': r[0], 'xaxis.range[1]': r[1]});
+            });
+            return window.dash_clientside.no_update;
+        }""" % ID.timeline,
+        Output(ID.keys, "data"), Input(ID.timeline, "id"),
+    )
 
     # -- view range: zoom, iteration, reset ------------------------------------------------
     @app.callback(
@@ -631,6 +759,10 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
         sel = None
         if isinstance(selected, dict) and selected.get("slot") in slots:
             sel = (slots.index(selected["slot"]), _int(selected.get("row"), "selected row"))
+        if ctx.triggered_id == ID.selected:  # only the outline moved: patch it, do not re-send the figure
+            patch = Patch()
+            patch["layout"]["shapes"] = figures.outline_shapes([p for _, p in panels], sel)
+            return patch, dash.no_update
         lit = None
         if isinstance(highlight, dict) and highlight.get("slot") in slots:
             index = slots.index(highlight["slot"])

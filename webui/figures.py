@@ -17,7 +17,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from zyfa.trace.schema import Trace
-from zyfa.webui.timeline import UNIT_COLOURS, UNIT_STYLE, View, segments, strip, tracks
+from zyfa.webui.timeline import (LANE_OFFSET, STALL_COLOURS, STALL_WIDTH, UNIT_COLOURS, UNIT_STYLE, View,
+                                 epilogue_starts, lane_offset, markers, segments, stalls, strip, tracks)
 
 TRACK_PX = 26  # height of one timeline row
 STRIP_PX = 16  # height of one strip row
@@ -120,7 +121,7 @@ def _add_timeline(fig: go.Figure, panel: Panel, index: int, row: int, view: View
             continue
         part = seg[mask]
         fig.add_trace(go.Bar(
-            orientation="h", base=part["start"], x=part["end"] - part["start"], y=part["track"],
+            orientation="h", base=part["start"], x=part["end"] - part["start"], y=part["track"] + lane_offset(unit),
             width=height, name=unit, legendgroup=unit, legendrank=len(UNIT_STYLE) - rank,
             showlegend=unit not in in_legend, marker=dict(color=colour, line_width=0),
             customdata=np.stack([np.full(len(part), index), part["row"]], axis=1).tolist(),  # lists: plotly
@@ -128,9 +129,52 @@ def _add_timeline(fig: go.Figure, panel: Panel, index: int, row: int, view: View
             hovertext=hover[mask], hovertemplate="%{hovertext}<extra>" + unit + "</extra>",
         ), row=row, col=1)
         in_legend.add(unit)
+    _add_stalls(fig, panel, index, row, view, in_legend)
+    _add_markers(fig, panel, row, view, in_legend)
     fig.update_yaxes(tickmode="array", tickvals=list(range(len(trk))), ticktext=[t.label for t in trk],
                      range=[len(trk) - 0.5, -0.5], showgrid=False, row=row, col=1)
     return decimated
+
+
+def _add_stalls(fig: go.Figure, panel: Panel, index: int, row: int, view: View, in_legend: set[str]) -> None:
+    """The cycles each wave waited before issuing, on the top lane of its row, coloured by reason."""
+    st = stalls(panel.trace, view)
+    for reason, part in st.groupby("reason", sort=True):
+        colour = STALL_COLOURS.get(reason, STALL_COLOURS["other"])
+        name = f"stall: {reason}"
+        fig.add_trace(go.Bar(
+            orientation="h", base=part["start"], x=part["end"] - part["start"], y=part["track"] + LANE_OFFSET["stall"],
+            width=STALL_WIDTH, name=name, legendgroup=name, showlegend=name not in in_legend,
+            marker=dict(color=colour, line_width=0), meta="stall",
+            customdata=np.stack([np.full(len(part), index), part["row"]], axis=1).tolist(),
+            hovertemplate="waited %{x} cycles before issue (" + reason + ")<extra>stall</extra>",
+        ), row=row, col=1)
+        in_legend.add(name)
+
+
+def _add_markers(fig: go.Figure, panel: Panel, row: int, view: View, in_legend: set[str]) -> None:
+    """Extrapolated loop periods (shaded, labelled) and each wave's epilogue start (a tick)."""
+    n = len(tracks(panel.trace))
+    for m in markers(panel.trace):
+        if m.x1 <= view.x0 or m.x0 >= view.x1 or m.x1 <= m.x0:
+            continue
+        fig.add_trace(go.Scatter(
+            x=[m.x0, m.x1, m.x1, m.x0, m.x0], y=[-0.5, -0.5, n - 0.5, n - 0.5, -0.5], fill="toself", mode="lines",
+            line=dict(color="#AA0000", dash="dot", width=1), fillcolor="rgba(170,0,0,0.08)",
+            name="extrapolated (no records)", legendgroup="extrapolated", meta="marker",
+            showlegend="extrapolated" not in in_legend, hoverinfo="text", text=m.label, hoveron="fills+points",
+        ), row=row, col=1)
+        in_legend.add("extrapolated")
+    starts = [(t, x) for t, x in epilogue_starts(panel.trace) if view.x0 <= x < view.x1]
+    if starts:
+        fig.add_trace(go.Scatter(
+            x=[x for _, x in starts], y=[t for t, _ in starts], mode="markers+text", text=["epilogue"] * len(starts),
+            textposition="middle right", textfont=dict(size=9, color="#444"),
+            marker=dict(symbol="line-ns-open", size=22, color="#444", line_width=2), name="epilogue starts",
+            legendgroup="epilogue", showlegend="epilogue" not in in_legend, meta="marker",
+            hovertemplate="epilogue starts at cycle %{x}<extra></extra>",
+        ), row=row, col=1)
+        in_legend.add("epilogue")
 
 
 def _add_strip(fig: go.Figure, panel: Panel, row: int, view: View) -> None:
@@ -154,18 +198,29 @@ def _add_strip(fig: go.Figure, panel: Panel, row: int, view: View) -> None:
                      range=[len(labels) - 0.5, -0.5], showgrid=False, tickfont=dict(size=10), row=row, col=1)
 
 
-def _outline(fig: go.Figure, panels: Sequence[Panel], selected: tuple[int, int]) -> None:
+def outline_shapes(panels: Sequence[Panel], selected: Optional[tuple[int, int]]) -> list[dict]:
+    """The layout shapes outlining record ``selected = (panel, row)`` (none if out of range): what
+    :func:`schedule_figure` draws, also sent alone as a patch when only the selection changes."""
+    if selected is None:
+        return []
     index, row = selected
     if not (0 <= index < len(panels)) or not (0 <= row < len(panels[index].trace)):
-        return
+        return []
     trace = panels[index].trace
     trk = tracks(trace)
     key = (int(trace.column("cu")[row]), int(trace.column("simd")[row]), int(trace.column("wave")[row]))
     y = next(i for i, t in enumerate(trk) if (t.cu, t.simd, t.wave) == key)
     start = int(trace.column("start")[row])
     end = max(int(trace.column("end")[row]), start + 1)
-    fig.add_shape(type="rect", x0=start, x1=end, y0=y - 0.5, y1=y + 0.5, line=dict(color=HIGHLIGHT, width=2),
-                  fillcolor="rgba(0,0,0,0)", row=2 * index + 1, col=1)
+    axis = 2 * index + 1  # the panel's timeline subplot (row r of the figure has axes x<r>, y<r>)
+    suffix = "" if axis == 1 else str(axis)
+    return [dict(type="rect", x0=start, x1=end, y0=y - 0.5, y1=y + 0.5, xref=f"x{suffix}", yref=f"y{suffix}",
+                 line=dict(color=HIGHLIGHT, width=2), fillcolor="rgba(0,0,0,0)")]
+
+
+def _outline(fig: go.Figure, panels: Sequence[Panel], selected: tuple[int, int]) -> None:
+    for shape in outline_shapes(panels, selected):
+        fig.add_shape(**shape)
 
 
 def _highlight(fig: go.Figure, panels: Sequence[Panel], view: View, index: int, rows: np.ndarray) -> None:

@@ -21,26 +21,43 @@ import pandas as pd
 import pyarrow as pa
 
 from zyfa.analyzer.intervals import Coverage, grouped_cummax, union
+from zyfa.analyzer.listing import EPILOGUE, region_of
 from zyfa.trace.schema import Trace
 
 # units drawn on the timeline with their colours (colour-blind-safe Okabe-Ito palette plus greys
 # for the control units) and bar heights (fraction of a row); drawn in this order, so the
 # execution units the schedule is about end on top
 UNIT_STYLE: dict[str, tuple[str, float]] = {
-    "MISC": ("#DDDDDD", 0.3),
-    "BRANCH": ("#999999", 0.3),
-    "BARRIER": ("#555555", 0.3),
-    "WAIT": ("#BBBBBB", 0.3),
-    "SALU": ("#F0E442", 0.3),
-    "SMEM": ("#56B4E9", 0.3),
-    "VMEM": ("#CC79A7", 0.5),
-    "LDS": ("#009E73", 0.5),
-    "REGION": ("#8E6C8A", 0.8),
-    "TRANS": ("#D55E00", 0.8),
-    "VALU": ("#E69F00", 0.8),
-    "MFMA": ("#0072B2", 0.8),
+    "MISC": ("#DDDDDD", 0.25),
+    "BRANCH": ("#999999", 0.25),
+    "BARRIER": ("#555555", 0.25),
+    "WAIT": ("#BBBBBB", 0.25),
+    "SALU": ("#F0E442", 0.25),
+    "SMEM": ("#56B4E9", 0.26),
+    "VMEM": ("#CC79A7", 0.26),
+    "LDS": ("#009E73", 0.26),
+    "REGION": ("#8E6C8A", 0.5),
+    "TRANS": ("#D55E00", 0.5),
+    "VALU": ("#E69F00", 0.5),
+    "MFMA": ("#0072B2", 0.5),
 }
 UNIT_COLOURS: dict[str, str] = {unit: colour for unit, (colour, _) in UNIT_STYLE.items()}
+
+# each wave's row (one unit of the y axis, drawn top = -0.5 to bottom = +0.5) has three lanes:
+# stalls on top, execution in the middle, memory requests in flight at the bottom (so a long
+# global load is not hidden under the MFMA bars it overlaps)
+MEMORY_UNITS = ("VMEM", "LDS", "SMEM")
+LANE_OFFSET = {"stall": -0.41, "exec": -0.08, "memory": 0.33}
+STALL_WIDTH = 0.14
+STALL_COLOURS: dict[str, str] = {  # by stall reason (Tol's muted palette; "other" for any reason not listed)
+    "dependency": "#CC6677", "waitcnt": "#882255", "barrier": "#AA4499", "unit_busy": "#999933",
+    "arbitration": "#DDCC77", "hazard": "#EE3377", "nop": "#88CCEE", "branch": "#117733", "other": "#777777",
+}
+
+
+def lane_offset(unit: str) -> float:
+    """Vertical offset of a unit's bars within its wave's row."""
+    return LANE_OFFSET["memory" if unit in MEMORY_UNITS else "exec"]
 
 # VALU-side units whose work the ping-pong overlaps with another wave's MFMA
 SOFTMAX_UNITS = ("VALU", "TRANS")
@@ -205,6 +222,85 @@ def segments(trace: Trace, view: View) -> tuple[pd.DataFrame, bool]:
     single = out["count"].to_numpy() == 1
     out.loc[single, "row"] = rows[order][new][single]
     return out, True
+
+
+def stalls(trace: Trace, view: View) -> pd.DataFrame:
+    """Stall intervals to draw in ``view``: ``[issue - stall, issue)`` of each record with ``stall > 0``
+    (the cycles its wave waited before issuing it), with ``track``, ``reason`` and ``row``.
+
+    Empty when the view holds more than ``view.budget`` records (a decimated view draws merged
+    segments; stalls come back when zoomed in).
+    """
+    a = _arrays(trace)
+    cols = ["track", "start", "end", "reason", "stall", "row"]
+    if len(trace) == 0 or np.count_nonzero((a.drawn_end > view.x0) & (a.start < view.x1)) > view.budget:
+        return pd.DataFrame(columns=cols)
+    issue, stall = trace.column("issue"), trace.column("stall")
+    rows = np.flatnonzero((stall > 0) & (issue > view.x0) & (issue - stall < view.x1))
+    reason = trace.table.column("stall_reason").take(pa.array(rows, type=pa.int64())).to_pylist()
+    return pd.DataFrame({"track": a.track[rows], "start": issue[rows] - stall[rows], "end": issue[rows],
+                         "reason": [r or "unknown" for r in reason], "stall": stall[rows], "row": rows}, columns=cols)
+
+
+@dataclass(frozen=True)
+class Marker:
+    """A labelled cycle range drawn over a panel (extrapolated loop periods)."""
+
+    x0: float
+    x1: float
+    label: str
+    kind: str  # "extrapolated"
+
+
+def epilogue_starts(trace: Trace) -> list[tuple[int, int]]:
+    """``(track, cycle)``: where each wave's epilogue starts, the first issue of its records in the
+    ``epilogue`` region (:func:`zyfa.analyzer.listing.region_of`: after the main loop's pcs). Waves
+    of different workgroups run different numbers of key blocks (causal), so each has its own."""
+    if len(trace) == 0:
+        return []
+    a = _arrays(trace)
+    epi = np.flatnonzero(region_of(trace) == EPILOGUE)
+    if epi.size == 0:
+        return []
+    first = pd.DataFrame({"track": a.track[epi], "issue": trace.column("issue")[epi]}).groupby("track")["issue"].min()
+    return [(int(k), int(v)) for k, v in first.items()]
+
+
+def markers(trace: Trace) -> list[Marker]:
+    """Where the cycle model skipped loop periods.
+
+    Skipped periods (``meta.extra["samples"][i]["loops_extrapolated"]`` of the sampled workgroup
+    whose records the trace holds, ``representative_work_index`` along ``work_axis``) leave no
+    records: every wave's issue times jump by ``cycles_skipped``. Each skip is placed at the first
+    gap between consecutive issue times (all waves together) at least that long; a skip that cannot
+    be placed is still listed, at cycle 0 with zero width.
+    """
+    out: list[Marker] = []
+    if len(trace) == 0:
+        return out
+    extra = trace.meta.extra or {}
+    axis = "xyz".find(str(extra.get("work_axis", "x")))
+    index = extra.get("representative_work_index")
+    issue = np.unique(trace.column("issue"))
+    gaps = np.flatnonzero(np.diff(issue) > 0)
+    used: set[int] = set()
+    for sample in extra.get("samples") or []:
+        coord = sample.get("coord") or []
+        if axis < 0 or len(coord) <= axis or coord[axis] != index:
+            continue
+        for skip in sample.get("loops_extrapolated") or []:
+            cycles = skip.get("cycles_skipped", 0)
+            label = (f"extrapolated: {skip.get('periods_skipped')} loop periods of {skip.get('period_cycles')} cycles "
+                     f"(loop at pc 0x{int(skip.get('loop_pc', 0)):x}) skipped, no records; workgroup "
+                     f"{'xyz'[axis]}={index} sampled")
+            fits = [g for g in gaps if issue[g + 1] - issue[g] >= cycles and g not in used]
+            if fits:
+                used.add(fits[0])
+                out.append(Marker(float(issue[fits[0]]), float(issue[fits[0] + 1]), label, "extrapolated"))
+            else:
+                out.append(Marker(0.0, 0.0, label + " (not located on the timeline)", "extrapolated"))
+        break
+    return out
 
 
 # -- busy fractions per bin (MFMA-busy strip and overlap shading) -----------------------------------

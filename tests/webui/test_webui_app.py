@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pandas as pd
@@ -15,6 +16,7 @@ from zyfa.webui.app import (GRAPH_CONFIG, ServerThread, create_app, default_pair
 from zyfa.webui.figures import Panel, schedule_figure, stall_figure, valu_figure
 from zyfa.webui.store import TraceStore
 from zyfa.webui.timeline import View
+from zyfa.webui.timeline import markers as timeline_markers
 from zyfa.webui.whatif import WhatIf
 
 
@@ -90,8 +92,13 @@ def test_schedule_figure_tracks_customdata_and_outline(make_trace):
     axes = [fig.layout[k] for k in ("yaxis", "yaxis3")]
     assert [list(ax.ticktext) for ax in axes] == [["CU0 S0 w0", "CU0 S0 w1", "CU0 S1 w2", "CU0 S1 w3"],
                                                   ["CU0 S0 w0", "CU0 S0 w1"]]
-    bars = [t for t in fig.data if t.type == "bar"]
+    bars = [t for t in fig.data if t.type == "bar" and t.meta is None]  # one bar per record (meta: stall lanes)
     assert sum(len(t.base) for t in bars) == len(a) + len(b)
+    stall_bars = [t for t in fig.data if t.meta == "stall"]
+    waited = sum(int(((t.column("stall") > 0) & (t.column("issue") > 0)).sum()) for t in (a, b))  # [issue-stall, issue) in view
+    assert sum(len(t.base) for t in stall_bars) == waited
+    first = next(t for t in stall_bars if t.name == "stall: dependency")
+    assert (first.base[0], first.x[0]) == (int(a.column("issue")[first.customdata[0][1]]) - 2, 2)
     rows = {(p, r) for t in bars for p, r in t.customdata}
     assert rows == {(0, r) for r in range(len(a))} | {(1, r) for r in range(len(b))}
     assert not fig.layout.meta["decimated"]
@@ -104,6 +111,7 @@ def test_schedule_figure_decimates_and_handles_no_panel(make_trace):
     fig = schedule_figure([Panel("A", make_trace(iterations=50))], View(0, 6400, budget=100, bins=50))
     assert fig.layout.meta["decimated"]
     assert all(r == -1 for t in fig.data if t.type == "bar" for _, r in t.customdata)
+    assert not [t for t in fig.data if t.meta == "stall"]  # stalls are drawn once zoomed in
     empty = schedule_figure([], View(0, 1))
     assert empty.layout.annotations[0].text == "no trace loaded"
     with pytest.raises(TypeError, match="Panel.trace must be a Trace"):
@@ -251,11 +259,12 @@ def test_host_and_origin_checked_on_every_route(tmp_path, make_trace):
         assert client.post("/_dash-update-component", json={}, headers=headers).status_code == 403
 
 
-def _dash_call(client, output: str, inputs: list, state: list = ()):
-    body = {"output": output, "outputs": [{"id": o.split(".")[0], "property": o.split(".")[1]}
-                                          for o in output.strip(".").split("...")] if "..." in output else
-            {"id": output.split(".")[0], "property": output.split(".")[1]},
-            "inputs": inputs, "state": list(state), "changedPropIds": [f"{i['id']}.{i['property']}" for i in inputs]}
+def _dash_call(client, outputs: list[str], inputs: list, state: list = ()):
+    """POST one Dash callback request the way the renderer does (``outputs``: ``"id.property"``)."""
+    outs = [{"id": o.split(".")[0], "property": o.split(".")[1]} for o in outputs]
+    body = {"output": ".." + "...".join(outputs) + ".." if len(outputs) > 1 else outputs[0],
+            "outputs": outs if len(outs) > 1 else outs[0], "inputs": inputs, "state": list(state),
+            "changedPropIds": [f"{i['id']}.{i['property']}" for i in inputs]}
     return client.post("/_dash-update-component", json=body, headers={"Host": "127.0.0.1"})
 
 
@@ -265,12 +274,12 @@ def test_forged_trace_ids_are_4xx_not_500(tmp_path, make_trace):
     client = app.server.test_client()
     client.get("/_dash-layout", headers={"Host": "127.0.0.1"})
     for forged in ("file:../../etc/passwd.parquet", "file:/etc/passwd", "sim:999", "upload:x", 5, ["a"]):
-        resp = _dash_call(client, "headline.children",
+        resp = _dash_call(client, ["headline.children", "caveats.children"],
                           [{"id": "trace-a", "property": "value", "value": forged},
                            {"id": "trace-b", "property": "value", "value": None}])
         assert resp.status_code == 400, (forged, resp.status_code)
         assert str(tmp_path) not in resp.get_data(as_text=True)
-    ok = _dash_call(client, "headline.children", [{"id": "trace-a", "property": "value", "value": "file:z.parquet"},
+    ok = _dash_call(client, ["headline.children", "caveats.children"], [{"id": "trace-a", "property": "value", "value": "file:z.parquet"},
                                                   {"id": "trace-b", "property": "value", "value": None}])
     assert ok.status_code == 200
 
@@ -284,3 +293,23 @@ def test_whatif_seqlen_field():
 
 def test_modebar_has_no_cloud_share_button(tmp_path, make_trace):
     assert "sendDataToCloud" in GRAPH_CONFIG["modeBarButtonsToRemove"] and GRAPH_CONFIG["showSendToCloud"] is False
+
+
+def test_markers_for_extrapolated_periods_and_epilogue(make_trace):
+    t = make_trace(simds=1, iterations=3)
+    df = t.df
+    shift = df["iteration"] >= 2  # the model skipped 5 periods of 128 cycles before iteration 2
+    for c in ("issue", "start", "end"):
+        df.loc[shift, c] += 640
+    meta = dataclasses.replace(t.meta, extra={
+        "work_axis": "x", "representative_work_index": 1,
+        "samples": [{"coord": [0, 0, 0], "loops_extrapolated": [{"cycles_skipped": 999}]},
+                    {"coord": [1, 0, 0], "loops_extrapolated": [{"loop_pc": 256, "period_cycles": 128,
+                                                                 "periods_skipped": 5, "cycles_skipped": 640}]}]})
+    shifted = Trace(df, meta)
+    (m,) = timeline_markers(shifted)
+    gap_start = int(df.loc[~shift, "issue"].max())
+    assert (m.x0, m.x1) == (gap_start, int(df.loc[shift, "issue"].min()))
+    assert "5 loop periods of 128 cycles" in m.label and "x=1 sampled" in m.label
+    fig = schedule_figure([Panel("A", shifted)], View(0, 3000))
+    assert [tr.name for tr in fig.data if tr.meta == "marker"][0] == "extrapolated (no records)"

@@ -5,6 +5,7 @@ Screenshots go to test-artifacts/webui/ (git-ignored).
 
 from __future__ import annotations
 
+import json
 import re
 import urllib.error
 import urllib.request
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from zyfa import analyzer
+from zyfa.trace.schema import Trace
 from zyfa.webui.app import ServerThread, create_app
 from zyfa.webui.store import TraceStore
 from zyfa.webui.timeline import iteration_span, tracks
@@ -28,6 +30,9 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "webui"
 # answer, a DOM state), never a sleep, so a loaded box just waits longer
 TIMEOUT_MS = 300_000
 TRACK_LABEL = re.compile(r"^CU\d+ S\d+ w\d+$")
+# bars drawn for records (not stall lanes, markers or the highlight): one per record or merged segment
+UNIT_BARS = ("gd.data.filter(t => t.type == 'bar' && !t.meta && t.name != 'highlighted instruction')"
+             ".reduce((n, t) => n + t.base.length, 0)")
 
 
 @pytest.fixture(scope="module")
@@ -65,8 +70,8 @@ def _plot(page) -> dict:
         const labels = Array.from(gd.querySelectorAll('.yaxislayer-above text')).map(e => e.textContent);
         const titles = Array.from(gd.querySelectorAll('.annotation-text')).map(e => e.textContent);
         return {range: gd._fullLayout.xaxis.range, labels: labels, titles: titles,
-                shapes: (gd.layout.shapes || []).length, bars: gd.querySelectorAll('g.point').length};
-    }""")
+                shapes: (gd.layout.shapes || []).length, bars: %s};
+    }""" % UNIT_BARS)
 
 
 def _wait_plot(page, predicate: str) -> None:
@@ -253,7 +258,7 @@ def test_large_trace_is_decimated_wide_and_detailed_zoomed(browser, tmp_path, ma
                                timeout=TIMEOUT_MS)
         start, end = big.column("start"), big.column("end")
         in_view = int(((end > 1000) & (start < 1600)).sum())
-        _wait_plot(page, f"gd.querySelectorAll('g.point').length == {in_view}")
+        _wait_plot(page, f"{UNIT_BARS} == {in_view}")
         # the grid is a separate callback output: wait for it instead of reading it at once
         page.wait_for_function("(text) => document.querySelector('#grid-info').textContent.startsWith(text)",
                                arg=f"{in_view} instructions in view in A", timeout=TIMEOUT_MS)
@@ -415,3 +420,71 @@ def test_headline_equals_the_cli_prediction_and_names_the_phase(browser, tmp_pat
         page.close()
     finally:
         server.shutdown()
+
+
+def test_keys_wheel_downloads_caveats_and_patched_selection(browser, served):
+    server, store, _ = served
+    a = store.get("file:zyfa.parquet")
+    page = browser.new_page(viewport={"width": 1500, "height": 1900})
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(server.url, timeout=TIMEOUT_MS)
+    _wait_plot(page, "gd.querySelectorAll('.yaxislayer-above text').length >= 8")
+    lo, hi = _plot(page)["range"]
+
+    # selecting a bar only patches the outline: the answer carries the shapes, not the figure's data
+    bar = page.locator("#timeline g.trace.bars g.point path").first
+    box = bar.bounding_box()
+    with page.expect_response(_is_update("timeline.figure"), timeout=TIMEOUT_MS) as answer:
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    body = answer.value.json()
+    patch = body["response"]["timeline"]["figure"]
+    assert patch.get("__dash_patch_update") == "__dash_patch_update" and "data" not in json.dumps(patch)
+    _wait_plot(page, "(gd.layout.shapes || []).length == 1")
+
+    # W zooms in around the centre, D pans right: each answered by the server's redraw
+    page.locator("h2").click()  # focus the page, not an input
+    with page.expect_response(_is_update("timeline.figure"), timeout=TIMEOUT_MS):
+        page.keyboard.press("w")
+    _wait_plot(page, f"gd._fullLayout.xaxis.range[1] - gd._fullLayout.xaxis.range[0] < {0.75 * (hi - lo)}")
+    z0, z1 = _plot(page)["range"]
+    assert (z1 - z0) == pytest.approx(0.7 * (hi - lo)) and (z0 + z1) / 2 == pytest.approx((lo + hi) / 2)
+    with page.expect_response(_is_update("timeline.figure"), timeout=TIMEOUT_MS):
+        page.keyboard.press("d")
+    _wait_plot(page, f"gd._fullLayout.xaxis.range[0] > {z0 + 0.1 * (z1 - z0)}")
+    assert _plot(page)["range"][0] == pytest.approx(z0 + 0.2 * (z1 - z0))
+    # the mouse wheel zooms too (plotly scrollZoom), again answered by the server
+    box = page.locator("#timeline .nsewdrag").first.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    before = _plot(page)["range"]
+    with page.expect_response(_is_update("timeline.figure"), timeout=TIMEOUT_MS):
+        page.mouse.wheel(0, -300)
+    _wait_plot(page, f"gd._fullLayout.xaxis.range[1] - gd._fullLayout.xaxis.range[0] < {before[1] - before[0]}")
+
+    # the model's caveats and its guessed parameters are one click away (fixture traces have none)
+    assert "A: simulated (cycle model)" in page.inner_text("#caveats")
+
+    # downloads: the trace, the metric table as CSV and Perfetto JSON
+    href = {k: page.get_attribute(f"#download-{k}", "href") for k in ("trace", "metrics", "perfetto")}
+    with urllib.request.urlopen(server.url + href["trace"]) as resp:
+        data = resp.read()
+    got = Trace.load(_write(ARTIFACTS / "download.parquet", data))
+    assert got.meta.kernel == "zyfa-fp8" and len(got) == len(a)
+    with urllib.request.urlopen(server.url + href["metrics"]) as resp:
+        csv = resp.read().decode()
+    assert csv.splitlines()[0].startswith("metric") and "mfma_busy" in csv
+    with urllib.request.urlopen(server.url + href["perfetto"]) as resp:
+        events = json.loads(resp.read())
+    assert len([e for e in events["traceEvents"] if e.get("ph") == "X"]) > 0
+    for bad in ("/download/trace?a=file:../outside/secret.parquet", "/download/trace?a=sim:9",
+                "/download/metrics?a=file:zyfa.parquet&window=x:y", "/download/nope?a=file:zyfa.parquet"):
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(server.url + bad)
+        assert err.value.code in (400, 404), bad
+    assert errors == []
+    page.close()
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
