@@ -7,8 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from zyfa.gfx950 import isa
-from zyfa.trace.emu.asm import AsmKernel, from_cdna4_program, parse_asm
+from zyfa.trace.emu.asm import AsmKernel, parse_asm
 from zyfa.trace.emu.errors import EmulationError
 from zyfa.trace.emu.machine import Launch, Program, Stats, run_kernel
 from zyfa.trace.emu.state import Memory
@@ -16,25 +15,11 @@ from zyfa.trace.emu.state import Memory
 _PROGRAMS: dict[int, Program] = {}
 
 
-def load_asm(text: str) -> AsmKernel:
-    """Parse assembly with the cycle model's front end (``zyfa.gfx950.isa``), which
-    llvm-mc-checks it; kernel arguments come from the ``.amdgpu_metadata`` block. Falls back to
-    this package's own parser when that front end cannot be used (no llvm-mc-22)."""
-    own = parse_asm(text)
-    try:
-        program = isa.parse_asm(text.split(".amdgpu_metadata")[0])
-    except (ValueError, OSError, RuntimeError):
-        return own
-    kernel = from_cdna4_program(program)
-    return AsmKernel(kernel.name, kernel.insts, kernel.labels, kernel.descriptor or own.descriptor,
-                     own.args)
-
-
 def program_for(asm: str | AsmKernel) -> Program:
     """Compile (and cache by text) a kernel's instruction functions."""
     key = hash(asm) if isinstance(asm, str) else id(asm)
     if key not in _PROGRAMS:
-        _PROGRAMS[key] = Program(load_asm(asm) if isinstance(asm, str) else asm)
+        _PROGRAMS[key] = Program(parse_asm(asm, check=True) if isinstance(asm, str) else asm)
     return _PROGRAMS[key]
 
 
