@@ -81,6 +81,12 @@ def _is_int(x) -> bool:
     return isinstance(x, numbers.Integral)
 
 
+def _check_flag(name: str, x) -> None:
+    """A bool (or the ints 0 / 1): a string such as "False" is truthy and would silently mean True."""
+    if not _is_int(x) or x not in (0, 1):
+        raise TypeError(f"{name} must be a bool, got {x!r}")
+
+
 def _real(name: str, x) -> float:
     """``x`` as a float; a string, tensor of several values or None is a TypeError naming ``name``."""
     if isinstance(x, (str, bytes)) or not isinstance(x, (numbers.Real, torch.Tensor)) or \
@@ -139,8 +145,7 @@ def _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, a
     softmax_scale = _real("softmax_scale", softmax_scale)
     if not math.isfinite(softmax_scale) or softmax_scale <= 0:
         raise ValueError(f"softmax_scale must be a positive finite number, got {softmax_scale}")
-    if not _is_int(causal) or causal not in (0, 1):
-        raise TypeError(f"causal must be a bool, got {causal!r}")
+    _check_flag("causal", causal)
     left, right = _window(window_size, seqlen_q, seqlen_k)
     softcap = _real("softcap", softcap)
     if not math.isfinite(softcap) or softcap < 0:
@@ -364,6 +369,8 @@ def flash_attn_func(
             natural-log sum of exp of the (scaled, masked) scores of each row.
         S_dmask [only if return_attn_probs]: always None.
     """
+    _check_flag("deterministic", deterministic)
+    _check_flag("return_attn_probs", return_attn_probs)
     args = _validate(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap,
                      alibi_slopes, q_descale, k_descale, v_descale, recipe)
     del deterministic  # every backend is deterministic (no atomics, fixed reduction order)

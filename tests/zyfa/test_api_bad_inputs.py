@@ -36,6 +36,9 @@ for bad in [-1.0, -1e-30, math.nan, math.inf, -math.inf]:
     SCALAR_CASES.append((f"softcap={bad!r}", {"softcap": bad}, ValueError, "softcap must be >= 0"))
 for bad in ["False", "True", "", "0", 2, -1, 0.5, 1.0, None, [], torch.tensor(True)]:
     SCALAR_CASES.append((f"causal={bad!r}", {"causal": bad}, TypeError, "causal must be a bool"))
+for flag in ("return_attn_probs", "deterministic"):
+    for bad in ["False", "", 2, 0.0, None, [True]]:
+        SCALAR_CASES.append((f"{flag}={bad!r}", {flag: bad}, TypeError, f"{flag} must be a bool"))
 for bad in [(1.5, 2), (1, 2.0), (1.0, 1.0), ("1", 2), (True, False), (None, 1), (np.float32(3), 1)]:
     SCALAR_CASES.append((f"window_size={bad!r}", {"window_size": bad}, TypeError, "window_size entries must be ints"))
 for bad in [(1,), (1, 2, 3), 5, None, "ab", (), [1]]:
