@@ -151,6 +151,8 @@ def _compile(kernel: str, const: dict, target: tuple, num_warps: int, num_stages
     from triton.compiler import ASTSource
 
     fn = _kernel_fn(kernel)
+    # constexpr parameters left out take their defaults (ASTSource would make them runtime ints)
+    const = {**{p.name: p.default for p in fn.params if p.is_constexpr and p.has_default}, **const}
     pointers = _POINTER_TYPES[kernel]
     signature = {name: pointers.get(name) or ("constexpr" if name in const else _FLOAT_ARGS.get(name, "i32"))
                  for name in fn.arg_names}
@@ -191,12 +193,14 @@ HOPPER_TARGET = ("cuda", 90, 32)  # sm_90, 32 threads per warp (as Triton's CUDA
 HOPPER_SMEM_PER_BLOCK = 232448
 
 
-def hopper_shared_bytes(kernel: str, headdim: int, headdim_v: int, config, causal: bool = True) -> int:
+def hopper_shared_bytes(kernel: str, headdim: int, headdim_v: int, config, causal: bool = True,
+                        recipe_v2: bool = True) -> int:
     """Shared memory (bytes) that ``config`` (a ``TileConfig``) asks for on sm_90 at these head dims.
 
     Compiles for Hopper on this machine (no GPU needed) with the launch specialisation that costs
     the most shared memory (16-divisible pointers and strides; the FP8 kernel's transposed V has
     key stride 1, as :func:`~zyfa.kernels.triton.attn_fp8.attention_fp8` launches it on CUDA).
+    ``recipe_v2``: the FP8 kernel's ``zyfa-v2`` path (the default recipe) or v1.
     """
     from zyfa.kernels.triton._common import padded_headdim  # lazy: imports triton (optional)
     fp8 = kernel == "fp8"
@@ -204,7 +208,7 @@ def hopper_shared_bytes(kernel: str, headdim: int, headdim_v: int, config, causa
                  HEAD_DIM_V_PAD=padded_headdim(headdim_v, fp8), IS_CAUSAL=causal, INTERPRET=False,
                  **config.meta(fp8))
     if fp8:
-        const.update(PROTON=False, stride_vs=1)
+        const.update(PROTON=False, stride_vs=1, RECIPE_V2=recipe_v2)
     compiled, _, _ = _compile(kernel, const, HOPPER_TARGET, config.num_warps, config.num_stages, divisible=True)
     return int(compiled.metadata.shared)
 

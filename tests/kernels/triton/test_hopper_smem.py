@@ -18,6 +18,8 @@ from zyfa.kernels.triton.aot import HOPPER_SMEM_PER_BLOCK, hopper_shared_bytes  
 ACCEPTED = range(8, MAX_HEADDIM + 1, 8)  # what zyfa.interface's validator lets through
 SM90 = [(kind, tier, config) for (arch, kind), tiers in AUTOTUNE_CONFIGS.items() if arch == "sm_90"
         for tier, configs in tiers.items() for config in configs]
+# the FP8 kernel has two recipe paths (constexpr): both must fit
+SM90 = [(k, t, c, v2) for k, t, c in SM90 for v2 in ((False, True) if k == "fp8" else (False,))]
 
 
 @pytest.mark.parametrize("kind", ["fp8", "bf16"])
@@ -30,11 +32,11 @@ def test_every_accepted_head_dim_pair_has_a_tier(kind):
     assert HEAD_TIERS[-1] >= padded_headdim(MAX_HEADDIM)
 
 
-@pytest.mark.parametrize("kind,tier,config", SM90, ids=[f"{k}-{t}-{c.block_m}x{c.block_n}-w{c.num_warps}-s{c.num_stages}"
-                                                         for k, t, c in SM90])
-def test_sm90_config_fits_shared_memory_at_its_widest_head(kind, tier, config):
+@pytest.mark.parametrize("kind,tier,config,v2", SM90, ids=[
+    f"{k}-{t}-{c.block_m}x{c.block_n}-w{c.num_warps}-s{c.num_stages}{'-v2' if v2 else ''}" for k, t, c, v2 in SM90])
+def test_sm90_config_fits_shared_memory_at_its_widest_head(kind, tier, config, v2):
     # the tier's widest problem (d = dv = tier) needs the most shared memory of any problem in it
-    used = hopper_shared_bytes(kind, tier, tier, config)
+    used = hopper_shared_bytes(kind, tier, tier, config, recipe_v2=v2)
     assert 0 < used <= HOPPER_SMEM_PER_BLOCK, f"{kind} tier {tier} {config}: {used} B"
 
 
