@@ -14,6 +14,7 @@ import argparse
 import numpy as np
 import torch
 
+from zyfa.kernels import registry
 from zyfa.shapes import AttnShape
 from zyfa.trace.emu import formats as F
 from zyfa.trace.emu import triton_refs as T
@@ -110,16 +111,16 @@ def main(argv=None) -> int:
     for kernel in ("zyfa-fp8", "zyfa-fp8-exact", "aiter-like-fp8", "zyfa-bf16"):
         for s in args.seqlen:
             shape = AttnShape(batch=1, heads=args.heads, heads_k=args.heads, seqlen_q=s,
-                              seqlen_k=s, dtype="bf16" if kernel.endswith("bf16") else "fp8")
+                              seqlen_k=s, dtype=registry.get_kernel(kernel).dtype)
             r = emulate_kernel(kernel, shape)
             print(f"{kernel + ' ' + str(shape):<48} {r.bitwise_fraction:>8.4f} "
                   f"{r.max_abs_err:>10.3g} {r.max_lse_err:>12.3g}  (lse max_err; "
                   f"{r.lds_conflict_cycles} LDS conflict cycles, {r.seconds:.1f} s)")
     if not args.skip_aiter:
-        for name, causal in (("fwd_hd128_bf16_causal", True), ("fwd_hd128_bf16", False)):
+        for name in ("fwd_hd128_bf16_causal", "fwd_hd128_bf16"):
+            spec = registry.spec_of(f"aiter:{name}")  # dtype and mask from AITER's selector table
             for s in args.seqlen:
-                shape = AttnShape(batch=1, heads=1, heads_k=1, seqlen_q=s, seqlen_k=s,
-                                  causal=causal, dtype="bf16")
+                shape = spec.fit(AttnShape(batch=1, heads=1, heads_k=1, seqlen_q=s, seqlen_k=s))
                 r = emulate_aiter(name, shape)
                 print(f"{'aiter:' + name + ' s' + str(s):<48} {r.bitwise_fraction:>8.4f} "
                       f"{r.max_abs_err:>10.3g} {r.max_lse_err:>12.3g}  (lse max_err; "
