@@ -10,7 +10,8 @@ Equations (every coefficient is a row of :data:`PARAMS`, with its provenance and
     a_valu  = VALU+TRANS-busy SIMD-cycles per CU-cycle (0..4)
     b_lds   = LDS bytes per CU-cycle,  b_vmem = global-memory bytes per CU-cycle
     tau     = operand bit-toggle density of the MFMA operands (0..1; :data:`TOGGLE` for the stated
-              Gaussian input distribution, or a value from data)
+              Gaussian input distribution, or from the data the functional emulator ran:
+              ``zyfa-trace kernel --emulate`` prints that clock too, via toggle.attention_toggles)
     E_cycle = e_clock + e_mfma * tau * a_mfma + e_valu * tau_valu * a_valu + e_lds * b_lds + e_vmem * b_vmem
     V(f)/V_peak = v0 + (1 - v0) * f / f_peak                     (linear voltage-frequency curve)
     P(f)    = P_static + N_CU * f * (V(f)/V_peak)^2 * E_cycle

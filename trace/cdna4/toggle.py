@@ -25,6 +25,11 @@ TILE_KEYS = 128
 
 
 def _bits(x: torch.Tensor, dtype: str) -> tuple[torch.Tensor, int]:
+    """Bit patterns of ``x`` in ``dtype``: FP8/BF16 tensors as stored, other floats rounded."""
+    if x.dtype == torch.float8_e4m3fn:
+        return x.view(torch.uint8).to(torch.int32), 8
+    if x.dtype == torch.bfloat16:
+        return x.view(torch.int16).to(torch.int32) & 0xFFFF, 16
     if dtype == "fp8":
         return encode_e4m3(x).to(torch.int32), 8
     if dtype == "bf16":
@@ -40,15 +45,25 @@ def stream_toggle(x: torch.Tensor, dtype: str) -> float:
     return count / (nbits * flips.numel())
 
 
+def attention_toggles(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, dtype: str, rows: int = 256,
+                      q_descale: float = 1.0, k_descale: float = 1.0) -> dict:
+    """Toggle density of the MFMA operands of one (batch 0, head 0) tile of actual inputs: Q, K, V
+    as the kernel reads them (FP8/BF16 tensors: their stored bits; BSHD ``(b, s, h, d)``) and
+    ``P = exp(S - rowmax)`` over the first 128 keys rounded to ``dtype`` (S from the dequantised
+    Q and K: ``*_descale`` of that head); ``mfma`` is their mean."""
+    q0, k0, v0 = q[0, :rows, 0], k[0, :TILE_KEYS, 0], v[0, :TILE_KEYS, 0]
+    s = (q0.float() * q_descale) @ (k0.float() * k_descale).T / q0.shape[-1] ** 0.5
+    p = torch.exp(s - s.max(dim=1, keepdim=True).values)
+    out = {name: stream_toggle(t, dtype) for name, t in (("q", q0), ("k", k0), ("p", p), ("v", v0))}
+    out["mfma"] = sum(out[n] for n in "qkpv") / 4
+    return out
+
+
 def gaussian_attention_toggles(dtype: str, headdim: int = 128, rows: int = 256, seed: int = 0) -> dict:
     """Toggle density of Q, K, P, V and their mean (the MFMA operand density) under the stated
     distribution (module docstring); deterministic for a seed."""
     g = torch.Generator().manual_seed(seed)
-    q = torch.randn(rows, headdim, generator=g)
-    k = torch.randn(TILE_KEYS, headdim, generator=g)
-    v = torch.randn(TILE_KEYS, headdim, generator=g)
-    s = q @ k.T / headdim ** 0.5
-    p = torch.exp(s - s.max(dim=1, keepdim=True).values)
-    out = {name: stream_toggle(t, dtype) for name, t in (("q", q), ("k", k), ("p", p), ("v", v))}
-    out["mfma"] = sum(out[n] for n in "qkpv") / 4
-    return out
+    q = torch.randn(1, rows, 1, headdim, generator=g)
+    k = torch.randn(1, TILE_KEYS, 1, headdim, generator=g)
+    v = torch.randn(1, TILE_KEYS, 1, headdim, generator=g)
+    return attention_toggles(q, k, v, dtype, rows)

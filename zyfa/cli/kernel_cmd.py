@@ -120,12 +120,14 @@ def run(args: argparse.Namespace) -> int:
     if args.compare is not None:  # an unknown --compare kernel fails before the first simulation too
         other = args.compare if args.compare != "default" else _default_baseline(kernel)
         registry.resolve(other, _shape(args, other))
-    tflops = _simulate_and_print(args, kernel, shape, save=True)
+    summary_ = _summarise(args, kernel, shape, save=True)
+    _print_summary(summary_)
+    tflops = summary_["tflops"]
     if other is not None:
         other_tflops = _simulate_and_print(args, other, _shape(args, other), save=False)
         print(f"ratio {kernel} / {other}: {tflops / other_tflops:.2f}x (simulated, each at its predicted clock)")
     if args.emulate:
-        _emulate(kernel, shape)
+        _emulate(kernel, shape, summary_["activity"])
     return 0
 
 
@@ -191,7 +193,8 @@ def _summarise(args, kernel: str, shape, save: bool) -> dict:
             "origin": origin, "mhz": mhz, "clock_text": clock_text, "seconds": seconds, "cycles": est.cycles,
             "tflops": shape.tflops(seconds), "tflops_peak": est.tflops * 2400 / est.clock_mhz, "notes": est.notes,
             "saved": saved, "wall": est.wall_seconds, "simulated": est.simulated_instructions,
-            "extrapolated": est.extrapolated_instructions, "static": _static_counts(kernel, shape)}
+            "extrapolated": est.extrapolated_instructions, "static": _static_counts(kernel, shape),
+            "activity": power.activity(est.cu_result.records)}
 
 
 def _print_summary(r: dict, brief: bool = False, label: str = "") -> None:
@@ -238,9 +241,18 @@ def _hardware_backend(args, kernel, shape) -> int:
     return 0
 
 
-def _emulate(kernel: str, shape) -> None:
+def _emulate(kernel: str, shape, activity) -> None:
     # lazy: the emulator imports torch (~1 s on the 2-core box, measured), which only --emulate needs
+    from zyfa.trace.cdna4.toggle import attention_toggles
     from zyfa.trace.emu import emulate_kernel
 
     result = emulate_kernel(kernel, shape)
     print(f"functional emulator: {result}")
+    inputs = result.inputs
+    descale = {name: float(inputs[f"{name}_descale"][0, 0]) for name in "qk" if f"{name}_descale" in inputs}
+    toggles = attention_toggles(inputs["q"], inputs["k"], inputs["v"], shape.dtype,
+                                q_descale=descale.get("q", 1.0), k_descale=descale.get("k", 1.0))
+    clock = power.predict_clock(activity, shape.dtype, toggle=toggles["mfma"])
+    stated = power.TOGGLE[shape.dtype].value
+    print(f"  operand toggle density of the emulated data {toggles['mfma']:.3f} (Q {toggles['q']:.3f}, K {toggles['k']:.3f}, "
+          f"P {toggles['p']:.3f}, V {toggles['v']:.3f}; stated distribution {stated:.3f}): {clock} (simulated)")

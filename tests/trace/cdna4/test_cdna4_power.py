@@ -124,3 +124,28 @@ def test_default_pairs_follow_what_resolves(monkeypatch):
 class _Fake:
     def __init__(self, source):
         self.source = source
+
+
+def test_toggles_from_actual_fp8_inputs_use_their_descales():
+    import torch
+
+    from zyfa.numerics import quantize_fp8
+    from zyfa.trace.cdna4.toggle import attention_toggles
+
+    g = torch.Generator().manual_seed(1)
+    q, k, v = (torch.randn(1, 256, 1, 128, generator=g) for _ in range(3))
+    (q8, dq), (k8, dk), (v8, _) = quantize_fp8(q), quantize_fp8(k), quantize_fp8(v)
+    real = attention_toggles(q8, k8, v8, "fp8", q_descale=float(dq[0, 0]), k_descale=float(dk[0, 0]))
+    assert real["p"] == pytest.approx(power.TOGGLE["fp8"].value, abs=0.06)  # a Gaussian P, as stated
+    assert real["q"] == stream_toggle(q8[0, :, 0], "fp8")  # stored FP8 bits, not re-rounded
+    # without the descales the scores are ~(448/3)^2 too large and P is one-hot: almost no toggling
+    assert attention_toggles(q8, k8, v8, "fp8")["p"] < 0.05
+
+
+def test_kernel_emulate_prints_the_clock_from_the_emulated_data(capsys):
+    from zyfa.cli.trace_main import main
+
+    assert main(["kernel", "--kernel", "zyfa-bf16", "--shape", "256", "--heads", "1", "--samples", "1",
+                 "--emulate"]) == 0
+    out = capsys.readouterr().out
+    assert "operand toggle density of the emulated data 0." in out and "predicted clock " in out
