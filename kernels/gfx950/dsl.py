@@ -134,7 +134,7 @@ SIGNATURES: dict[str, tuple] = {
     "v_cmp_lt_i32": (("k", 2), VSC, V1), "v_cmp_gt_f32": (("k", 2), VSC, V1),
     "v_cmp_eq_f32": (("k", 2), VSC, V1), "v_cmp_gt_u32": (("k", 2), VSC, V1),
     "v_cmp_lt_f32": (("k", 2), VSC, V1),
-    "v_min3_f32": (V1, VC, VC, VC),
+    "v_min3_f32": (V1, VC, VC, VC), "v_maximum3_f32": (V1, VC, VC, VC),
     "v_max3_f32": (V1, VC, VC, VC), "v_fma_f32": (V1, VC, VC, VC), "v_med3_i32": (V1, VC, VC, VC),
     "v_ldexp_f32": (V1, VC, VC),
     "v_pk_fma_f32": (("v", 2), ("v", 2), ("v", 2), ("v", 2)), "v_pk_mul_f32": (("v", 2), ("v", 2), ("v", 2)),
@@ -217,7 +217,7 @@ def _check_operand(opcode: str, position: int, spec: tuple, operand: Operand) ->
 
 _INLINE_FLOATS = (0.0, 0.5, 1.0, 2.0, 4.0, -0.5, -1.0, -2.0, -4.0)
 # VALU opcodes encoded only as VOP3/VOP3P on gfx9: they cannot take a 32-bit literal.
-_VOP3_ONLY = ("v_max3", "v_min3", "v_fma", "v_med3", "v_ldexp", "v_mul_lo", "v_cvt_pk", "v_div_", "v_pk_", "v_mad",
+_VOP3_ONLY = ("v_max3", "v_min3", "v_maximum3", "v_fma", "v_med3", "v_ldexp", "v_mul_lo", "v_cvt_pk", "v_div_", "v_pk_", "v_mad",
               "v_mfma", "v_cmp_")
 
 

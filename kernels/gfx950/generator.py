@@ -121,6 +121,7 @@ class ScalarRegs:
     t1: Reg
     t2: Reg
     t3: Reg
+    neg_big: Reg  # -2^30: clamp of the block exponent (an SGPR: v_maximum3 is VOP3, no literal)
     saved_exec: Reg = _width(2)
     scratch_pair: Reg = _width(2)
 
@@ -156,7 +157,7 @@ class VectorRegs:
     g_k: Reg
     g_v: Reg
     l: Reg  # row sum (no block scaling) / epilogue
-    m: Reg  # running max (no block scaling)
+    m: Reg  # running max (no block scaling); per-row NaN flag with block scaling (see nan_flag)
 
 
 def _take_fields(cls, ra: Allocator, kind: str):
@@ -228,6 +229,14 @@ class _Kernel:
         if (self.vgprs + self.agprs) * waves_per_simd > SIMD_REGS:
             raise RegisterBudgetError(f"{c.name}: {self.vgprs} VGPR + {self.agprs} AGPR x {waves_per_simd} waves/SIMD "
                              f"exceeds the {SIMD_REGS} registers per lane of a SIMD")
+
+    @property
+    def nan_flag(self) -> Reg:
+        """Block scaling's per-row NaN flag: 0, or NaN once a score of an allowed key was NaN. It
+        lives in ``v.m``, the running max that only the kernels without block scaling use."""
+        if not self.block:
+            raise AssertionError("the NaN flag register is v.m, which kernels without block scaling use")
+        return self.v.m
 
     def karg(self, name: str) -> Reg:
         return self.karg_reg[field_offset(name) // 4]
@@ -414,6 +423,9 @@ class _Kernel:
         e("v_mov_b32", self.v.ref, NEG_INF)
         e("v_mov_b32", self.v.m, NEG_INF)
         e("v_mov_b32", self.v.l, 0)
+        if self.block:
+            e("v_mov_b32", self.nan_flag, 0)
+        e("s_mov_b32", self.s.neg_big, NEG_BIG)
         for i in range(16 if self.fp8 else 32):  # P of "tile -1": zero
             e("v_mov_b32", self.S[i], 0)
         e("v_mov_b32", self.v.sc0, 0)
@@ -619,20 +631,25 @@ class _Kernel:
 
     def block_exponents(self, mx: tuple, bm: tuple):
         """bm[beta] = max(ceil(t * mx), -2^30) of both 64-key blocks, from the lane-local maxima
-        mx[beta] (both clobbered), with ONE lane-half exchange for the two blocks.
+        mx[beta] (both clobbered), with ONE lane-half exchange for the two blocks. The maxima are
+        NaN-propagating (``v_maximum3_f32``; ``v_max3_f32`` would drop a NaN score), so a NaN score
+        of an allowed key makes bm NaN and, by ``nan = fma(bm, 0, nan)``, the row's NaN flag, which
+        the epilogue adds to l (out and lse NaN, as the spec's non-finite rule; masked keys are
+        -inf and a fully masked block's bm is the finite clamp).
 
         ``v_permlane32_swap_b32 mx0, mx1`` leaves ``mx0 = [mx0_lo, mx1_lo]`` and ``mx1 = [mx0_hi,
         mx1_hi]`` (lanes 0-31 | 32-63), so one ``v_max_f32`` gives block 0's row max in the low
         lanes and block 1's in the high lanes. The exponent is computed once on that mixed
-        register and then copied to both halves by a second swap of two copies. 7 VALU ops for
-        both blocks instead of 12 (mov + swap + max and mul + ceil + max per block); the values
-        are the same maxima, so the result is bit-identical (docs/numerics.md, step 2)."""
+        register and then copied to both halves by a second swap of two copies. 8 VALU ops for
+        both blocks (12 with one exchange per block, + the flag); the values are the same maxima,
+        so the result is bit-identical (docs/numerics.md, step 2)."""
         e = self.e
         e("v_permlane32_swap_b32", mx[0], mx[1])
-        e("v_max_f32", mx[0], mx[0], mx[1])
+        e("v_maximum3_f32", mx[0], mx[0], mx[1], mx[1])
         e("v_mul_f32", mx[0], self.hc[0], mx[0])
         e("v_ceil_f32", mx[0], mx[0])
-        e("v_max_f32", bm[0], NEG_BIG, mx[0])
+        e("v_maximum3_f32", bm[0], self.s.neg_big, mx[0], mx[0])
+        e("v_fma_f32", self.nan_flag, bm[0], 0, self.nan_flag)  # NaN row flag (docs/numerics.md, Non-finite inputs)
         e("v_mov_b32", bm[1], bm[0])
         e("v_permlane32_swap_b32", bm[0], bm[1])
 
@@ -644,7 +661,8 @@ class _Kernel:
         blocks = BLOCK_N // SCALE_BLOCK
         mx, bm, sc = (self.v.mx0, self.v.mx1), (self.v.bm0, self.v.bm1), (self.v.sc0, self.v.sc1)
         for beta in range(blocks):
-            self.lane_max(self.S[32 * beta:32 * beta + 32], mx[beta])
+            block = self.S[32 * beta:32 * beta + 32]
+            self.reduce3("v_maximum3_f32", [block[i] for i in range(block.count)], mx[beta])
         self.block_exponents(mx, bm)
         self.lazy_rescale_branch(cluster, bm, label_id)
         for beta in range(blocks):
@@ -936,6 +954,11 @@ class _Kernel:
         x = self.S
         if self.block:
             e("v_accvgpr_read_b32", self.v.l, self.L[0])
+            # the NaN flags of both lane halves (each saw one block's maxima) into l: l + 0 = l
+            e("v_mov_b32", self.v.tmp, self.nan_flag)
+            e("v_permlane32_swap_b32", self.v.tmp, self.nan_flag)
+            e("v_add_f32", self.nan_flag, self.v.tmp, self.nan_flag)
+            e("v_add_f32", self.v.l, self.nan_flag, self.v.l)
             for i in range(64):
                 e("v_accvgpr_read_b32", x[i], self.O[i])
             m = self.v.ref

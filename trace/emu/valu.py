@@ -113,6 +113,9 @@ VALU_OPS = {
     "v_min_f32": (2, "f", np.fmin),
     "v_max3_f32": (3, "f", lambda a, b, c: np.fmax(np.fmax(a, b), c)),
     "v_min3_f32": (3, "f", lambda a, b, c: np.fmin(np.fmin(a, b), c)),
+    # gfx950 IEEE 754-2019 maximum/minimum of three: a NaN operand gives NaN (max3/min3 drop it)
+    "v_maximum3_f32": (3, "f", lambda a, b, c: np.maximum(np.maximum(a, b), c)),
+    "v_minimum3_f32": (3, "f", lambda a, b, c: np.minimum(np.minimum(a, b), c)),
     "v_med3_f32": (3, "f", _med3),
     "v_exp_f32": (1, "f", _trans(np.exp2)),
     "v_log_f32": (1, "f", _trans(np.log2)),

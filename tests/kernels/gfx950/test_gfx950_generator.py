@@ -115,7 +115,7 @@ def test_build_meta_units_are_derived_from_the_emitted_code(generated):
         by_name.setdefault(cl["name"], cl)
     # 4 key tiles x 2 head-dim chunks; 4 hd tiles x 2 key blocks + one row-sum MFMA per 64-key block
     assert by_name["QK_j"]["units"]["MFMA"] == 8 and by_name["PV_j-1"]["units"]["MFMA"] == 10
-    assert by_name["load_K_j+1_V_j"]["units"]["VMEM"] == 4 and by_name["softmax_j"]["units"]["VALU"] == 179
+    assert by_name["load_K_j+1_V_j"]["units"]["VMEM"] == 4 and by_name["softmax_j"]["units"]["VALU"] == 180
 
 
 def test_group1_prefetches_the_next_tiles_first_operands(generated):
@@ -188,21 +188,21 @@ def test_table_entries_drive_the_emitted_order(monkeypatch):
 
 # -- static counts (per 32 x 128 tile, cycle model timing table) -------------------------------------------
 def test_static_counts_per_tile(generated):
-    # per 64-key block: 15 v_max3 + 1 v_max (lane-local), 4 for the scale byte, 1 FMA constant,
+    # per 64-key block: 16 v_maximum3 (lane-local, NaN-propagating), 4 for the scale byte, 1 FMA constant,
     # 32 v_fma; lean: 32 v_cvt_u32 (SDWA); exact: 16 v_cvt_pk_fp8 (+32 v_exp on TRANS).
-    # per tile: both blocks' lane halves joined and bm computed by one shared exchange (swap, max,
-    # mul, ceil, max, mov, swap = 7), the lazy-rescale max + compare (2)
+    # per tile: both blocks' lane halves joined and bm computed by one shared exchange (swap, maximum3,
+    # mul, ceil, maximum3, NaN-flag fma, mov, swap = 8), the lazy-rescale max + compare (2)
     per_block_lean = 16 + 4 + 1 + 32 + 32
     per_block_exact = 16 + 4 + 1 + 32 + 16
     lean, exact = tile_counts(generated["zyfa-fp8"]), tile_counts(generated["zyfa-fp8-exact"])
-    assert lean.valu_cycles == 4 * (2 * per_block_lean + 7 + 2) == 716
+    assert lean.valu_cycles == 4 * (2 * per_block_lean + 8 + 2) == 720
     assert lean.trans_cycles == 0
-    assert exact.valu_cycles == 4 * (2 * per_block_exact + 7 + 2) == 588
+    assert exact.valu_cycles == 4 * (2 * per_block_exact + 8 + 2) == 592
     assert exact.trans_cycles == 4 * 64
-    assert lean.valu_by_opcode["v_cvt_u32_f32_sdwa"] == 4 * 64 and lean.valu_by_opcode["v_fma_f32"] == 4 * (64 + 2)
+    assert lean.valu_by_opcode["v_cvt_u32_f32_sdwa"] == 4 * 64 and lean.valu_by_opcode["v_fma_f32"] == 4 * (64 + 2 + 1)
     assert lean.valu_by_opcode["v_permlane32_swap_b32"] == 4 * 2
     packed = tile_counts(generate(KernelConfig("packed", fma="packed")))
-    assert packed.valu_cycles == 716 - 4 * 32 and packed.valu_by_opcode["v_pk_fma_f32"] == 4 * 32
+    assert packed.valu_cycles == 720 - 4 * 32 and packed.valu_by_opcode["v_pk_fma_f32"] == 4 * 32
     for counts in (lean, exact):
         assert (counts.mfma, counts.mfma_rowsum, counts.mfma_cycles) == (18, 2, 18 * 64)
         assert counts.mask_cycles == 4 * (2 * 64 + 1)
@@ -216,7 +216,7 @@ def test_static_counts_per_tile(generated):
 
 def test_rescale_threshold_adds_one_compare_operand():
     lazy = generate(KernelConfig("lazy8", rescale_threshold=8))
-    assert tile_counts(lazy).valu_cycles == 716 + 4
+    assert tile_counts(lazy).valu_cycles == 720 + 4
     assert "v_add_f32 v{0}, 0x41000000".format(lazy.registers["tmp2"][1:]) in lazy.asm  # ref + 8.0
     with pytest.raises(ValueError, match="rescale_threshold must be an int in \\[0, 64\\]"):
         KernelConfig("x", rescale_threshold=65)
