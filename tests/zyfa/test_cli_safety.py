@@ -10,6 +10,7 @@ import pytest
 
 from zyfa.cli import export_cmd, trace_main
 from zyfa.trace.cdna4 import tracer
+from zyfa.trace.rocprof import att_dir
 from zyfa.trace.schema import Trace, TraceMeta
 
 TINY = Path(__file__).resolve().parents[1] / "data" / "att" / "tiny"
@@ -272,3 +273,19 @@ def test_import_att_force_replaces_an_existing_trace(work, capture, capsys):
     (work / "hw.parquet").write_text("old")
     code, _ = _cli(capsys, ["import-att", str(capture.parent), "-o", "hw", "--force"])
     assert code == 0 and Trace.load(work / "hw.parquet").meta.source == "rocprof-att"
+
+
+def test_import_att_search_is_bounded(work, capsys, monkeypatch):
+    for i in range(5):
+        (work / "big" / f"d{i}").mkdir(parents=True)
+    monkeypatch.setattr(att_dir, "MAX_SEARCH_DIRS", 3)
+    code, err = _cli(capsys, ["import-att", "big", "-o", "hw"])
+    _expect_one_line(code, err, "big: searched 3 folders", "dispatch_<id> directory")
+
+
+def test_import_att_search_depth(work, capsys, capture):
+    deep = work / "deep" / "a" / "b" / "c" / "d" / "e" / "f" / "g"
+    shutil.copytree(capture, deep / DISPATCH)
+    code, err = _cli(capsys, ["import-att", "deep", "-o", "hw"])
+    _expect_one_line(code, err, "no rocprofv3 --att dispatch directory")
+    assert _cli(capsys, ["import-att", str(deep), "-o", "hw"])[0] == 0

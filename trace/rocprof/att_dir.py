@@ -21,6 +21,7 @@ is a ``rocprofiler_thread_trace_decoder_inst_category_t``. Timing semantics: rec
 from __future__ import annotations
 
 import bisect
+import os
 import re
 from pathlib import Path
 from typing import Any, Optional
@@ -32,6 +33,8 @@ from zyfa.trace.schema import Trace, TraceMeta
 DISPATCH_DIR = re.compile(r"^ui_output_agent_(\d+)_dispatch_(\d+)$")
 _GFX_IN_NAME = re.compile(r"_(gfx[0-9a-f]+)_code_object_id_\d+\.out$")
 REQUIRED_CODE_COLUMNS = ("ISA", "LineNumber", "Codeobj", "Vaddr")
+MAX_SEARCH_DEPTH = 6       # levels below DIR searched for dispatch directories
+MAX_SEARCH_DIRS = 10_000   # folders visited before giving up (DIR = / would walk the disk)
 
 
 class AttFormatError(ValueError):
@@ -55,8 +58,17 @@ def dispatch_dirs(path: str | Path) -> list[Path]:
         raise FileNotFoundError(f"ATT directory {path} does not exist or is not a directory")
     if DISPATCH_DIR.match(path.name):
         return [path]
-    found = sorted(p for p in path.rglob("ui_output_agent_*_dispatch_*") if p.is_dir() and DISPATCH_DIR.match(p.name))
-    return found
+    # bounded search (rocprofv3 nests them a few levels down): `import-att /` must not walk the disk
+    found, visited = [], 0
+    for root, dirs, _ in os.walk(path):  # symlinked folders are not followed
+        depth = len(Path(root).relative_to(path).parts)
+        visited += 1
+        if visited > MAX_SEARCH_DIRS:
+            raise ValueError(f"{path}: searched {MAX_SEARCH_DIRS} folders without finishing; pass the "
+                             "ui_output_agent_<agent>_dispatch_<id> directory (or the rocprofv3 -d folder) itself")
+        found += [Path(root) / d for d in dirs if DISPATCH_DIR.match(d)]
+        dirs[:] = [] if depth >= MAX_SEARCH_DEPTH else [d for d in dirs if not DISPATCH_DIR.match(d)]
+    return sorted(found)
 
 
 def _select(path: Path, dispatch: Optional[int]) -> Path:
