@@ -18,7 +18,8 @@
 #             hopper/{test_flash_attn.py,test_util.py,padding.py} are what is read.
 # Parts (time-boxed; a part whose inputs are missing says so and is skipped):
 #   1. prefill: random-init Llama with Llama-3-8B's attention shape (2 layers), 8192 tokens,
-#      "zyfa-fp8" and "zyfa" vs "sdpa" bf16: logits rel. L2, top-1 agreement, KL/token, prefill time
+#      "zyfa-fp8" and "zyfa" (and "fa3-fp8", "fa3" where .whl/ carries the fa3-fwd wheel, as in the
+#      earlier runs) vs "sdpa" bf16: logits rel. L2, top-1 agreement, KL/token, prefill time
 #      (benchmarks/hf_prefill.py) -> prefill.csv
 #   2. the repository's GPU test of every head-dim class (fp16/bf16/fp8, d = dv and d != dv) -> headdims.log
 #   3. FlashAttention's upstream forward tests through examples/fa_shim (FA3 then FA2) -> fa3.log, fa2.log
@@ -47,23 +48,23 @@ fi
   git log --oneline -1 2>/dev/null; } > "$RES/env.txt" 2>&1
 cat "$RES/env.txt"
 
-echo "=== 1. prefill 8192 tokens (budget 90 s) ==="
+echo "=== 1. prefill 8192 tokens (budget 100 s) ==="
 if python3 -c "import transformers" 2>/dev/null; then
-  timeout 90 python3 benchmarks/hf_prefill.py --seqlen 8192 --preset llama3-8b-2l --impls sdpa zyfa-fp8 zyfa \
+  timeout 100 python3 benchmarks/hf_prefill.py --seqlen 8192 --preset llama3-8b-2l --impls sdpa zyfa-fp8 zyfa fa3-fp8 fa3 \
     --reps 5 --csv "$RES/prefill.csv" 2>&1 | tee "$RES/prefill.log"
 else
   echo "skipped: transformers not importable (carry .whl-hf/)" | tee "$RES/prefill.log"
 fi
 
-echo "=== 2. every head-dim class (budget 45 s) ==="
-timeout 45 python3 -m pytest tests/kernels/triton/test_triton_gpu.py -k test_every_head_dim_runs -v -s \
+echo "=== 2. every head-dim class (budget 40 s) ==="
+timeout 40 python3 -m pytest tests/kernels/triton/test_triton_gpu.py -k test_every_head_dim_runs -v -s \
   -p no:cacheprovider 2>&1 | grep -E "HEADDIM|PASSED|FAILED|Error|passed|failed" | tee "$RES/headdims.log"
 
-echo "=== 3. FlashAttention upstream forward tests (FA3 budget 75 s, FA2 budget 35 s) ==="
+echo "=== 3. FlashAttention upstream forward tests (FA3 budget 60 s, FA2 budget 30 s) ==="
 if [ -f .fa/hopper/test_flash_attn.py ] && [ -f .fa/tests/test_flash_attn.py ] && python3 -c "import einops" 2>/dev/null; then
   for suite in fa3 fa2; do
-    budget=$([ $suite = fa3 ] && echo 75 || echo 35)
-    ZYFA_FA_SUITES=$suite ZYFA_FA_BUDGET_S=$budget timeout $((budget + 30)) \
+    budget=$([ $suite = fa3 ] && echo 60 || echo 30)
+    ZYFA_FA_SUITES=$suite ZYFA_FA_BUDGET_S=$budget timeout $((budget + 25)) \
       bash examples/fa_shim/run_upstream_tests.sh "$PWD/.fa" > "$RES/$suite.log" 2>&1
     grep -E "^===|passed|failed|zyfa shim|backward guards" "$RES/$suite.log" | tail -25
   done

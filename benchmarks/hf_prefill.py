@@ -8,7 +8,10 @@ The model is a randomly initialised Llama (transformers' model code, no weights 
 implementation runs the same model on the same token ids; the first in ``--impls`` is the
 reference. Per implementation: logits relative L2, top-1 agreement and mean per-token KL vs the
 reference, and the prefill time (one forward of the whole sequence, no KV cache kept): median of
-``--reps`` after two warm-up calls (CUDA events on a GPU, ``perf_counter`` on the CPU). Random
+``--reps`` after two warm-up calls (CUDA events on a GPU, ``perf_counter`` on the CPU). "fa3" and
+"fa3-fp8" (FlashAttention-3 through the same adapter, FP8 with the same Hadamard + quantisation)
+exist where the fa3-fwd wheel is installed; an implementation that is not available is reported
+as skipped. Random
 weights give near-uniform attention and near-tied logits: read top-1 as a weak signal.
 """
 
@@ -21,8 +24,19 @@ import sys
 import time
 
 import torch
+from transformers import AttentionInterface
+from transformers.masking_utils import AttentionMaskInterface, flash_attention_mask
 
-from zyfa.integrations.transformers import compare_logits, random_llama
+from zyfa.integrations.transformers import attention_function, compare_logits, random_llama
+
+try:  # optional: FlashAttention-3 from the fa3-fwd wheel, for "fa3" / "fa3-fp8" (same adapter as zyfa's)
+    from fa3_fwd_interface import flash_attn_func as fa3_flash_attn_func
+except ImportError:
+    fa3_flash_attn_func = None
+if fa3_flash_attn_func is not None:
+    for _name, _fp8 in (("fa3", False), ("fa3-fp8", True)):
+        AttentionInterface.register(_name, attention_function(fa3_flash_attn_func, fp8=_fp8))
+        AttentionMaskInterface.register(_name, flash_attention_mask)
 
 PRESETS = {
     # the attention shape of Llama-3-8B (32 query heads, 8 KV heads, head dim 128), 2 layers, 32k vocab
@@ -73,6 +87,9 @@ def main(argv=None) -> int:
     rows, reference = [], None
     with torch.no_grad():
         for impl in args.impls:
+            if impl.startswith("fa3") and fa3_flash_attn_func is None:
+                print(f"impl={impl}: skipped (fa3_fwd_interface not importable)", flush=True)
+                continue
             model.set_attn_implementation(impl)
             logits = model(ids, use_cache=False).logits.float()
             ms = prefill_ms(model, ids, args.reps)

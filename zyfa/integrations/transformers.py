@@ -30,7 +30,7 @@ zyfa runs unpadded prefill), ``dropout`` > 0 (a module in training mode with att
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 import torch
 from transformers import AttentionInterface, AutoModelForCausalLM, LlamaConfig
@@ -75,16 +75,6 @@ def _mask_args(module: torch.nn.Module, is_causal: Optional[bool], kwargs: dict)
                 softcap=float(kwargs.get("softcap") or 0.0))
 
 
-def zyfa_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                   attention_mask: Optional[torch.Tensor], dropout: float = 0.0, scaling: Optional[float] = None,
-                   is_causal: Optional[bool] = None, **kwargs) -> tuple[torch.Tensor, None]:
-    """``attn_implementation="zyfa"``: returns (output (batch, seqlen, heads, head_dim_v), None)."""
-    _refuse_unsupported(attention_mask, dropout, kwargs)
-    out = flash_attn_func(_bshd(query), _bshd(key), _bshd(value), softmax_scale=scaling,
-                          **_mask_args(module, is_causal, kwargs))
-    return out.to(query.dtype), None
-
-
 def _rotate_quantise(x: torch.Tensor, nheads_k: int):
     """quantize_fp8(hadamard(x), "head", nheads_k): on a GPU, eager, power-of-two head dims, the fused
     Triton kernel (one read of x per pass instead of a rotated fp32 copy); else the torch path, which
@@ -96,17 +86,34 @@ def _rotate_quantise(x: torch.Tensor, nheads_k: int):
     return quantize_fp8(hadamard(x), nheads_k=nheads_k)
 
 
-def zyfa_fp8_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                       attention_mask: Optional[torch.Tensor], dropout: float = 0.0, scaling: Optional[float] = None,
-                       is_causal: Optional[bool] = None, **kwargs) -> tuple[torch.Tensor, None]:
-    """``attn_implementation="zyfa-fp8"``: Hadamard on Q, K, FP8 quantisation per (batch, kv head), FP8 forward."""
-    _refuse_unsupported(attention_mask, dropout, kwargs)
-    q, k, v = _bshd(query), _bshd(key), _bshd(value)
-    hk = k.shape[2]
-    (q8, dq), (k8, dk), (v8, dv) = _rotate_quantise(q, hk), _rotate_quantise(k, hk), quantize_fp8(v)
-    out = flash_attn_func(q8, k8, v8, softmax_scale=scaling if scaling is not None else q.shape[-1] ** -0.5,
-                          q_descale=dq, k_descale=dk, v_descale=dv, **_mask_args(module, is_causal, kwargs))
-    return out.to(query.dtype), None
+def attention_function(forward: Callable = flash_attn_func, fp8: bool = False) -> Callable:
+    """A transformers attention function around a FlashAttention-style ``forward(q, k, v, softmax_scale=,
+    causal=, window_size=, softcap=[, q_descale=, k_descale=, v_descale=])`` on (batch, seqlen, heads,
+    d) tensors: ``zyfa.flash_attn_func`` here; ``benchmarks/hf_prefill.py`` wraps FlashAttention-3
+    the same way. ``fp8``: Q and K Hadamard-rotated, Q/K/V quantised per (batch, kv head) first.
+    The function returns (output (batch, seqlen, heads, head_dim_v) in the model dtype, None)."""
+
+    def attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                  attention_mask: Optional[torch.Tensor], dropout: float = 0.0, scaling: Optional[float] = None,
+                  is_causal: Optional[bool] = None, **kwargs) -> tuple[torch.Tensor, None]:
+        _refuse_unsupported(attention_mask, dropout, kwargs)
+        q, k, v = _bshd(query), _bshd(key), _bshd(value)
+        extra = _mask_args(module, is_causal, kwargs)
+        if fp8:
+            hk = k.shape[2]
+            (q, dq), (k, dk), (v, dv) = _rotate_quantise(q, hk), _rotate_quantise(k, hk), quantize_fp8(v)
+            extra.update(q_descale=dq, k_descale=dk, v_descale=dv)
+        out = forward(q, k, v, softmax_scale=scaling if scaling is not None else query.shape[-1] ** -0.5, **extra)
+        out = out[0] if isinstance(out, tuple) else out  # FlashAttention-3 may return (out, lse)
+        return out.to(query.dtype), None
+
+    return attention
+
+
+zyfa_attention = attention_function()
+zyfa_attention.__doc__ = '``attn_implementation="zyfa"``: zyfa.flash_attn_func on the model dtype.'
+zyfa_fp8_attention = attention_function(fp8=True)
+zyfa_fp8_attention.__doc__ = '``attn_implementation="zyfa-fp8"``: Hadamard on Q, K, FP8 per (batch, kv head), FP8 forward.'
 
 
 def random_llama(seed: int = 0, dtype: torch.dtype = torch.float32, device="cpu", **overrides) -> torch.nn.Module:
