@@ -43,3 +43,10 @@ def test_bad_input_names_the_problem():
         records_from_stamps(np.zeros((2, 3, 4)), [0])
     with pytest.raises(ValueError, match="outside"):
         records_from_stamps(_stamps(), [5])
+
+
+def test_the_web_ui_timeline_reads_it():
+    timeline = pytest.importorskip("zyfa.webui.timeline")
+    trace = trace_from_stamps(_stamps(), [1], dict(kernel="zyfa-cute-fp8", arch="sm_90"))
+    assert len(timeline.tracks(trace)) == 2  # one track per consumer warp group of the SM
+    assert timeline.iterations(trace) == [0, 1, 2]
