@@ -952,9 +952,9 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
         if ctx.triggered_id == ID.timeline:
             points = (click or {}).get("points") or [{}]
             custom = points[0].get("customdata") if isinstance(points[0], dict) else None
-            if not isinstance(custom, list) or len(custom) < 2:
+            if custom is None:
                 raise PreventUpdate
-            panel, row = _int(custom[0], "panel"), _int(custom[1], "row")
+            panel, row = figures.decode(_int(custom, "customdata"))
             if row < 0 or not 0 <= panel < len(slots):
                 raise PreventUpdate
             return {"slot": slots[panel], "row": row}, slots[panel]

@@ -2,7 +2,8 @@
 
 One figure holds every panel (trace) stacked with a shared, linked x-axis in cycles: per panel a
 timeline (a row per wave, bars coloured by unit) and a strip (per SIMD: MFMA busy, and the
-ping-pong overlap shading). Every bar carries ``customdata = [panel, row]`` so a click names the
+ping-pong overlap shading). Every bar carries ``customdata = encode(panel, row)`` (one integer:
+:func:`encode` / :func:`decode`) so a click names the
 record (``row = -1`` for a merged segment).
 """
 
@@ -24,6 +25,25 @@ TRACK_PX = 26  # height of one timeline row
 STRIP_PX = 16  # height of one strip row
 HIGHLIGHT = "#000000"
 OVERLAP_COLOUR = "#332288"  # strip rows: ping-pong overlap (Tol indigo: no unit on the timeline uses it)
+
+
+MAX_PANELS = 4  # customdata packs the panel into the low 2 bits
+
+
+def encode(panel: int, rows: np.ndarray) -> np.ndarray:
+    """One integer per bar naming ``(panel, row)``: ``row * MAX_PANELS + panel`` (``row = -1`` for a
+    merged segment). A 1-D integer array is validated and serialised by plotly without a Python
+    loop per bar (a list of ``[panel, row]`` pairs cost most of a redraw), and a click's point
+    carries it back as a plain number."""
+    if not 0 <= panel < MAX_PANELS:
+        raise ValueError(f"panel must be in 0..{MAX_PANELS - 1}, got {panel}")
+    return np.asarray(rows, dtype=np.int64) * MAX_PANELS + panel
+
+
+def decode(value: int) -> tuple[int, int]:
+    """``(panel, row)`` from :func:`encode`'s integer."""
+    value = int(value)
+    return value % MAX_PANELS, value // MAX_PANELS
 
 
 @dataclass(frozen=True)
@@ -124,8 +144,7 @@ def _add_timeline(fig: go.Figure, panel: Panel, index: int, row: int, view: View
             orientation="h", base=part["start"], x=part["end"] - part["start"], y=part["track"] + lane_offset(unit),
             width=height, name=unit, legendgroup=unit, legendrank=len(UNIT_STYLE) - rank,
             showlegend=unit not in in_legend, marker=dict(color=colour, line_width=0),
-            customdata=np.stack([np.full(len(part), index), part["row"]], axis=1).tolist(),  # lists: plotly
-            # would ship a 2-D array as a typed array whose points arrive as {"0": .., "1": ..}
+            customdata=encode(index, part["row"].to_numpy()),
             hovertext=hover[mask], hovertemplate="%{hovertext}<extra>" + unit + "</extra>",
         ), row=row, col=1)
         in_legend.add(unit)
@@ -146,7 +165,7 @@ def _add_stalls(fig: go.Figure, panel: Panel, index: int, row: int, view: View, 
             orientation="h", base=part["start"], x=part["end"] - part["start"], y=part["track"] + LANE_OFFSET["stall"],
             width=STALL_WIDTH, name=name, legendgroup=name, showlegend=name not in in_legend,
             marker=dict(color=colour, line_width=0), meta="stall",
-            customdata=np.stack([np.full(len(part), index), part["row"]], axis=1).tolist(),
+            customdata=encode(index, part["row"].to_numpy()),
             hovertemplate="waited %{x} cycles before issue (" + reason + ")<extra>stall</extra>",
         ), row=row, col=1)
         in_legend.add(name)
@@ -239,7 +258,7 @@ def _highlight(fig: go.Figure, panels: Sequence[Panel], view: View, index: int, 
     fig.add_trace(go.Bar(
         orientation="h", base=start, x=end - start, y=y, width=1.0, name="highlighted instruction",
         marker=dict(color="rgba(255,0,0,0.25)", line=dict(color="#D00000", width=2)), showlegend=True,
-        customdata=np.stack([np.full(len(rows), index), rows], axis=1).tolist() if len(rows) else [],
+        customdata=encode(index, rows),
         hovertemplate="highlighted instruction<extra></extra>",
     ), row=2 * index + 1, col=1)
 

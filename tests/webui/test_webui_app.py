@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -13,7 +14,7 @@ from zyfa.webui import metrics
 from zyfa.trace.schema import Trace
 from zyfa.webui.app import (GRAPH_CONFIG, ServerThread, create_app, default_pair, host_allowed, is_loopback,
                             parse_relayout, positive_int)
-from zyfa.webui.figures import Panel, schedule_figure, stall_figure, valu_figure
+from zyfa.webui.figures import Panel, decode, encode, schedule_figure, stall_figure, valu_figure
 from zyfa.webui.store import TraceStore
 from zyfa.webui.timeline import View
 from zyfa.webui.timeline import markers as timeline_markers
@@ -98,8 +99,8 @@ def test_schedule_figure_tracks_customdata_and_outline(make_trace):
     waited = sum(int(((t.column("stall") > 0) & (t.column("issue") > 0)).sum()) for t in (a, b))  # [issue-stall, issue) in view
     assert sum(len(t.base) for t in stall_bars) == waited
     first = next(t for t in stall_bars if t.name == "stall: dependency")
-    assert (first.base[0], first.x[0]) == (int(a.column("issue")[first.customdata[0][1]]) - 2, 2)
-    rows = {(p, r) for t in bars for p, r in t.customdata}
+    assert (first.base[0], first.x[0]) == (int(a.column("issue")[decode(first.customdata[0])[1]]) - 2, 2)
+    rows = {decode(c) for t in bars for c in t.customdata}
     assert rows == {(0, r) for r in range(len(a))} | {(1, r) for r in range(len(b))}
     assert not fig.layout.meta["decimated"]
     (shape,) = fig.layout.shapes
@@ -110,7 +111,7 @@ def test_schedule_figure_tracks_customdata_and_outline(make_trace):
 def test_schedule_figure_decimates_and_handles_no_panel(make_trace):
     fig = schedule_figure([Panel("A", make_trace(iterations=50))], View(0, 6400, budget=100, bins=50))
     assert fig.layout.meta["decimated"]
-    assert all(r == -1 for t in fig.data if t.type == "bar" for _, r in t.customdata)
+    assert all(decode(c)[1] == -1 for t in fig.data if t.type == "bar" for c in t.customdata)
     assert not [t for t in fig.data if t.meta == "stall"]  # stalls are drawn once zoomed in
     empty = schedule_figure([], View(0, 1))
     assert empty.layout.annotations[0].text == "no trace loaded"
@@ -183,7 +184,7 @@ def test_hover_text_names_instruction_cycles_and_stall(make_trace):
     fig = schedule_figure([Panel("A", t)], View(0, 128))
     mfma = next(tr for tr in fig.data if tr.type == "bar" and tr.name == "MFMA")
     row = t.column("start").tolist().index(0)  # w0's first MFMA: [0, 16), stalled 2 cycles on a dependency
-    text = mfma.hovertext[[r for _, r in mfma.customdata].index(row)]
+    text = mfma.hovertext[[decode(c)[1] for c in mfma.customdata].index(row)]
     assert text == ("<b>v_mfma_f32_32x32x64_f8f6f4</b> a[0:15], v[0:7], v[64:71], a[0:15]"
                     "<br>issue 0 · start 0 · end 16 (16 cycles)<br>stall 2 (dependency)<br>region QK_0")
 
@@ -313,3 +314,11 @@ def test_markers_for_extrapolated_periods_and_epilogue(make_trace):
     assert "5 loop periods of 128 cycles" in m.label and "x=1 sampled" in m.label
     fig = schedule_figure([Panel("A", shifted)], View(0, 3000))
     assert [tr.name for tr in fig.data if tr.meta == "marker"][0] == "extrapolated (no records)"
+
+
+def test_customdata_encoding_round_trips():
+    for panel in range(4):
+        for row in (-1, 0, 7, 2 ** 40):
+            assert decode(int(encode(panel, np.array([row]))[0])) == (panel, row)
+    with pytest.raises(ValueError, match="panel must be"):
+        encode(4, np.array([1]))

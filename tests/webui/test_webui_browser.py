@@ -375,7 +375,7 @@ def test_instruction_view_click_highlights_every_execution(browser, served):
     _wait_plot(page, "gd.data.some(t => t.name == 'highlighted instruction' && t.base.length == %d)" % n)
     drawn = page.evaluate("() => { const gd = document.querySelector('#timeline .js-plotly-plot');"
                           " const t = gd.data.find(t => t.name == 'highlighted instruction');"
-                          " return t.customdata.map(c => c[1]); }")
+                          " return Array.from(t.customdata).map(c => Math.floor(c / 4)); }")
     assert sorted(drawn) == sorted(int(r) for r in (b.column("pc") == 0x218).nonzero()[0])
     page.screenshot(path=str(ARTIFACTS / "10-instruction-highlight.png"), full_page=True)
     # the modebar never offers an upload to Plotly's cloud
