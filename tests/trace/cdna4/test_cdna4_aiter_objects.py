@@ -98,15 +98,17 @@ def _v3_fp8_fields(extra=()):
 # One MFMA per 256 query rows of s_seq_len (batch mode), or per 256 rows of this batch's
 # seqstart[b+1] - seqstart[b] (group mode, batch index = workgroup_id_y): proves the kernel read
 # the values the packer wrote, at the offsets the metadata gives.
-BATCH_BODY = f"""  s_load_dword s4, s[0:1], {OFF['s_seq_len']:#x}
-  s_waitcnt lgkmcnt(0)
-  s_lshr_b32 s4, s4, 8
+LOOP = """
   s_mov_b32 s5, 0
 .Lloop:
   v_mfma_f32_32x32x64_f8f6f4 v[0:15], v[16:23], v[24:31], v[0:15]
   s_add_u32 s5, s5, 1
   s_cmp_lt_u32 s5, s4
   s_cbranch_scc1 .Lloop"""
+BATCH_BODY = f"""  s_load_dword s4, s[0:1], {OFF['s_seq_len']:#x}
+  s_waitcnt lgkmcnt(0)
+  s_lshr_b32 s4, s4, 8
+""" + LOOP
 GROUP_BODY = f"""  s_load_dwordx2 s[6:7], s[0:1], {OFF['ptr_qseq']:#x}
   s_waitcnt lgkmcnt(0)
   s_lshl_b32 s8, s3, 2
@@ -116,12 +118,7 @@ GROUP_BODY = f"""  s_load_dwordx2 s[6:7], s[0:1], {OFF['ptr_qseq']:#x}
   s_waitcnt lgkmcnt(0)
   s_sub_u32 s4, s11, s10
   s_lshr_b32 s4, s4, 8
-  s_mov_b32 s5, 0
-.Lloop:
-  v_mfma_f32_32x32x64_f8f6f4 v[0:15], v[16:23], v[24:31], v[0:15]
-  s_add_u32 s5, s5, 1
-  s_cmp_lt_u32 s5, s4
-  s_cbranch_scc1 .Lloop"""
+""" + LOOP
 
 
 @pytest.fixture
