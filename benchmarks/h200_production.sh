@@ -21,7 +21,8 @@
 #      "zyfa-fp8" and "zyfa" (and "fa3-fp8", "fa3" where .whl/ carries the fa3-fwd wheel, as in the
 #      earlier runs) vs "sdpa" bf16: logits rel. L2, top-1 agreement, KL/token, prefill time
 #      (benchmarks/hf_prefill.py) -> prefill.csv
-#   2. the repository's GPU test of every head-dim class (fp16/bf16/fp8, d = dv and d != dv) -> headdims.log
+#   2. GPU tests: the custom op's fake vs real metadata (Triton), the transformers FP8 path with the
+#      fused quantiser, every head-dim class (fp16/bf16/fp8, d = dv and d != dv) -> gpu_tests.log
 #   3. FlashAttention's upstream forward tests through examples/fa_shim (FA3 then FA2) -> fa3.log, fa2.log
 #      (full pytest output; the per-(test, head dim, dtype) counts are at the end)
 # Output: $OUT if set (the device machine's return folder), else benchmarks/results/h200_production/.
@@ -48,17 +49,19 @@ fi
   git log --oneline -1 2>/dev/null; } > "$RES/env.txt" 2>&1
 cat "$RES/env.txt"
 
-echo "=== 1. prefill 8192 tokens (budget 100 s) ==="
+echo "=== 1. prefill 8192 tokens (budget 90 s) ==="
 if python3 -c "import transformers" 2>/dev/null; then
-  timeout 100 python3 benchmarks/hf_prefill.py --seqlen 8192 --preset llama3-8b-2l --impls sdpa zyfa-fp8 zyfa fa3-fp8 fa3 \
+  timeout 90 python3 benchmarks/hf_prefill.py --seqlen 8192 --preset llama3-8b-2l --impls sdpa zyfa-fp8 zyfa fa3-fp8 fa3 \
     --reps 5 --csv "$RES/prefill.csv" 2>&1 | tee "$RES/prefill.log"
 else
   echo "skipped: transformers not importable (carry .whl-hf/)" | tee "$RES/prefill.log"
 fi
 
-echo "=== 2. every head-dim class (budget 40 s) ==="
-timeout 40 python3 -m pytest tests/kernels/triton/test_triton_gpu.py -k test_every_head_dim_runs -v -s \
-  -p no:cacheprovider 2>&1 | grep -E "HEADDIM|PASSED|FAILED|Error|passed|failed" | tee "$RES/headdims.log"
+echo "=== 2. GPU tests: zyfa::fwd fake == real, fused FP8 path in transformers, every head-dim class (budget 50 s) ==="
+timeout 50 python3 -m pytest tests/zyfa/test_custom_op.py::test_triton_fake_matches_real \
+  tests/integrations/test_transformers.py::test_gpu_fp8_path_uses_the_fused_quantiser_bit_identically \
+  tests/kernels/triton/test_triton_gpu.py::test_every_head_dim_runs -v -s -p no:cacheprovider 2>&1 \
+  | grep -E "HEADDIM|GPU zyfa|PASSED|FAILED|Error|passed|failed" | tee "$RES/gpu_tests.log"
 
 echo "=== 3. FlashAttention upstream forward tests (FA3 budget 60 s, FA2 budget 30 s) ==="
 if [ -f .fa/hopper/test_flash_attn.py ] && [ -f .fa/tests/test_flash_attn.py ] && python3 -c "import einops" 2>/dev/null; then

@@ -166,3 +166,42 @@ def test_compiled_graph_with_grad_inputs_traces_and_runs_forward():
     assert torch.allclose(out, zyfa.flash_attn_func(*(t.detach() for t in qkv), causal=True, backend="reference"))
     with pytest.raises(RuntimeError, match="'reference' is forward only.*in eager mode"):
         out.sum().backward()
+
+
+# GPU backends: fake CUDA tensors need no GPU, so the fake implementation is checked here for the
+# Triton backend (what the op reports to torch.compile on a GPU); the real call is compared with it
+# on a GPU by test_triton_fake_matches_real.
+GPU_CASES = [(torch.bfloat16, 128, 128, 8, 2), (torch.float16, 64, 64, 4, 4), ("fp8", 128, 128, 8, 2),
+             (torch.bfloat16, 192, 128, 4, 1), ("fp8", 192, 128, 4, 1)]
+
+
+def cuda_args(kind, d, dv, h, hk, backend):
+    dtype = torch.float8_e4m3fn if kind == "fp8" else kind
+    q, k = (torch.empty(2, 100, n, d, device="cuda", dtype=dtype) for n in (h, hk))
+    v = torch.empty(2, 100, hk, dv, device="cuda", dtype=dtype)
+    scale = [torch.ones(2, hk, device="cuda")] * 3 if kind == "fp8" else [None] * 3
+    return (q, k, v, d ** -0.5, True, -1, -1, 0.0, None, *scale, backend, "zyfa-v2")
+
+
+@pytest.mark.parametrize("kind,d,dv,h,hk", GPU_CASES)
+def test_fake_for_the_triton_backend_on_fake_cuda_tensors(kind, d, dv, h, hk):
+    pytest.importorskip("triton")
+    with FakeTensorMode():
+        out, lse = torch.ops.zyfa.fwd(*cuda_args(kind, d, dv, h, hk, "triton"))
+    want = torch.bfloat16 if kind == "fp8" else kind
+    assert (out.shape, out.dtype, out.device.type) == ((2, 100, h, dv), want, "cuda") and out.is_contiguous()
+    assert (lse.shape, lse.dtype) == ((2, h, 100), torch.float32) and lse.is_contiguous()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA/ROCm GPU")
+@pytest.mark.parametrize("kind,d,dv,h,hk", GPU_CASES)
+def test_triton_fake_matches_real(kind, d, dv, h, hk):
+    with FakeTensorMode():
+        fake_out, fake_lse = torch.ops.zyfa.fwd(*cuda_args(kind, d, dv, h, hk, "triton"))
+    dtype = torch.float8_e4m3fn if kind == "fp8" else kind
+    args = list(cuda_args(kind, d, dv, h, hk, "triton"))  # real CUDA tensors outside the mode
+    args[:3] = [torch.randn(a.shape, device="cuda").to(dtype) for a in args[:3]]
+    out, lse = torch.ops.zyfa.fwd(*args)
+    for real, fake in ((out, fake_out), (lse, fake_lse)):
+        assert (real.shape, real.stride(), real.dtype) == (fake.shape, fake.stride(), fake.dtype)
