@@ -83,11 +83,12 @@ def exact_inputs(b, s, h, hk, d, seed):
 def check_attention() -> None:
     say("== 1. Triton FP8 attention vs the zyfa.numerics emulator (b1 s1024 h4/2 d128 causal)")
     q8, k8, v8, dq, dk, dv = exact_inputs(1, 1024, 4, 2, 128, seed=1)
+    scale = q8.shape[-1] ** -0.5
     precise = TileConfig(128, 8, 3, precise_acc=True)
     for recipe, variant, rounding in (("zyfa-v2", "zyfa-v2", "trunc"), ("zyfa-v1", "zyfa", "magic")):
-        ref, ref_lse = numerics.zyfa_fp8_attention(q8, k8, v8, dq, dk, dv, causal=True, variant=variant,
-                                                   rounding=rounding, out_dtype=torch.float32)
-        out, lse = attention_fp8(q8, k8, v8, 128 ** -0.5, True, dq, dk, dv, out_dtype=torch.float32,
+        ref, ref_lse = numerics.zyfa_fp8_attention(q8, k8, v8, dq, dk, dv, causal=True, softmax_scale=scale,
+                                                   variant=variant, rounding=rounding, out_dtype=torch.float32)
+        out, lse = attention_fp8(q8, k8, v8, scale, True, dq, dk, dv, out_dtype=torch.float32,
                                  config=precise, recipe=recipe)
         equal = bool(torch.equal(out, ref))
         diff = int((out != ref).sum())
