@@ -197,6 +197,11 @@ def _pick(args: AttentionArgs, backend: str) -> Backend:
     return select_backend(backend, args)
 
 
+def _check_values(args: AttentionArgs) -> None:
+    for name in ("q_descale", "k_descale", "v_descale"):
+        _check_descale_values(name, getattr(args, name))
+
+
 @torch.library.custom_op("zyfa::fwd", mutates_args=())
 def fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_scale: float, causal: bool,
         window_left: int, window_right: int, softcap: float, alibi_slopes: Optional[torch.Tensor],
@@ -210,8 +215,7 @@ def fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_scale: float,
     """
     args = _op_args(q, k, v, softmax_scale, causal, window_left, window_right, softcap, alibi_slopes,
                     q_descale, k_descale, v_descale, recipe)
-    for name, descale in (("q_descale", q_descale), ("k_descale", k_descale), ("v_descale", v_descale)):
-        _check_descale_values(name, descale)
+    _check_values(args)
     impl = _pick(args, backend)
     out, lse = impl.forward(args)
     want = impl.out_dtype(q.dtype)
@@ -276,6 +280,7 @@ def _flash_attn_forward(args: AttentionArgs, backend: str) -> tuple[torch.Tensor
             and not torch.compiler.is_compiling()):
         impl = _pick(args, backend)
         if impl.differentiable:  # eager autograd through the backend's dense torch ops
+            _check_values(args)
             return impl.forward(args)
     left, right = args.window_size
     return fwd(args.q, args.k, args.v, args.softmax_scale, args.causal, left, right, args.softcap,

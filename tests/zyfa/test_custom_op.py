@@ -205,3 +205,12 @@ def test_triton_fake_matches_real(kind, d, dv, h, hk):
     out, lse = torch.ops.zyfa.fwd(*args)
     for real, fake in ((out, fake_out), (lse, fake_lse)):
         assert (real.shape, real.stride(), real.dtype) == (fake.shape, fake.stride(), fake.dtype)
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["op", "eager-autograd-path"])
+def test_descale_values_are_checked_on_both_paths(grad):
+    (q8, k8, v8), scales = inputs("fp8", b=1, sq=8, sk=8)
+    scales["k_descale"] = scales["k_descale"].clone().fill_(float("nan"))
+    q8.requires_grad_(grad)
+    with pytest.raises(ValueError, match="k_descale contains non-finite"):
+        zyfa.flash_attn_func(q8, k8, v8, causal=True, backend="reference", **scales)
