@@ -5,7 +5,7 @@ Run from the repository root (no install needed; zyfa is made importable from th
     python3 benchmarks/h200_numerics.py            # prints a report; with $OUT set also writes
                                                   # $OUT/h200_numerics.json and $OUT/h200_numerics.log
 
-Checks and measures, in this order (about 2-3 minutes, most of it Triton compiles):
+Checks and measures, in this order (at most about 4 minutes, most of it Triton compiles):
 
 1. Triton FP8 kernel, recipe zyfa-v2 == zyfa.numerics emulator (run on the GPU), bit for bit on
    the fp32 output, on inputs whose every fp32 partial sum is exact (integer Q, K; V in {-1,0,1})
@@ -19,6 +19,10 @@ Checks and measures, in this order (about 2-3 minutes, most of it Triton compile
    v1 and v2 (fixed tile 64/4/3, the probe's best, so no autotuning), the fused op on Q and on K,
    the unfused torch path; prints the fused Q+K time as % of the attention time, and the bytes it
    moves over its time (the op is memory-bound: its floor is bytes / bandwidth).
+4. zyfa-accuracy rows (emulator on the GPU) on the LLM-like sink input at d128, 16K keys, the last
+   2048 query rows: total / kernel-only rel. L2, row KL, flushed mass, LSE bias per kernel family,
+   and the issue's ratios ZYFA v2 / AITER v3. Rows still missing when the script has run 220 s
+   are skipped (and said so), to stay within about 4 minutes.
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 
 from zyfa import numerics  # noqa: E402
+from zyfa.cli import accuracy_main  # noqa: E402
 from zyfa.kernels.triton._common import TileConfig  # noqa: E402
 from zyfa.kernels.triton.attn_fp8 import attention_fp8  # noqa: E402
 from zyfa.kernels.triton.hadamard_fp8 import hadamard_quantize_fp8  # noqa: E402
@@ -144,6 +149,35 @@ def bench(x: dict) -> None:
     RESULTS["ms"] = ms
 
 
+class _OutOfTime(Exception):
+    pass
+
+
+def accuracy(start: float) -> None:
+    say("== 4. zyfa-accuracy, --source llm, b1 h1 s16384 d128 causal, last 2048 queries (emulator on the GPU)")
+    config = accuracy_main.StudyConfig(source="llm", heads=1, seqlen=16384, queries=2048, headdim=128, device="cuda")
+    rows = {}
+
+    def progress(r):
+        rows[r.key] = r
+        say(f"  {r.key:<9} rel_l2 {r.rel_l2:.3e}  kernel {r.kernel_rel_l2:.3e}  kl {r.kl:.2e}  flushed {r.flushed:.2e}  "
+            f"lse_bias {r.lse_bias:+.4f}  ({r.seconds:.0f} s)")
+        if time.time() - start > 220 and len(rows) < len(config.rows):
+            raise _OutOfTime
+
+    try:
+        accuracy_main.run_study(config, progress)
+    except _OutOfTime:
+        say(f"  stopped for time after {len(rows)} of {len(config.rows)} rows")
+    RESULTS["accuracy_llm_16k"] = {k: dict(rel_l2=r.rel_l2, kernel_rel_l2=r.kernel_rel_l2, kl=r.kl, flushed=r.flushed,
+                                           lse_bias=r.lse_bias) for k, r in rows.items()}
+    if "aiter-v3" in rows and "zyfa-v2" in rows:
+        a, v = rows["aiter-v3"], rows["zyfa-v2"]
+        say(f"  ZYFA v2 / AITER v3: kernel-only {v.kernel_rel_l2 / a.kernel_rel_l2:.3f} (target <= 0.3), "
+            f"KL {v.kl / a.kl:.3f} (<= 0.3), total {v.rel_l2 / a.rel_l2:.3f} (<= 0.6); "
+            f"v2 LSE bias {v.lse_bias:+.4f} (|.| <= 0.005)")
+
+
 def main() -> int:
     if not torch.cuda.is_available():
         print("h200_numerics: needs a CUDA GPU (torch.cuda.is_available() is False)", file=sys.stderr)
@@ -154,7 +188,7 @@ def main() -> int:
     g = torch.Generator(device="cuda").manual_seed(0)
     x = {n: torch.randn(1, 16384, 32, 128, generator=g, device="cuda", dtype=torch.bfloat16) for n in ("q", "k", "v")}
     x["k"][..., :4] *= 8  # K outlier channels, what the rotation is for
-    for step in (check_attention, lambda: check_hadamard(x), lambda: bench(x)):
+    for step in (check_attention, lambda: check_hadamard(x), lambda: bench(x), lambda: accuracy(start)):
         try:
             step()
         except Exception as exc:  # report and go on: one failing step must not hide the others
