@@ -11,15 +11,13 @@ import re
 
 import numpy as np
 
-from zyfa.gfx950.scalar import M64, SOP1, SOP2, s32, s64, sext16
+from zyfa.gfx950.scalar import M64, SCMP, SOP1, SOP2, s32, s64, sext16
 from zyfa.trace.emu.errors import EmulationError
 from zyfa.trace.emu.operands import parse_operand, scalar_u32, scalar_u64, write_scalar
 
 M32 = 0xFFFFFFFF
 
 
-_SCMP = {"eq": lambda a, b: a == b, "lg": lambda a, b: a != b, "gt": lambda a, b: a > b,
-         "ge": lambda a, b: a >= b, "lt": lambda a, b: a < b, "le": lambda a, b: a <= b}
 
 
 def _conv(value: int, signed: bool, dwords: int) -> int:
@@ -61,7 +59,7 @@ def compile_scalar(inst, labels: dict):
         return _saveexec(m.group(1), *(parse_operand(o) for o in operands))
     m = re.match(r"^s_cmpk?_(eq|lg|gt|ge|lt|le)_(i32|u32|u64)$", op)
     if m:
-        cmp, signed, dwords = _SCMP[m.group(1)], m.group(2)[0] == "i", 2 if m.group(2) == "u64" else 1
+        cmp, signed, dwords = SCMP[m.group(1)], m.group(2)[0] == "i", 2 if m.group(2) == "u64" else 1
         a, b = (parse_operand(o) for o in operands)
         imm16 = op.startswith("s_cmpk")
 

@@ -253,7 +253,8 @@ def _u(v):
 
 
 _READS_SCC = frozenset({"s_addc_u32", "s_subb_u32"})  # carry/borrow in
-_SCMP = {"eq": lambda a, b: a == b, "lg": lambda a, b: a != b, "gt": lambda a, b: a > b,
+# s_cmp* / s_cmpk* / v_cmp* relations (the condition of every scalar and vector integer compare)
+SCMP = {"eq": lambda a, b: a == b, "lg": lambda a, b: a != b, "gt": lambda a, b: a > b,
          "ge": lambda a, b: a >= b, "lt": lambda a, b: a < b, "le": lambda a, b: a <= b}
 
 
@@ -318,7 +319,7 @@ def _exec_salu(op: str, ops: tuple[str, ...], st: State) -> bool:
             return True
         if m.group(2) == "i" and m.group(3) == "32":
             a, b = s32(a), s32(b)
-        regs[SCC] = int(_SCMP[m.group(1)](a, b))
+        regs[SCC] = int(SCMP[m.group(1)](a, b))
         return True
     if op in ("s_bitcmp1_b32", "s_bitcmp0_b32"):
         a, b = st.read(ops[0]), st.read(ops[1])
@@ -461,7 +462,7 @@ def _exec_valu_lane0(base: str, ops: tuple[str, ...], st: State) -> bool:
         elif m.group(2) == "f":
             a, b = u2f(a), u2f(b)
         cmp = {"ne": "lg"}.get(m.group(1), m.group(1))
-        st.write64(ops[0], 0xFFFFFFFFFFFFFFFF if _SCMP[cmp](a, b) else 0)
+        st.write64(ops[0], 0xFFFFFFFFFFFFFFFF if SCMP[cmp](a, b) else 0)
         return True
     return False
 
