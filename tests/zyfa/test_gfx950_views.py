@@ -58,3 +58,16 @@ def test_scc_of_shift_add_and_bit_field_extract():
     assert scalar.SOP2["s_lshl1_add_u32"][2](0x80000000, 1, 0) == (1, 1)
     assert scalar.SOP2["s_bfe_u32"][2](0xF0, 4 | (4 << 16), 0) == (0xF, 1)
     assert scalar.SOP2["s_bfe_u32"][2](0xF0, 0 | (4 << 16), 0) == (0, 0)
+
+
+@pytest.mark.parametrize("op", sorted(scalar.SOPK))
+def test_sopk_model_and_emulator_agree(op):
+    for cur in VALUES:
+        for k in (0, 1, 0x7FFF, 0x8000, 0xFFFF, 0x1234):
+            for scc in (0, 1):
+                st = scalar.State(b"")
+                st.regs.update({2: cur, scalar.SCC: scc})
+                scalar.executor(parse_instruction(f"{op} s2, {k:#x}"))(st)
+                setup = "s_cmp_eq_u32 0, 0\n" if scc else ""  # the emulator's SCC starts at 0
+                wave, _ = run_snippet(f"{setup}{op} s2, {k:#x}", sgprs={2: cur})
+                assert (st.regs[2], st.regs[scalar.SCC]) == (wave.s[2], wave.scc), (op, hex(cur), hex(k), scc)

@@ -11,7 +11,7 @@ import re
 
 import numpy as np
 
-from zyfa.gfx950.scalar import M64, SCMP, SOP1, SOP2, s32, s64, sext16
+from zyfa.gfx950.scalar import M64, SCMP, SOP1, SOP2, SOPK, s32, s64, sext16
 from zyfa.trace.emu.errors import EmulationError
 from zyfa.trace.emu.operands import parse_operand, scalar_u32, scalar_u64, write_scalar
 
@@ -70,21 +70,14 @@ def compile_scalar(inst, labels: dict):
                 y = sext16(y)
             w.scc = int(cmp(_conv(x, signed, dwords), y if imm16 else _conv(y, signed, dwords)))
         return run
-    if op in ("s_movk_i32", "s_addk_i32", "s_mulk_i32", "s_cmovk_i32"):
+    if op in SOPK:
         dst, k = (parse_operand(o) for o in operands)
-        imm = sext16(k.value)
+        imm, fn = sext16(k.value), SOPK[op]
 
         def run(w, g):
-            cur = w.s[dst.index]
-            if op == "s_movk_i32":
-                w.s[dst.index] = imm & M32
-            elif op == "s_cmovk_i32":
-                w.s[dst.index] = imm & M32 if w.scc else cur
-            elif op == "s_addk_i32":
-                w.s[dst.index] = (cur + imm) & M32
-                w.scc = int(not -2**31 <= s32(cur) + imm < 2**31)
-            else:
-                w.s[dst.index] = (s32(cur) * imm) & M32
+            w.s[dst.index], scc = fn(w.s[dst.index], imm, w.scc)
+            if scc is not None:
+                w.scc = scc
         return run
     if op == "s_cmov_b32" or op == "s_cmov_b64":
         dst, a = (parse_operand(o) for o in operands)

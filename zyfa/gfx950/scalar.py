@@ -253,6 +253,14 @@ def _u(v):
 
 
 _READS_SCC = frozenset({"s_addc_u32", "s_subb_u32"})  # carry/borrow in
+# SOPK: ``s_*k_i32 dst, simm16``: fn(dst's current value, sign-extended imm16, scc) -> (value, scc
+# or None = unchanged); SCC of s_addk_i32 is signed overflow, as s_add_i32's.
+SOPK = {
+    "s_movk_i32": lambda cur, k, c: (k & M32, None),
+    "s_cmovk_i32": lambda cur, k, c: ((k & M32) if c else cur, None),
+    "s_addk_i32": lambda cur, k, c: ((cur + k) & M32, int(not -2**31 <= s32(cur) + k < 2**31)),
+    "s_mulk_i32": lambda cur, k, c: ((s32(cur) * k) & M32, None),
+}
 # s_cmp* / s_cmpk* / v_cmp* relations (the condition of every scalar and vector integer compare)
 SCMP = {"eq": lambda a, b: a == b, "lg": lambda a, b: a != b, "gt": lambda a, b: a > b,
          "ge": lambda a, b: a >= b, "lt": lambda a, b: a < b, "le": lambda a, b: a <= b}
@@ -286,27 +294,24 @@ def _exec_salu(op: str, ops: tuple[str, ...], st: State) -> bool:
         if scc is not None:
             regs[SCC] = scc
         return True
-    if op in ("s_cmov_b32", "s_cmovk_i32"):
+    if op == "s_cmov_b32":
         if regs.get(SCC) is None:
             st.write(ops[0], None)
         elif regs[SCC]:
             st.write(ops[0], st.read(ops[1]))
         return True
-    if op == "s_movk_i32":
-        value = st.read(ops[1])
-        if value is not None:
-            value = value & 0xFFFF
-            value = (value - 0x10000) & M32 if value & 0x8000 else value
-        st.write(ops[0], value)
-        return True
-    if op in ("s_addk_i32", "s_mulk_i32"):
-        a, k = st.read(ops[0]), st.read(ops[1])
-        if a is None or k is None:
+    if op in SOPK:
+        cur, k, scc = st.read(ops[0]), st.read(ops[1]), regs.get(SCC)
+        needs_cur = op != "s_movk_i32" and not (op == "s_cmovk_i32" and scc)
+        if k is None or (needs_cur and cur is None) or (op == "s_cmovk_i32" and scc is None):
             st.write(ops[0], None)
+            if op == "s_addk_i32":
+                regs[SCC] = None
             return True
-        k = k & 0xFFFF
-        k = k - 0x10000 if k & 0x8000 else k
-        st.write(ops[0], (s32(a) + k if op == "s_addk_i32" else s32(a) * k) & M32)
+        value, new_scc = SOPK[op](cur if cur is not None else 0, sext16(k), scc or 0)
+        st.write(ops[0], value)
+        if new_scc is not None:
+            regs[SCC] = new_scc
         return True
     m = re.match(r"^s_cmpk?_(eq|lg|gt|ge|lt|le)_([iu])(32|64)$", op)
     if m:
