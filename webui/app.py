@@ -561,7 +561,7 @@ def _headline(store: TraceStore, a: Optional[str], b: Optional[str]) -> list:
             html.B(f"{h.seconds * 1e6:,.2f} µs", **{"data-field": "time"}),
             f" ({h.cycles:,.0f} cycles) · ",
             html.B(f"{h.tflops:,.1f} TFLOP/s" if h.tflops is not None else "— TFLOP/s", **{"data-field": "tflops"}),
-            f" · {h.clock_mhz:,.0f} MHz ({h.clock_note})" if h.clock_mhz else "",
+            html.Span(f" · {h.clock_note}", **{"data-field": "clock"}),
             html.Span(f" · {h.source}", style={"color": "#666"}),
         ], **{"data-slot": slot, "data-seconds": repr(h.seconds)}))
     if len(heads) == 2:
@@ -570,8 +570,10 @@ def _headline(store: TraceStore, a: Optional[str], b: Optional[str]) -> list:
             faster = "faster" if up >= 1 else "slower"
             lines.append(html.Div([html.B(f"A is {max(up, 1 / up):.2f}× {faster} than B",
                                           id="speedup", **{"data-speedup": repr(up)}),
-                                   " (B's predicted time / A's; the numbers `zyfa-trace kernel` prints)"]))
-    lines.append(html.Div("TFLOP/s here = the shape's useful FLOPs (causal halved) / predicted kernel time, as "
+                                   " (B's predicted time / A's: cycles / predicted clock, as `zyfa-trace kernel` "
+                                   "prints them)"]))
+    lines.append(html.Div("Predicted time = the cycle model's kernel cycles / the power model's clock; TFLOP/s = "
+                          "the shape's useful FLOPs (causal halved) / that time, as "
                           "`zyfa-trace kernel` prints. The metric table's tflops_device instead scales the traced "
                           "CU's executed MFMA rate (masked diagonal tiles included) to every SIMD of the device, "
                           "ignoring the tail and idle CUs, so it is higher.",

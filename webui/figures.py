@@ -30,18 +30,19 @@ OVERLAP_COLOUR = "#332288"  # strip rows: ping-pong overlap (Tol indigo: no unit
 MAX_PANELS = 4  # customdata packs the panel into the low 2 bits
 
 
-def encode(panel: int, rows: np.ndarray) -> np.ndarray:
+def encode(panel: int, rows: np.ndarray) -> list[int]:
     """One integer per bar naming ``(panel, row)``: ``row * MAX_PANELS + panel`` (``row = -1`` for a
     merged segment). A 1-D integer array is validated and serialised by plotly without a Python
     loop per bar (a list of ``[panel, row]`` pairs cost most of a redraw), and a click's point
-    carries it back as a plain number."""
+    carries it back as a plain number. Sent as a flat list: plotly would ship an array as a typed
+    array ({"dtype", "bdata"}) that click events do not decode."""
     if not 0 <= panel < MAX_PANELS:
         raise ValueError(f"panel must be in 0..{MAX_PANELS - 1}, got {panel}")
-    return np.asarray(rows, dtype=np.int64) * MAX_PANELS + panel
+    return (np.asarray(rows, dtype=np.int64) * MAX_PANELS + panel).tolist()
 
 
 def decode(value: int) -> tuple[int, int]:
-    """``(panel, row)`` from :func:`encode`'s integer."""
+    """``(panel, row)`` from :func:`encode`'s number."""
     value = int(value)
     return value % MAX_PANELS, value // MAX_PANELS
 

@@ -16,6 +16,8 @@ import pandas as pd
 
 from zyfa import analyzer
 from zyfa.analyzer import listing as analyzer_listing
+from zyfa.gfx950 import timing
+from zyfa.trace.cdna4 import power
 from zyfa.trace.schema import Trace
 
 # page window choice -> analyzer window spec ("view" = the timeline's current x range)
@@ -125,8 +127,11 @@ def plain(markdown: str) -> str:
 
 @dataclass(frozen=True)
 class Headline:
-    """What the cycle model predicted for the whole kernel (``meta.extra``, as ``zyfa-trace kernel``
-    prints it), or None fields for traces without a prediction (hardware captures)."""
+    """The whole-kernel prediction as ``zyfa-trace kernel`` prints it, or None fields for traces
+    without one (hardware captures): cycles from ``meta.extra["predicted_cycles"]``, the clock from
+    the power model (:func:`zyfa.trace.cdna4.power.predict_clock` on the trace's records, as the CLI
+    does) unless the trace was simulated at a forced clock, time = cycles / clock, TFLOP/s = the
+    shape's FLOPs / time."""
 
     kernel: str
     source: str
@@ -137,17 +142,31 @@ class Headline:
     clock_note: str
 
 
+def _activity(trace: Trace) -> power.Activity:
+    cols = {c: trace.table.column(c).to_numpy() for c in ("unit", "opcode")}
+    cols.update({c: trace.column(c) for c in ("issue", "start", "end")})
+    return power.activity(cols)
+
+
 def headline(trace: Trace) -> Headline:
     extra = trace.meta.extra or {}
+    cycles = extra.get("predicted_cycles")
+    shape = trace.meta.attn_shape
+    if isinstance(cycles, bool) or not isinstance(cycles, (int, float)) or cycles <= 0 or len(trace) == 0 \
+            or shape is None:
+        return Headline(trace.meta.kernel, trace.meta.label, None, None, None, trace.meta.clock_mhz,
+                        "clock of the trace")
 
-    def num(key):
-        v = extra.get(key)
-        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-    clock = num("predicted_clock_mhz") or trace.meta.clock_mhz
-    note = "predicted clock" if num("predicted_clock_mhz") else "clock of the trace (fixed, not predicted)"
-    return Headline(trace.meta.kernel, trace.meta.label, num("predicted_seconds"), num("predicted_cycles"),
-                    num("predicted_tflops"), clock, note)
+    def compute() -> Headline:
+        default = float(timing.param("clock_mhz"))
+        if trace.meta.clock_mhz is not None and trace.meta.clock_mhz != default:
+            mhz, note = float(trace.meta.clock_mhz), f"clock forced to {trace.meta.clock_mhz:.0f} MHz"
+        else:
+            clock = power.predict_clock(_activity(trace), shape.dtype)
+            mhz, note = clock.mhz, str(clock)
+        seconds = float(cycles) / (mhz * 1e6)
+        return Headline(trace.meta.kernel, trace.meta.label, seconds, float(cycles), shape.tflops(seconds), mhz, note)
+    return _cached(trace, "webui.headline", compute)
 
 
 def speedup(a: Headline, b: Headline) -> Optional[float]:

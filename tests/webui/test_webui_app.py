@@ -11,6 +11,7 @@ import pytest
 
 from zyfa import analyzer
 from zyfa.webui import metrics
+from zyfa.trace.cdna4 import power
 from zyfa.trace.schema import Trace
 from zyfa.webui.app import (GRAPH_CONFIG, ServerThread, create_app, default_pair, host_allowed, is_loopback,
                             parse_relayout, positive_int)
@@ -224,14 +225,23 @@ def test_metric_definitions_are_text_not_rest():
 
 # -- headline -------------------------------------------------------------------------------------
 
-def test_headline_is_the_cycle_models_prediction(make_trace):
-    a, b = make_trace(), make_trace("aiter-like-fp8")
-    for t, seconds, tflops in ((a, 2e-5, 30.0), (b, 3e-5, 20.0)):
-        t.meta.extra.update(predicted_seconds=seconds, predicted_cycles=seconds * 2.4e9, predicted_tflops=tflops)
+def test_headline_is_the_clis_prediction(make_trace):
+    """Time = predicted cycles / the power model's clock on the trace's records, as zyfa-trace kernel
+    computes it (zyfa/cli/kernel_cmd.py); a trace simulated at a forced clock keeps that clock."""
+    a, b = make_trace(), make_trace("aiter-like-fp8", valu_ops=24, gap=8)
+    for t, cycles in ((a, 48000), (b, 72000)):
+        t.meta.extra.update(predicted_cycles=cycles)
     ha, hb = metrics.headline(a), metrics.headline(b)
-    assert (ha.seconds, ha.tflops, ha.clock_mhz) == (2e-5, 30.0, 2400.0)
-    assert metrics.speedup(ha, hb) == pytest.approx(1.5)
-    assert metrics.speedup(ha, metrics.headline(make_trace())) is None  # no prediction: no speed-up
+    records = {c: a.df[c].to_numpy() for c in ("unit", "opcode", "issue", "start", "end")}
+    clock = power.predict_clock(power.activity(records), a.meta.attn_shape.dtype)
+    assert ha.clock_mhz == clock.mhz and ha.seconds == 48000 / (clock.mhz * 1e6)
+    assert ha.tflops == a.meta.attn_shape.tflops(ha.seconds) and ha.clock_note == str(clock)
+    assert metrics.speedup(ha, hb) == hb.seconds / ha.seconds
+    forced = make_trace()
+    forced = Trace(forced.df, dataclasses.replace(forced.meta, clock_mhz=1500.0, extra={"predicted_cycles": 3000}))
+    assert metrics.headline(forced).seconds == 3000 / 1.5e9
+    assert metrics.headline(make_trace()).seconds is None  # no prediction (a hardware capture): no numbers
+    assert metrics.speedup(ha, metrics.headline(make_trace())) is None
 
 
 # -- request checks: Host / Origin, forged ids, grid requests --------------------------------------
@@ -319,6 +329,6 @@ def test_markers_for_extrapolated_periods_and_epilogue(make_trace):
 def test_customdata_encoding_round_trips():
     for panel in range(4):
         for row in (-1, 0, 7, 2 ** 40):
-            assert decode(int(encode(panel, np.array([row]))[0])) == (panel, row)
+            assert decode(encode(panel, np.array([row]))[0]) == (panel, row)
     with pytest.raises(ValueError, match="panel must be"):
         encode(4, np.array([1]))
