@@ -58,7 +58,7 @@ else
 fi
 
 echo "=== 2. GPU tests: zyfa::fwd fake == real, fused FP8 path in transformers, every head-dim class (budget 50 s) ==="
-timeout 50 python3 -m pytest tests/zyfa/test_custom_op.py::test_triton_fake_matches_real \
+timeout 50 python3 -P -m pytest tests/zyfa/test_custom_op.py::test_triton_fake_matches_real \
   tests/integrations/test_transformers.py::test_gpu_fp8_path_uses_the_fused_quantiser_bit_identically \
   tests/kernels/triton/test_triton_gpu.py::test_every_head_dim_runs -v -s -p no:cacheprovider 2>&1 \
   | grep -E "HEADDIM|GPU zyfa|PASSED|FAILED|Error|passed|failed" | tee "$RES/gpu_tests.log"
