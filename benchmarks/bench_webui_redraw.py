@@ -74,8 +74,8 @@ def browser_side(trace, repeat: int) -> list[tuple[str, float]]:
                                             args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
                 page = browser.new_page(viewport={"width": 1500, "height": 1200})
                 page.goto(server.url, timeout=300_000)
-                page.wait_for_function("() => document.querySelector('#view-info').textContent.includes('cycles')",
-                                       timeout=600_000)
+                page.wait_for_function("() => { const e = document.querySelector('#view-info');"
+                                       " return e && e.textContent.includes('cycles'); }", timeout=600_000)
 
                 def answered(resp) -> bool:
                     return "_dash-update-component" in resp.url and "timeline.figure" in (resp.request.post_data or "")
