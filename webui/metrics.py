@@ -16,8 +16,8 @@ import pandas as pd
 
 from zyfa import analyzer
 from zyfa.analyzer import listing as analyzer_listing
-from zyfa.gfx950 import timing
 from zyfa.trace.cdna4 import power
+from zyfa.trace.cdna4.estimate import EstimateConfig
 from zyfa.trace.schema import Trace
 
 # page window choice -> analyzer window spec ("view" = the timeline's current x range)
@@ -158,7 +158,7 @@ def headline(trace: Trace) -> Headline:
                         "clock of the trace")
 
     def compute() -> Headline:
-        default = float(timing.param("clock_mhz"))
+        default = float(EstimateConfig().clock_mhz)  # the clock a trace is simulated at unless forced
         if trace.meta.clock_mhz is not None and trace.meta.clock_mhz != default:
             mhz, note = float(trace.meta.clock_mhz), f"clock forced to {trace.meta.clock_mhz:.0f} MHz"
         else:

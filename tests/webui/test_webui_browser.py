@@ -172,9 +172,9 @@ def test_whatif_resimulates_on_the_cycle_model(browser, served):
     page.locator('[id*="whatif-param"][id*="schedule"]').get_by_text("serial", exact=True).click()
     page.click("#whatif-run")
     # progress indicator while the cycle model runs: the button is disabled and says so
-    page.wait_for_function("() => document.querySelector('#whatif-status').textContent.includes('simulating')"
-                           " && document.querySelector('#whatif-run').disabled", timeout=TIMEOUT_MS)
-    page.wait_for_function("() => document.querySelector('#whatif-message').textContent.includes('simulated')",
+    page.wait_for_function("() => (document.querySelector('#whatif-status') || {textContent: ''}).textContent.includes('simulating')"
+                           " && (document.querySelector('#whatif-run') || {}).disabled", timeout=TIMEOUT_MS)
+    page.wait_for_function("() => (document.querySelector('#whatif-message') || {textContent: ''}).textContent.includes('simulated')",
                            timeout=4 * TIMEOUT_MS)
     assert not page.locator("#whatif-run").is_disabled()
     new = store.get(next(e.id for e in store.entries() if e.label.startswith("what-if:")))
@@ -200,13 +200,13 @@ def test_refuses_traversal_and_malformed_upload(browser, served):
 
     page.fill("#open-path", "../outside/secret.parquet")
     page.press("#open-path", "Enter")
-    page.wait_for_function("() => document.querySelector('#source-message').textContent.includes('refused')",
+    page.wait_for_function("() => (document.querySelector('#source-message') || {textContent: ''}).textContent.includes('refused')",
                            timeout=TIMEOUT_MS)
     assert "secret" not in [store.get(e.id).meta.kernel for e in store.entries()]
 
     page.set_input_files("#upload input[type=file]",
                          files=[{"name": "bad.parquet", "mimeType": "application/octet-stream", "buffer": b"junk"}])
-    page.wait_for_function("() => document.querySelector('#source-message').textContent"
+    page.wait_for_function("() => (document.querySelector('#source-message') || {textContent: ''}).textContent"
                            ".includes('not a valid zyfa trace')",
                            timeout=TIMEOUT_MS)
     page.screenshot(path=str(ARTIFACTS / "05-rejected-upload.png"), full_page=False)
@@ -214,7 +214,7 @@ def test_refuses_traversal_and_malformed_upload(browser, served):
     good = (tmp / "outside" / "secret.parquet").read_bytes()
     page.set_input_files("#upload input[type=file]",
                          files=[{"name": "secret.parquet", "mimeType": "application/octet-stream", "buffer": good}])
-    page.wait_for_function("() => document.querySelector('#source-message').textContent.includes('opened upload')",
+    page.wait_for_function("() => (document.querySelector('#source-message') || {textContent: ''}).textContent.includes('opened upload')",
                            timeout=TIMEOUT_MS)
     _wait_plot(page, "Array.from(gd.querySelectorAll('.annotation-text'))"
                      ".some(e => e.textContent.startsWith('B: secret'))")
@@ -247,7 +247,7 @@ def test_large_trace_is_decimated_wide_and_detailed_zoomed(browser, tmp_path, ma
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(server.url, timeout=TIMEOUT_MS)
         _wait_plot(page, "gd.querySelectorAll('g.point').length > 0")
-        page.wait_for_function("() => document.querySelector('#view-info').textContent.includes('merged')",
+        page.wait_for_function("() => (document.querySelector('#view-info') || {textContent: ''}).textContent.includes('merged')",
                                timeout=TIMEOUT_MS)
         assert _plot(page)["bars"] < len(big) / 4  # the browser gets merged segments, not 24000 bars
         page.screenshot(path=str(ARTIFACTS / "06-large-wide.png"))
@@ -256,13 +256,13 @@ def test_large_trace_is_decimated_wide_and_detailed_zoomed(browser, tmp_path, ma
             page.evaluate("() => Plotly.relayout(document.querySelector('#timeline .js-plotly-plot'),"
                           " {'xaxis.range[0]': 1000, 'xaxis.range[1]': 1600})")
         assert answer.value.ok
-        page.wait_for_function("() => document.querySelector('#view-info').textContent.includes('every instruction')",
+        page.wait_for_function("() => (document.querySelector('#view-info') || {textContent: ''}).textContent.includes('every instruction')",
                                timeout=TIMEOUT_MS)
         start, end = big.column("start"), big.column("end")
         in_view = int(((end > 1000) & (start < 1600)).sum())
         _wait_plot(page, f"{UNIT_BARS} == {in_view}")
         # the grid is a separate callback output: wait for it instead of reading it at once
-        page.wait_for_function("(text) => document.querySelector('#grid-info').textContent.startsWith(text)",
+        page.wait_for_function("(text) => (document.querySelector('#grid-info') || {textContent: ''}).textContent.startsWith(text)",
                                arg=f"{in_view} instructions in view in A", timeout=TIMEOUT_MS)
         page.screenshot(path=str(ARTIFACTS / "07-large-zoomed.png"))
         page.close()
@@ -311,10 +311,10 @@ def test_switching_a_and_b_updates_timeline_details_grid_and_headline(browser, t
     assert "click an instruction" in page.inner_text("#details")
     labels = [t for t in _plot(page)["labels"] if TRACK_LABEL.match(t)]
     assert labels[-2:] == ["CU0 S0 w0", "CU0 S0 w1"] and len(labels) == 4 + 2  # A: 4 waves, B (other): 2
-    page.wait_for_function("() => document.querySelector('#headline').textContent.includes('B: other')",
+    page.wait_for_function("() => (document.querySelector('#headline') || {textContent: ''}).textContent.includes('B: other')",
                            timeout=TIMEOUT_MS)
     page.check("#grid-slot input[value=b]")
-    page.wait_for_function("(t) => document.querySelector('#grid-info').textContent.startsWith(t)",
+    page.wait_for_function("(t) => (document.querySelector('#grid-info') || {textContent: ''}).textContent.startsWith(t)",
                            arg=f"{len(other)} instructions in view in B", timeout=TIMEOUT_MS)
     page.wait_for_function("(n) => document.querySelectorAll('#grid .ag-center-cols-container .ag-row').length > 0"
                            " && Array.from(document.querySelectorAll('#grid .ag-row [col-id=\"row\"]'))"
@@ -339,13 +339,13 @@ def test_grid_filter_finds_every_match_on_the_server(browser, tmp_path, make_tra
     try:
         page = browser.new_page(viewport={"width": 1400, "height": 1400})
         page.goto(server.url, timeout=TIMEOUT_MS)
-        page.wait_for_function("(t) => document.querySelector('#grid-info').textContent.startsWith(t)",
+        page.wait_for_function("(t) => (document.querySelector('#grid-info') || {textContent: ''}).textContent.startsWith(t)",
                                arg=f"{len(big)} instructions in view in A", timeout=TIMEOUT_MS)
         column = page.locator('#grid .ag-header-cell[col-id="opcode"]').first.get_attribute("aria-colindex")
         box = page.locator(f'#grid .ag-floating-filter[aria-colindex="{column}"] input')  # opcode's floating filter
         with page.expect_response(_is_update("grid.getRowsResponse"), timeout=TIMEOUT_MS):
             box.fill("v_exp")
-        page.wait_for_function("(t) => document.querySelector('#grid-info').textContent.startsWith(t)",
+        page.wait_for_function("(t) => (document.querySelector('#grid-info') || {textContent: ''}).textContent.startsWith(t)",
                                arg=f"{want} of {len(big)} instructions in view in A match the filter",
                                timeout=TIMEOUT_MS)
         page.wait_for_function("() => { const c = Array.from(document.querySelectorAll("
@@ -372,7 +372,7 @@ def test_instruction_view_click_highlights_every_execution(browser, served):
     assert cell.text_content() == "v_exp_f32"
     cell.click()
     n = int((b.column("pc") == 0x200 + 8 * 3).sum())
-    page.wait_for_function("(t) => document.querySelector('#highlight-info').textContent.includes(t)",
+    page.wait_for_function("(t) => (document.querySelector('#highlight-info') || {textContent: ''}).textContent.includes(t)",
                            arg=f"B: v_exp_f32 at pc 0x218: {n} executions highlighted", timeout=TIMEOUT_MS)
     _wait_plot(page, "gd.data.some(t => t.name == 'highlighted instruction' && t.base.length == %d)" % n)
     drawn = page.evaluate("() => { const gd = document.querySelector('#timeline .js-plotly-plot');"
