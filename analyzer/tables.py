@@ -3,7 +3,7 @@ VALU/TRANS work is grouped by. MFMA flops per instruction are the machine descri
 (:func:`zyfa.gfx950.isa.mfma_flops`), as the cycle model counts them.
 
 Sources:
-  [card]  /work/shared/design/README.md section 2 (MI355X data sheet: 256 CUs, 4 SIMDs per CU),
+  [card]  ../shared/design/README.md section 2 (MI355X data sheet: 256 CUs, 4 SIMDs per CU),
           as the cycle model's parameters ``cus`` and ``simds_per_cu`` (zyfa.gfx950.timing) state it.
   [h200]  NVIDIA H200 (GH100) data: 132 SMs, 4 warp schedulers (sub-partitions) per SM.
 """

@@ -109,7 +109,7 @@ def base_opcode(opcode: str) -> str:
 # -- MFMA flops per instruction -----------------------------------------------------------------
 # Sources: [isa] AMD CDNA4 ISA guide: an MxNxK MFMA computes an MxN += MxK * KxN product, 2*M*N*K
 # flop (one multiply + one add per term); the mnemonic spells M, N and K. [card]
-# /work/shared/design/README.md section 2 (MI355X data sheet; its flops/inst column is 2*M*N*K for
+# ../shared/design/README.md section 2 (MI355X data sheet; its flops/inst column is 2*M*N*K for
 # every MFMA it lists). This is the one flops table: the cycle model's MFMA work check and the
 # analyzer's TFLOP/s both read it.
 # v_mfma_<dst>_<M>x<N>x<K>[_<blocks>b]_<src> and v_smfmac_* (sparse: the mnemonic's K is the
