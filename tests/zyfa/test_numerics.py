@@ -1,7 +1,9 @@
 """zyfa.numerics: the ZYFA FP8 numerics emulator pinned against hand-computed values, torch's
 float8 casts, an independent dense implementation of docs/numerics.md, and fp64."""
 
+import importlib.util
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -9,15 +11,16 @@ import torch
 import zyfa
 from zyfa import numerics as N
 
+_spec = importlib.util.spec_from_file_location("numerics_inputs", Path(__file__).with_name("numerics_inputs.py"))
+_inputs = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_inputs)
+randn, quantised = _inputs.randn, _inputs.quantised
+
 F8 = torch.float8_e4m3fn
 
 
 def rel_l2(a, b):
     return ((a.double() - b.double()).norm() / b.double().norm()).item()
-
-
-def randn(*shape, seed=0):
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
 
 
 # -- e4m3 format ---------------------------------------------------------------------------------
@@ -281,14 +284,6 @@ def dense_spec(q8, k8, v8, dq, dk, dv, causal, variant, rounding="trunc", block=
         return Pw / Pw.sum(-1, keepdim=True)  # (b, h, sq, sk) attention weights actually applied
     out = (Pw @ v) / Pw.sum(-1, keepdim=True) * dv.repeat_interleave(g, 1)[:, :, None, None].double()
     return out.transpose(1, 2)
-
-
-def quantised(b, sq, sk, h, hk, d, dv, seed=0, outliers=False):
-    q, k, v = randn(b, sq, h, d, seed=seed), randn(b, sk, hk, d, seed=seed + 1), randn(b, sk, hk, dv, seed=seed + 2)
-    if outliers:
-        k[..., :4] *= 8
-    (q8, dq), (k8, dk), (v8, dvs) = (N.quantize_fp8(x, nheads_k=hk) for x in (q, k, v))
-    return (q, k, v), (q8, k8, v8, dq, dk, dvs)
 
 
 SHAPES = [  # (b, sq, sk, h, hk, d, dv, causal): odd lengths, GQA, MLA 192/128, sq != sk

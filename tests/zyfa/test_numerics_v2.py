@@ -2,7 +2,9 @@
 block offset against an independent dense transcription, the per-token Q scale, and the recipe
 choice of the public API."""
 
+import importlib.util
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -12,19 +14,12 @@ from zyfa.reference import key_window
 from zyfa import numerics as N
 from zyfa.backends import AttentionArgs, Backend
 
+_spec = importlib.util.spec_from_file_location("numerics_inputs", Path(__file__).with_name("numerics_inputs.py"))
+_inputs = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_inputs)
+randn, quantised = _inputs.randn, _inputs.quantised
+
 F8 = torch.float8_e4m3fn
-
-
-def randn(*shape, seed=0):
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
-
-
-def quantised(b, sq, sk, h, hk, d, dv, seed=0, outliers=False):
-    q, k, v = randn(b, sq, h, d, seed=seed), randn(b, sk, hk, d, seed=seed + 1), randn(b, sk, hk, dv, seed=seed + 2)
-    if outliers:
-        k[..., :4] *= 8
-    (q8, dq), (k8, dk), (v8, dvs) = (N.quantize_fp8(x, nheads_k=hk) for x in (q, k, v))
-    return (q, k, v), (q8, k8, v8, dq, dk, dvs)
 
 
 # -- the FMA constant ---------------------------------------------------------------------------
