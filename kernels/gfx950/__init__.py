@@ -68,6 +68,9 @@ def build_config(config: KernelConfig) -> KernelBuild:
         "clusters": built.clusters,
         # cluster of every instruction (None outside clusters) and its byte offset from the entry
         "instruction_clusters": [inst.cluster for inst in gen.instructions],
+        # the generator line that emitted each instruction, "kernels/gfx950/generator.py:612"
+        # (repository path:line; hazard s_nops name pad_hazards), for source links
+        "instruction_sources": [inst.source for inst in gen.instructions],
         "instruction_pcs": list(built.pcs),
         "config": {k: getattr(gen.config, k) for k in gen.config.__dataclass_fields__},
         "registers": gen.registers,

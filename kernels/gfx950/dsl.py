@@ -12,9 +12,12 @@ Limits are gfx950's (CDNA4 ISA guide): 256 architectural VGPRs and 256 AGPRs per
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Optional, Union
 
 FILE_SIZES = {"v": 256, "a": 256, "s": 102}
@@ -259,14 +262,50 @@ def _render_operand(operand: Operand) -> str:
     return str(operand)
 
 
+@functools.lru_cache(maxsize=None)
+def _repository_path(filename: str) -> str:
+    """``filename`` relative to the package root: a checkout's kernels/gfx950/dsl.py and an
+    installed zyfa/kernels/gfx950/dsl.py both give "kernels/gfx950/...", the path in the
+    repository. Files outside that root keep their absolute path."""
+    path = Path(filename).resolve()
+    try:
+        return path.relative_to(Path(__file__).resolve().parents[2]).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+_FORWARDERS: set = set()  # code objects of emit wrappers that emit on their caller's behalf
+
+
+def forwards_source(function):
+    """Decorator for a thin emit wrapper (``self.e(...)``): instructions it emits are attributed
+    to the line that called it, not to the wrapper's own line."""
+    _FORWARDERS.add(function.__code__)
+    return function
+
+
+def emitter_source() -> str:
+    """``"kernels/gfx950/generator.py:612"``: file and line of the innermost caller outside this
+    module and outside :func:`forwards_source` wrappers, i.e. the emitter line that produced an
+    instruction (the explorer links to it)."""
+    frame = sys._getframe(1)
+    while frame is not None and (frame.f_code.co_filename == __file__ or frame.f_code in _FORWARDERS):
+        frame = frame.f_back
+    if frame is None:
+        return "?"
+    return f"{_repository_path(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
 @dataclass(frozen=True)
 class Instr:
-    """One validated instruction; ``cluster`` names the schedule cluster that emitted it."""
+    """One validated instruction; ``cluster`` names the schedule cluster that emitted it,
+    ``source`` the generator line that emitted it (:func:`emitter_source`; not part of equality)."""
 
     opcode: str
     operands: tuple
     modifiers: tuple = ()
     cluster: Optional[str] = None
+    source: Optional[str] = field(default=None, compare=False)
 
     def __post_init__(self):
         if self.opcode not in SIGNATURES:
@@ -298,7 +337,7 @@ class Asm:
     cluster: Optional[str] = None
 
     def emit(self, opcode: str, *operands: Operand, mods: tuple = ()) -> Instr:
-        inst = Instr(opcode, tuple(operands), tuple(mods), self.cluster)
+        inst = Instr(opcode, tuple(operands), tuple(mods), self.cluster, emitter_source())
         self.items.append(inst)
         return inst
 

@@ -19,7 +19,7 @@ from typing import Optional
 from zyfa.gfx950.hazards import required_wait_states
 from zyfa.gfx950.isa import Instruction, classify, is_vector_key, parse_instruction
 
-from zyfa.kernels.gfx950.dsl import Abs, Allocator, Asm, Instr, Label, Neg, Reg
+from zyfa.kernels.gfx950.dsl import Abs, Allocator, Asm, Instr, Label, Neg, Reg, emitter_source, forwards_source
 from zyfa.kernels.gfx950.kernargs import KERNARG_SIZE, field_offset, metadata_args
 from zyfa.kernels.gfx950.schedule import (BLOCK_M, BLOCK_N, MFMA_EMITTERS, ROWS_PER_WG, SCALE_BLOCK, WAVES,
                                           Cluster, KernelConfig, barrier_intervals, loads_per_thread, schedule)
@@ -246,6 +246,7 @@ class _Kernel:
         return self.ra.named["kernargs"]
 
     # -- emission helpers ---------------------------------------------------------------------------
+    @forwards_source
     def e(self, opcode, *operands, mods=()):
         return self.asm.emit(opcode, *operands, mods=mods)
 
@@ -1125,7 +1126,7 @@ def pad_hazards(asm: Asm) -> int:
                 need = max(need, states - (clock - done))
         while need > 0:
             n = min(need, 16)
-            out.append(Instr("s_nop", (n - 1,), (), item.cluster))
+            out.append(Instr("s_nop", (n - 1,), (), item.cluster, emitter_source()))
             clock += n
             need -= n
             inserted += 1

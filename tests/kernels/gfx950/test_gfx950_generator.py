@@ -1,9 +1,11 @@
 """Generator, DSL, schedule data, static counts, assembly round trip and hazards of the gfx950 kernels."""
 
+import inspect
 import re
 import shutil
 import subprocess
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,7 +13,7 @@ import pytest
 from zyfa.kernels.gfx950 import build_for, config_for, grid
 from zyfa.kernels.gfx950.build import build, disassemble
 from zyfa.kernels.gfx950.counts import tile_counts
-from zyfa.kernels.gfx950.dsl import Asm, Label, Neg, Reg, a, s, v
+from zyfa.kernels.gfx950.dsl import Asm, Label, Neg, Reg, a, emitter_source, forwards_source, s, v
 from zyfa.kernels.gfx950.generator import STAMP, generate, lds_layout, pad_hazards
 from zyfa.kernels.gfx950 import generator as generator_module
 from zyfa.kernels.gfx950.schedule import VARIANTS, Cluster, KernelConfig, barrier_intervals, schedule
@@ -65,6 +67,46 @@ def test_emit_validates_operands():
         asm.emit("s_load_dwordx4", s[2:6], s[0:2], 0)
     with pytest.raises(ValueError, match="bad label"):
         Label("has space")
+
+
+def test_instructions_record_the_emitter_line():
+    """Each instruction names the line that emitted it (repository path:line), skipping the DSL
+    and thin ``forwards_source`` wrappers, so the explorer can link an instruction to its emitter."""
+    asm = Asm()
+
+    @forwards_source
+    def wrapper(*operands):
+        return asm.emit("v_mov_b32", *operands)
+
+    line = inspect.currentframe().f_lineno
+    direct = asm.emit("v_mov_b32", v[0], v[1])
+    wrapped = wrapper(v[2], v[3])
+    here = "tests/kernels/gfx950/test_gfx950_generator.py"
+    assert direct.source == f"{here}:{line + 1}" and wrapped.source == f"{here}:{line + 2}"
+    assert emitter_source() == f"{here}:{inspect.currentframe().f_lineno}"
+    assert direct == replace(direct, source=None)  # a provenance note, not part of the instruction
+
+
+def test_build_meta_links_every_instruction_to_its_generator_line(generated):
+    """The generated instructions' sources are lines of kernels/gfx950/ that emit (a call of
+    ``e``/``emit``/``Instr``), and the opcode is spelled out on the line for all but the few
+    helpers that take it as a variable (reduce3, the mask compare)."""
+    gen = generated["zyfa-fp8"]
+    root = Path(generator_module.__file__).resolve().parents[2]
+    files, literal = {}, 0
+    for inst in gen.instructions:
+        path, _, number = inst.source.rpartition(":")
+        assert path.startswith("kernels/gfx950/") and number.isdigit(), inst
+        if path not in files:
+            files[path] = (root / path).read_text().splitlines()
+        text = files[path][int(number) - 1]
+        assert re.search(r"\b(e|emit|Instr)\(", text), (inst, text)
+        literal += inst.opcode in text
+    assert literal > 0.8 * len(gen.instructions)  # 88% at the time of writing
+    assert any(i.opcode == "s_nop" and "Instr(" in files[i.source.rpartition(":")[0]][int(i.source.rpartition(":")[2]) - 1]
+               for i in gen.instructions), "hazard s_nops point at pad_hazards"
+    # the softmax's emitters are told apart: its instructions come from many lines
+    assert len({i.source for i in gen.instructions if i.cluster == "softmax_j"}) > 20
 
 
 def test_kernel_config_rejects_bad_values():
