@@ -224,7 +224,11 @@ def quantize_fp8(x: torch.Tensor, granularity: str = "head", nheads_k: Optional[
         amax = xf.abs().amax(dim=3)
     else:
         amax = xf.abs().amax().expand(b, hk)
-    descale = amax / E4M3_MAX
+    # IEEE division on every device: on CUDA, torch computes ``tensor / python_scalar`` as
+    # ``tensor * fp32(1 / scalar)`` (ATen's div_true_kernel_cuda, "may lose one bit"), and 1/448 is
+    # not exact in fp32, so a scalar divisor gave GPU descales one ulp off the CPU's (and the fused
+    # Triton kernel's div_rn) for some amax values. A tensor divisor takes the a / b path everywhere.
+    descale = amax / torch.full_like(amax, E4M3_MAX)
     descale = torch.where(descale > 0, descale, torch.ones_like(descale)).contiguous()
     if granularity == "token":
         scaled = xf / descale[..., None]

@@ -10,10 +10,12 @@ granularity, nheads_k)``, in one kernel (per token) or two (per (batch, kv head)
   codes written once;
 * ``granularity="head"``: pass 1 rotates and reduces the amax of each (batch, kv head) into a
   buffer (``atomic_max``; max is order-independent, so the result is deterministic); pass 2 rotates
-  again and quantises. x is read twice (recomputing beats writing and re-reading the rotated
-  fp32 tensor).
+  again, computes the descale and quantises. x is read twice (recomputing beats writing and
+  re-reading the rotated fp32 tensor).
 
-Divisions are IEEE (``div_rn``); the fp32 -> e4m3 convert is the hardware's round-to-nearest-even
+Non-finite input is found without a pass of its own: the maxima propagate NaN, so a NaN or inf
+makes its row's (group's) descale non-finite, and the wrapper checks the small descale tensor.
+Divisions are IEEE (``div_rn``, as ``quantize_fp8`` divides on every device); the fp32 -> e4m3 convert is the hardware's round-to-nearest-even
 (``clamp(x / descale, -448, 448)`` first, so saturation never decides). Headdim: a power of two
 (64, 128, 256); other widths (MLA's 192 = 3 x 64 blocks) go through the torch path.
 The Triton attention kernels take the result unchanged (FP8 codes + FA3 descales); the per-token
@@ -63,6 +65,17 @@ def _butterfly(x, BLOCK_S: tl.constexpr, D: tl.constexpr, HALF: tl.constexpr):
 
 
 @triton.jit
+def _max_nan(a, b):
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
+def _row_amax(y):
+    """max |y| of each row, NaN if the row holds a NaN (so a non-finite input shows in the amax)."""
+    return tl.reduce(tl.abs(y), 1, _max_nan)
+
+
+@triton.jit
 def _load_rows(X, off_b, off_h, offs_s, offs_d, stride_b, stride_s, stride_h, S):
     ptrs = X + off_b * stride_b + off_h * stride_h + offs_s[:, None] * stride_s + offs_d[None, :]
     return tl.load(ptrs, mask=offs_s[:, None] < S, other=0.0).to(tl.float32)
@@ -88,8 +101,8 @@ def _hadamard_fp8_token(X, Y, DS, stride_xb, stride_xs, stride_xh, stride_yb, st
     offs_d = tl.arange(0, D)
     y = _rotate(_load_rows(X, off_b, off_h, offs_s, offs_d, stride_xb, stride_xs, stride_xh, S), BLOCK_S, D, INV_SQRT_D)
     # -- per-token descale = amax / 448 (1 for an all-zero row); codes = RNE(x / descale) ----
-    descale = tl.div_rn(tl.max(tl.abs(y), 1), 448.0)
-    descale = tl.where(descale > 0.0, descale, 1.0)
+    descale = tl.div_rn(_row_amax(y), 448.0)  # NaN / inf stay: the wrapper checks the descales
+    descale = tl.where(descale == 0.0, 1.0, descale)
     tl.store(DS + off_b * stride_db + offs_s * stride_ds + off_h, descale, mask=offs_s < S)
     _store_codes(Y, tl.div_rn(y, descale[:, None]), off_b, off_h, offs_s, offs_d, stride_yb, stride_ys, stride_yh,
                  S, OUT_F32)
@@ -103,11 +116,14 @@ def _hadamard_amax_head(X, AMAX, stride_xb, stride_xs, stride_xh, H, GROUP, S, D
     offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
     y = _rotate(_load_rows(X, off_b, off_h, offs_s, tl.arange(0, D), stride_xb, stride_xs, stride_xh, S),
                 BLOCK_S, D, INV_SQRT_D)
-    tl.atomic_max(AMAX + off_b * (H // GROUP) + off_h // GROUP, tl.max(tl.max(tl.abs(y), 1), 0))
+    amax = tl.reduce(_row_amax(y), 0, _max_nan)
+    # NaN -> inf before the atomic (its float max is an integer max on the bits): the wrapper
+    # rejects a non-finite amax
+    tl.atomic_max(AMAX + off_b * (H // GROUP) + off_h // GROUP, tl.where(amax == amax, amax, float("inf")))
 
 
 @triton.jit
-def _hadamard_fp8_head(X, Y, DS, stride_xb, stride_xs, stride_xh, stride_yb, stride_ys, stride_yh,
+def _hadamard_fp8_head(X, Y, AMAX, DS, stride_xb, stride_xs, stride_xh, stride_yb, stride_ys, stride_yh,
                        H, GROUP, S, D: tl.constexpr, BLOCK_S: tl.constexpr, INV_SQRT_D: tl.constexpr,
                        OUT_F32: tl.constexpr):
     off_b = tl.program_id(1) // H
@@ -115,7 +131,11 @@ def _hadamard_fp8_head(X, Y, DS, stride_xb, stride_xs, stride_xh, stride_yb, str
     offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
     offs_d = tl.arange(0, D)
     y = _rotate(_load_rows(X, off_b, off_h, offs_s, offs_d, stride_xb, stride_xs, stride_xh, S), BLOCK_S, D, INV_SQRT_D)
-    descale = tl.load(DS + off_b * (H // GROUP) + off_h // GROUP)
+    group = off_b * (H // GROUP) + off_h // GROUP
+    descale = tl.div_rn(tl.load(AMAX + group), 448.0)
+    descale = tl.where(descale == 0.0, 1.0, descale)
+    if (tl.program_id(0) == 0) & (off_h % GROUP == 0):  # one program per (batch, kv head) writes it
+        tl.store(DS + group, descale)
     _store_codes(Y, tl.div_rn(y, descale), off_b, off_h, offs_s, offs_d, stride_yb, stride_ys, stride_yh, S, OUT_F32)
 
 
@@ -150,19 +170,20 @@ def hadamard_quantize_fp8(x: torch.Tensor, granularity: str = "head", nheads_k: 
     y = torch.empty(x.shape, dtype=torch.float32 if _INTERPRET else torch.float8_e4m3fn, device=x.device)
     grid = (triton.cdiv(s, block_s), b * h)
     xs, ys = (x.stride(0), x.stride(1), x.stride(2)), (y.stride(0), y.stride(1), y.stride(2))
-    if not bool(torch.isfinite(x).all()):
-        raise ValueError("x contains non-finite values (NaN or inf); they have no FP8 encoding")
     if granularity == "token":
         descale = torch.empty(b, s, h, dtype=torch.float32, device=x.device)
         _hadamard_fp8_token[grid](x, y, descale, *xs, *ys, descale.stride(0), descale.stride(1), h, s,
                                   D=d, BLOCK_S=block_s, INV_SQRT_D=inv_sqrt_d, OUT_F32=_INTERPRET)
     else:
         amax = torch.zeros(b, hk, dtype=torch.float32, device=x.device)
+        descale = torch.empty(b, hk, dtype=torch.float32, device=x.device)
         _hadamard_amax_head[grid](x, amax, *xs, h, h // hk, s, D=d, BLOCK_S=block_s, INV_SQRT_D=inv_sqrt_d)
-        descale = amax / E4M3_MAX
-        descale = torch.where(descale > 0, descale, torch.ones_like(descale))
-        _hadamard_fp8_head[grid](x, y, descale, *xs, *ys, h, h // hk, s, D=d, BLOCK_S=block_s,
+        _hadamard_fp8_head[grid](x, y, amax, descale, *xs, *ys, h, h // hk, s, D=d, BLOCK_S=block_s,
                                  INV_SQRT_D=inv_sqrt_d, OUT_F32=_INTERPRET)
+    # a NaN or inf in x makes its row's (group's) amax, hence descale, non-finite: checked here on
+    # the small descale tensor instead of a pass over x (which cost as much as the kernel's reads)
+    if not bool(torch.isfinite(descale).all()):
+        raise ValueError("x contains non-finite values (NaN or inf); they have no FP8 encoding")
     if _INTERPRET:
         y = y.to(torch.float8_e4m3fn)  # RNE on the host (already clamped to +-448)
     return y, descale

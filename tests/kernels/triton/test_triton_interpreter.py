@@ -107,3 +107,9 @@ def test_fused_hadamard_quantise_equals_torch_path(results, case):
     r = results[case]
     assert r["codes_equal"] and r["descale_equal"]
     assert r["dtype"] == "torch.float8_e4m3fn"
+
+
+@pytest.mark.parametrize("case", [f"hadamard_nonfinite_{g}_{k}" for g in ("head", "token") for k in ("nan", "inf")])
+def test_fused_hadamard_quantise_rejects_non_finite(results, case):
+    # one NaN / inf in the last token of the last head: seen through that row's (group's) descale
+    assert "non-finite" in results[case]["raised"], results[case]

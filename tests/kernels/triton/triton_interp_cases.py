@@ -168,6 +168,17 @@ def main():
                 "descale_equal": bool(torch.equal(ds, ref_ds)),
                 "dtype": str(x8.dtype),
             }
+    # a NaN or inf anywhere in x: ValueError (found through the descales, no separate pass over x)
+    for gran in ("head", "token"):
+        for kind, value in (("nan", math.nan), ("inf", math.inf)):
+            x = torch.randn(1, 33, 4, 64)
+            x[0, 30, 3, 5] = value
+            try:
+                hadamard_quantize_fp8(x, gran, nheads_k=2)
+                raised = ""
+            except ValueError as exc:
+                raised = str(exc)
+            results[f"hadamard_nonfinite_{gran}_{kind}"] = {"raised": raised}
     bf16_cases = {"bf16_full_gqa": (1, 40, 40, 4, 2, 32, False), "bf16_causal_sk_gt_sq": (1, 24, 90, 2, 1, 32, True),
                   "bf16_causal_sq_gt_sk": (1, 70, 40, 2, 2, 32, True)}
     for name, (b, sq, sk, h, hk, d, causal) in bf16_cases.items():
