@@ -128,19 +128,41 @@ def _mfma_cycles(a: Arrays, w0: int, w1: int) -> np.ndarray:
     return np.bincount(a.simd_id[mask], weights=e - s, minlength=a.n_simd)
 
 
+def skipped_in(trace: Trace, a: Arrays, w0: int, w1: int) -> tuple[int, np.ndarray]:
+    """Loop periods the tracer skipped (no records) strictly inside ``(w0, w1)``: ``(cycles, MFMA
+    cycles per SIMD id)``. A cycle-model trace lists them in ``meta.extra["skipped_periods"]``
+    (``at_cycle`` on the record timeline, ``cycles``, ``mfma_cycles`` per SIMD number of CU 0);
+    other traces have none: ``(0, zeros)``."""
+    busy = np.zeros(a.n_simd)
+    total = 0
+    skips = [x for x in (trace.meta.extra or {}).get("skipped_periods") or () if w0 < x["at_cycle"] < w1]
+    if not skips:
+        return total, busy
+    column = {(int(cu), int(simd)): i for i, (cu, simd) in enumerate(a.simd_keys)}
+    for x in skips:
+        total += int(x["cycles"])
+        for simd, cycles_ in enumerate(x["mfma_cycles"]):
+            if (0, simd) in column:
+                busy[column[(0, simd)]] += cycles_
+    return total, busy
+
+
 @table
 def mfma_busy_per_simd(trace: Trace, window: WindowSpec = "whole") -> pd.DataFrame:
     """Per ``(cu, simd)``: ``mfma_cycles`` = |W ∩ ⋃ MFMA [start, end)| on that SIMD,
     ``mfma_busy`` = mfma_cycles / |W|, ``mfma_idle`` = 1 - mfma_busy.
 
     MFMA records of one SIMD never overlap (schema validation), so the union is the sum of the
-    clipped durations. Every SIMD that has any record in the trace gets a row.
+    clipped durations. Every SIMD that has any record in the trace gets a row. Loop periods the
+    tracer skipped inside W (:func:`skipped_in`) count in both: their cycles in |W|, their MFMA
+    cycles in mfma_cycles, as a thread trace of the same run would see them.
     """
     a, w0, w1 = _setup(trace, window)
-    busy = _mfma_cycles(a, w0, w1)
+    skipped, skipped_busy = skipped_in(trace, a, w0, w1)
+    busy = _mfma_cycles(a, w0, w1) + skipped_busy
     out = _simd_frame(a)
     out["mfma_cycles"] = busy
-    length = w1 - w0
+    length = w1 - w0 + skipped
     out["mfma_busy"] = busy / length if length else np.nan
     out["mfma_idle"] = 1.0 - out["mfma_busy"]
     return out
@@ -149,12 +171,14 @@ def mfma_busy_per_simd(trace: Trace, window: WindowSpec = "whole") -> pd.DataFra
 @metric("fraction")
 @instruction_level
 def mfma_busy(trace: Trace, window: WindowSpec = "whole") -> Optional[float]:
-    """Fraction of SIMD-cycles in W with the MFMA pipe busy: Σ_simd mfma_cycles / (simds × |W|).
+    """Fraction of SIMD-cycles in W with the MFMA pipe busy: Σ_simd mfma_cycles / (simds × |W|),
+    skipped loop periods inside W included (see :func:`mfma_busy_per_simd`).
 
     None for an empty window or a trace without records.
     """
     a, w0, w1 = _setup(trace, window)
-    return _ratio(_mfma_cycles(a, w0, w1).sum(), a.n_simd * (w1 - w0))
+    skipped, skipped_busy = skipped_in(trace, a, w0, w1)
+    return _ratio(_mfma_cycles(a, w0, w1).sum() + skipped_busy.sum(), a.n_simd * (w1 - w0 + skipped))
 
 
 @metric("fraction")

@@ -80,7 +80,9 @@ class CUResult:
     """Outcome of one CU simulation. ``cycles``: cycle the last wave ended; ``wg_end``: end
     cycle per workgroup; ``records``: per-instruction columns of the trace schema;
     ``simulated_instructions``: issued in detail; ``extrapolated_instructions``: covered by
-    skipped loop periods; ``extrapolated``: one dict per skip (wave 0 loop, period, count)."""
+    skipped loop periods; ``extrapolated``: one dict per skip (wave 0 loop, period, count, where
+    on the record timeline it belongs: ``at_cycle``, and the MFMA-busy cycles it held per SIMD:
+    ``mfma_cycles_skipped``)."""
 
     cycles: int
     wg_end: list
@@ -385,7 +387,7 @@ class CUSim:
                 pending = self._on_backedge(self._backedge, t)
                 self._backedge = None
                 if pending is not None:
-                    t += self._fast_forward(*pending)
+                    t += self._fast_forward(*pending, at=t + period - self.time_offset)
             live = sum(1 for w in waves if not w.done)
             if not live:
                 break
@@ -673,10 +675,12 @@ class CUSim:
             completed += 1
         return max(completed - 1, 0), previous
 
-    def _fast_forward(self, period: int, seqs: list, branch_index: int, snapshots: list) -> int:
+    def _fast_forward(self, period: int, seqs: list, branch_index: int, snapshots: list, at: int) -> int:
         """Skip whole periods: the scalar side must replay each wave's recorded sequence with
         every branch going the recorded way; stop one period (or lag) before the first deviation
-        (simulated in detail); shift every time by (periods skipped) * period. Returns the shift."""
+        (simulated in detail); shift every time by (periods skipped) * period. Returns the shift.
+        ``at``: the record time (skips removed) of the first issue slot after the skip, where
+        the skipped periods belong on the trace's timeline."""
         if any(w.at_barrier or w.done for w in self.waves):
             return 0
         current = [w.state.regs for w in self.waves]
@@ -690,6 +694,7 @@ class CUSim:
         self._shift(shift)
         self.time_offset += shift
         count = 0
+        busy = [0] * self.simds
         for wi, w in enumerate(self.waves):
             seq = seqs[wi]
             count += len(seq)
@@ -702,13 +707,16 @@ class CUSim:
                 elif s.is_branch and s.target is not None and s.target <= index and nxt_index == s.target:
                     backs += 1
                 if s.is_mfma:
-                    self.mfma_busy[w.simd] += skipped * s.cycles
+                    busy[w.simd] += skipped * s.cycles
                 self.counts[index] += skipped
             w.iters += skipped * backs
+        for simd, b in enumerate(busy):
+            self.mfma_busy[simd] += b
         self.extrapolated_insts += skipped * count
         self.extrapolated.append({"loop_pc": self.program.instructions[branch_index].pc, "period_cycles": period,
                                   "periods_skipped": skipped, "cycles_skipped": shift,
-                                  "instructions_skipped": skipped * count})
+                                  "instructions_skipped": skipped * count, "at_cycle": at,
+                                  "mfma_cycles_skipped": busy})
         return shift
 
     def _shift(self, d: int) -> None:

@@ -24,6 +24,7 @@ from zyfa.shapes import AttnShape
 from zyfa.gfx950 import timing
 from zyfa.trace.cdna4.estimate import Estimate, EstimateConfig, estimate
 from zyfa.trace.cdna4.launch import Launch, prepare
+from zyfa.trace.cdna4.sim import CUResult
 from zyfa.trace.schema import Trace, TraceMeta
 
 
@@ -36,14 +37,27 @@ def _git_commit() -> Optional[str]:
     return out.stdout.strip() or None
 
 
-def to_trace(launch: Launch, est: Estimate, command: Optional[str] = None) -> Trace:
-    """Schema-v1 trace of ``est``'s representative CU simulation."""
-    records = est.cu_result.records
+def records_frame(records: Mapping) -> pd.DataFrame:
+    """A CU simulation's records (``CUResult.records``) as the schema's columns and dtypes."""
     df = pd.DataFrame(records)
     for col in ("cu", "simd", "wave", "slot", "iteration"):
         df[col] = df[col].astype("int32")
     for col in ("pc", "issue", "start", "end", "stall"):
         df[col] = df[col].astype("int64")
+    return df
+
+
+def skipped_periods(result: CUResult) -> list:
+    """``meta.extra["skipped_periods"]``: where on the record timeline each extrapolated skip
+    belongs (``at_cycle``), its ``cycles`` and the MFMA-busy cycles per SIMD it held (what the
+    analyzer adds back to MFMA busy over a window that contains it)."""
+    return [{"at_cycle": x["at_cycle"], "cycles": x["cycles_skipped"], "mfma_cycles": list(x["mfma_cycles_skipped"])}
+            for x in result.extrapolated]
+
+
+def to_trace(launch: Launch, est: Estimate, command: Optional[str] = None) -> Trace:
+    """Schema-v1 trace of ``est``'s representative CU simulation."""
+    df = records_frame(est.cu_result.records)
     shape = launch.shape
     meta = TraceMeta(
         kernel=launch.name, arch="gfx950", source="model", clock_mhz=est.clock_mhz,
@@ -59,6 +73,7 @@ def to_trace(launch: Launch, est: Estimate, command: Optional[str] = None) -> Tr
             "representative_work_index": est.representative_x,
             "samples": est.samples, "notes": est.notes,
             "trace_covers": "one CU, detailed records only (extrapolated loop periods have none)",
+            "skipped_periods": skipped_periods(est.cu_result),
             "model_parameters": {k: {"value": p.value, "unit": p.unit, "guess": p.guess}
                                  for k, p in timing.PARAMS.items()},
         },

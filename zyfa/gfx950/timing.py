@@ -157,7 +157,7 @@ TABLE: tuple[tuple[str, OpClass], ...] = (
     # transcendental: LLVM SISchedule's "quarter rate" = WriteTrans32 latency 4 passes with the default
     # ResourceCycles 1 (the VALU is held one pass). ``passes`` = cycles the SIMD's trans pipe is held;
     # a quarter-rate *throughput* (4 passes) was tried and rejected: it puts AITER v3 FP8 causal 32K at
-    # 42.8% steady MFMA busy vs 56.2% with 1 pass, against 68.3% measured in thread traces
+    # 48.2% steady MFMA busy vs 65.8% with 1 pass, against 68.3% measured in thread traces
     # (docs/cdna4-facts.md "Transcendentals"). No public gfx950 measurement of v_exp throughput.
     (r"^v_(exp|log|rcp|rsq|sqrt|sin|cos)(_legacy|_iflag)?_f(16|32)$", OpClass("WriteTrans32", "TRANS", 1, 4, "SISched WriteTrans32 latency 4 ('these are quarter rate'), ResourceCycles 1; 4-pass occupancy contradicted by the AITER FP8 thread-trace MFMA idle (docs/cdna4-facts.md)", guess=True, issue_passes=1)),
     (r"^v_(rcp|rsq|sqrt)_f64$", OpClass("WriteTrans64", "TRANS", 1, 4, "SISched gfx940 WriteTrans64 latency 4", issue_passes=1)),

@@ -11,6 +11,8 @@ from zyfa.analyzer import metrics
 from zyfa.gfx950 import timing
 from zyfa.gfx950.isa import mfma_flops, parse_asm
 from zyfa.trace.cdna4.sim import CUSim, SimConfig
+from zyfa.trace.cdna4.tracer import records_frame, skipped_periods
+from zyfa.trace.schema import Trace, TraceMeta
 
 
 def simulate(body: str, workgroup_size: int = 64, kernarg: bytes = b"", header: str = "", **config):
@@ -258,3 +260,37 @@ def test_one_mfma_flops_table_read_from_the_mnemonic():
     assert mfma_flops("v_mfma_f32_32x32x1_2b_f32") == 2 * 32 * 32 * 1 * 2
     assert mfma_flops("v_smfmac_f32_32x32x32_bf16") == 2 * 32 * 32 * 32
     assert mfma_flops("v_mfma_ld_scale_b32") == 0 and mfma_flops("v_mfma_mystery") is None
+
+
+def test_mfma_busy_counts_extrapolated_periods_as_if_simulated():
+    # a 64-cycle prologue without MFMA, then a loop of one 32-cycle MFMA and a 64-cycle s_nop: the
+    # whole run is ~1/3 MFMA-busy; with most periods skipped the records alone over-weight the
+    # prologue, so the analyzer must add the skipped periods back (meta "skipped_periods")
+    loop = KERNARG_LOOP.replace(" s_mov_b32 s5, 0\n", " s_mov_b32 s5, 0\n s_sleep 1\n").replace(
+        " s_add_u32 s5", " s_nop 15\n s_add_u32 s5")
+    kernarg = struct.pack("<I", 200)
+    _, fast = simulate(loop, kernarg=kernarg, header=KD)
+    _, slow = simulate(loop, kernarg=kernarg, header=KD, fast_forward=False)
+    assert fast.cycles == slow.cycles and fast.extrapolated and not slow.extrapolated
+    traces = []
+    for res in (fast, slow):
+        meta = TraceMeta(kernel="k", arch="gfx950", source="model", clock_mhz=2400.0, shape={}, grid=(1, 1, 1),
+                         workgroup_size=64, simulated=True, extra={"skipped_periods": skipped_periods(res)})
+        traces.append(Trace(records_frame(res.records), meta))
+    busy = [metrics.mfma_busy(t, "whole") for t in traces]
+    assert busy[0] == pytest.approx(busy[1], abs=1e-12)
+    assert busy[1] * slow.cycles == pytest.approx(sum(slow.mfma_busy.values()), rel=1e-3)
+    per_simd = metrics.mfma_busy_per_simd(traces[0], "whole")
+    assert per_simd["mfma_cycles"].sum() == sum(fast.mfma_busy.values())
+    # where the skip belongs: the records issued before at_cycle are the full run's first ones, those
+    # issued at or after it are its last ones, shifted by the skipped cycles
+    skip = fast.extrapolated[0]
+    at, shift = skip["at_cycle"], skip["cycles_skipped"]
+    before = [i for i in fast.records["issue"] if i < at]
+    after = [i + shift for i in fast.records["issue"] if i >= at]
+    assert before and after
+    assert slow.records["issue"][:len(before)] == before and slow.records["issue"][-len(after):] == after
+    # the records alone (no skipped periods stated) give the biased number the CLI printed before
+    bare = Trace(records_frame(fast.records), TraceMeta(kernel="k", arch="gfx950", source="model", clock_mhz=2400.0,
+                                                        shape={}, grid=(1, 1, 1), workgroup_size=64, simulated=True))
+    assert metrics.mfma_busy(bare, "whole") < busy[1] - 0.05
