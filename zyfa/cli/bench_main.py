@@ -96,6 +96,21 @@ def _zyfa_fp8(x: Inputs):
     return lambda: attention_fp8(x.q8, x.k8, x.v8, x.scale, x.shape.causal, x.dq, x.dk, x.dv)[0]
 
 
+def _zyfa_fp8_hadamard(x: Inputs):
+    """zyfa-triton-fp8 from BF16 Q and K: the fused Hadamard + FP8 quantise (per (batch, kv head))
+    of Q and K inside the timed call, V quantised outside as for every FP8 row. Its time minus
+    zyfa-triton-fp8's is what the rotation costs (Q K^T is unchanged by it)."""
+    # lazy: the Triton kernel modules import triton (optional dependency, extra [gpu])
+    from zyfa.kernels.triton.attn_fp8 import attention_fp8
+    from zyfa.kernels.triton.hadamard_fp8 import hadamard_quantize_fp8
+
+    def call():
+        q8, dq = hadamard_quantize_fp8(x.q, "head", x.shape.heads_k)
+        k8, dk = hadamard_quantize_fp8(x.k, "head", x.shape.heads_k)
+        return attention_fp8(q8, k8, x.v8, x.scale, x.shape.causal, dq, dk, x.dv)[0]
+    return call
+
+
 def _zyfa_cute_fp8(pingpong: bool, q_in_regs: bool = False, pbuf: bool = False, v_once: bool = False):
     """The CuTe DSL kernel (variants: see ``attention_fp8_sm90``); ``v_once`` prepares V' once
     outside the timed call (as if the quantiser wrote it): the row times the attention kernel alone."""
@@ -157,7 +172,7 @@ def _fa3(fp8: bool):
 
 BUILDERS: dict[str, Callable] = {
     **CUTE_VARIANTS,
-    "zyfa-triton-fp8": _zyfa_fp8, "zyfa-triton-bf16": _zyfa_bf16,
+    "zyfa-triton-fp8": _zyfa_fp8, "zyfa-triton-fp8-hadamard": _zyfa_fp8_hadamard, "zyfa-triton-bf16": _zyfa_bf16,
     "sdpa-cudnn": _sdpa("cudnn"), "sdpa-flash": _sdpa("flash"),
     "fa3-bf16": _fa3(False), "fa3-fp8": _fa3(True),
 }
