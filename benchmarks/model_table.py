@@ -67,7 +67,7 @@ def main():
             counts = tile_counts(generate(gfx950.config_for(name, shape)))
             static = str(counts.valu_cycles)
             work += f" ({est.flops_ratio * (counts.mfma - counts.mfma_rowsum) / counts.mfma:.3f})"
-        clock = power.predict_clock(power.activity(est.cu_result.records), shape.dtype)
+        clock = power.predict_clock(power.activity(est.cu_result.records, est.cu_result.skipped_periods()), shape.dtype)
         mhz = args.clock or clock.mhz
         seconds = est.cycles / (mhz * 1e6)
         tflops[name] = shape.tflops(seconds)

@@ -129,7 +129,7 @@ def plain(markdown: str) -> str:
 class Headline:
     """The whole-kernel prediction as ``zyfa-trace kernel`` prints it, or None fields for traces
     without one (hardware captures): cycles from ``meta.extra["predicted_cycles"]``, the clock from
-    the power model (:func:`zyfa.trace.cdna4.power.predict_clock` on the trace's records, as the CLI
+    the power model (:func:`zyfa.trace.cdna4.power.predict_clock` on the trace's records and skipped loop periods, as the CLI
     does) unless the trace was simulated at a forced clock, time = cycles / clock, TFLOP/s = the
     shape's FLOPs / time."""
 
@@ -145,7 +145,7 @@ class Headline:
 def _activity(trace: Trace) -> power.Activity:
     cols = {c: trace.table.column(c).to_numpy() for c in ("unit", "opcode")}
     cols.update({c: trace.column(c) for c in ("issue", "start", "end")})
-    return power.activity(cols)
+    return power.activity(cols, (trace.meta.extra or {}).get("skipped_periods") or ())
 
 
 def headline(trace: Trace) -> Headline:

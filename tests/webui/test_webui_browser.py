@@ -405,7 +405,7 @@ def test_headline_equals_the_cli_prediction_and_names_the_phase(browser, tmp_pat
         page.goto(server.url, timeout=TIMEOUT_MS)
         page.wait_for_selector("#speedup", timeout=TIMEOUT_MS)
         # zyfa-trace kernel's numbers (zyfa/cli/kernel_cmd.py): cycles / the power model's clock
-        cli = {k: e.cycles / (power.predict_clock(power.activity(e.cu_result.records), shape.dtype).mhz * 1e6)
+        cli = {k: e.cycles / (power.predict_clock(power.activity(e.cu_result.records, e.cu_result.skipped_periods()), shape.dtype).mhz * 1e6)
                for k, e in est.items()}
         shown = page.evaluate("() => Array.from(document.querySelectorAll('#headline [data-slot]'))"
                               ".map(e => [e.dataset.slot, e.dataset.seconds])")

@@ -117,7 +117,7 @@ def simulate_rows(rows: list[Row], progress: Optional[Callable] = None) -> list[
         except ValueError as exc:
             out.append(Result(row, skipped=str(exc).splitlines()[0][:200]))
             continue
-        out.append(Result(row, tflops_peak=est.tflops, activity=power.activity(est.cu_result.records)))
+        out.append(Result(row, tflops_peak=est.tflops, activity=power.activity(est.cu_result.records, est.cu_result.skipped_periods())))
     return out
 
 

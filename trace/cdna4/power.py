@@ -20,17 +20,23 @@ Equations (every coefficient is a row of :data:`PARAMS`, with its provenance and
 Cycle counts are taken as clock-independent (memory latencies are modelled in cycles), so the
 predicted time is ``cycles / clock``. ``e_mfma`` is fitted on the calibration set only
 (``benchmarks/fidelity.py --fit``); the other coefficients are guesses with stated reasons.
-Because the fit also absorbs whatever the cycle model misses (its AITER BF16 runs at 86% of peak
-at 2400 MHz where the published figures are ~56%), the predicted clock is an *effective* clock: a
-pure MFMA loop comes out near 1.0 GHz, while an MI350X BF16 microbenchmark sustains 87% of its
-peak. Trust ratios between similar kernels more than the absolute clock. What is not modelled: temperature, per-CU clock differences, HBM clock, the dependence of
+Activity is taken over the whole simulated run, loop periods the cycle model extrapolated
+included (before 2026-12-03 it was taken over the detailed records only, which over-weighted
+prologues and epilogues and so under-stated the activity of long loops; the fit made up for it
+with a larger ``e_mfma_pj``: 3836 then, 3292 now). Because the fit also absorbs whatever the
+cycle model misses (its AITER BF16 runs at ~86-90% of peak at 2400 MHz where the published
+figures are ~56-60%), the predicted clock is an *effective* clock: a pure MFMA loop (4 busy
+SIMDs, no VALU) comes out at 1441 MHz (BF16) / 1310 MHz (FP8) with the stated operand
+distribution and 1142 MHz at toggle density 0.5 (random bits), while an MI350X BF16
+microbenchmark sustains 87% of its peak. Trust ratios between similar kernels more than the
+absolute clock. What is not modelled: temperature, per-CU clock differences, HBM clock, the dependence of
 toggling on the kernel's own P encoding (one density per input format).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Iterable, Mapping, Optional
 
 import numpy as np
 
@@ -51,7 +57,7 @@ PARAMS: dict[str, Param] = {
     "p_static_w": Param(250, "W", "static + uncore + HBM idle power: no public figure; the calibration set cannot separate it from e_mfma_pj (150 W and 250 W give tables within 0.5% after refitting)", guess=True),
     # fitted on the calibration set only (benchmarks/fidelity.py --fit); it also absorbs what the cycle
     # model misses (see docs/cdna4-facts.md "Clocks and power": the clock is an effective clock)
-    "e_mfma_pj": Param(3836, "pJ/SIMD-cycle", "FITTED on the calibration set (26 rows; benchmarks/fidelity.py --fit, 2026-12-03, cycle model at main 10:00 UTC; mean |error| 10.2%): MFMA busy SIMD-cycle at toggle density 1", guess=True),
+    "e_mfma_pj": Param(3292, "pJ/SIMD-cycle", "FITTED on the calibration set (26 rows; benchmarks/fidelity.py --fit, 2026-12-03 13:20 UTC, activity over the whole run incl. extrapolated loop periods; mean |error| 11.1%): MFMA busy SIMD-cycle at toggle density 1", guess=True),
 }
 
 # Operand toggle density of the MFMA operands (mean of Q, K, P, V) for the stated distribution:
@@ -88,23 +94,27 @@ class Activity:
             raise ValueError("Activity byte rates must be >= 0")
 
 
-def activity(records: dict) -> Activity:
+def activity(records: dict, skipped: Iterable[Mapping] = ()) -> Activity:
     """:class:`Activity` of a simulated CU from its records (``CUResult.records`` or a trace's
-    columns: ``unit``, ``opcode``, ``issue``, ``start``, ``end``)."""
+    columns: ``unit``, ``opcode``, ``issue``, ``start``, ``end``) and the loop periods skipped
+    between them (``CUResult.skipped_periods()`` or a trace's ``meta.extra["skipped_periods"]``):
+    the whole run, so a long loop of which few periods were simulated in detail weighs as much as
+    it runs."""
     unit = np.asarray(records["unit"])
     if unit.size == 0:
         raise ValueError("activity needs at least one record")
     start = np.asarray(records["start"], dtype=np.int64)
     end = np.asarray(records["end"], dtype=np.int64)
-    span = int(end.max() - np.asarray(records["issue"], dtype=np.int64).min())
+    skipped = list(skipped)
+    span = int(end.max() - np.asarray(records["issue"], dtype=np.int64).min()) + sum(int(x["cycles"]) for x in skipped)
     busy = end - start
     wave = int(timing.param("wave_size"))
     opcode = np.asarray(records["opcode"])
-    lds = sum(mem_bytes(op) * wave for op in opcode[unit == "LDS"])
-    vmem = sum(mem_bytes(op) * wave for op in opcode[unit == "VMEM"])
-    return Activity(mfma=float(busy[unit == "MFMA"].sum()) / span,
-                    valu=float(busy[(unit == "VALU") | (unit == "TRANS")].sum()) / span,
-                    lds_bytes=lds / span, vmem_bytes=vmem / span, cycles=span)
+    lds = sum(mem_bytes(op) * wave for op in opcode[unit == "LDS"]) + sum(x["lds_bytes"] for x in skipped)
+    vmem = sum(mem_bytes(op) * wave for op in opcode[unit == "VMEM"]) + sum(x["vmem_bytes"] for x in skipped)
+    mfma = float(busy[unit == "MFMA"].sum()) + sum(sum(x["mfma_cycles"]) for x in skipped)
+    valu = float(busy[(unit == "VALU") | (unit == "TRANS")].sum()) + sum(x["valu_cycles"] for x in skipped)
+    return Activity(mfma=mfma / span, valu=valu / span, lds_bytes=lds / span, vmem_bytes=vmem / span, cycles=span)
 
 
 def energy_per_cu_cycle(act: Activity, toggle: float, params: Optional[dict] = None) -> float:

@@ -82,7 +82,8 @@ class CUResult:
     ``simulated_instructions``: issued in detail; ``extrapolated_instructions``: covered by
     skipped loop periods; ``extrapolated``: one dict per skip (wave 0 loop, period, count, where
     on the record timeline it belongs: ``at_cycle``, and the MFMA-busy cycles it held per SIMD:
-    ``mfma_cycles_skipped``)."""
+    ``mfma_cycles_skipped``; VALU+TRANS busy cycles and LDS/VMEM bytes, as the clock model reads
+    them from records)."""
 
     cycles: int
     wg_end: list
@@ -94,6 +95,15 @@ class CUResult:
     iterations: dict = field(default_factory=dict)  # wave -> loop iterations (back-edges taken)
     counts: list = field(default_factory=list)  # instruction index -> times executed (all waves)
     unknown_branches: dict = field(default_factory=dict)  # pc -> detailed executions decided by policy
+
+    def skipped_periods(self) -> list:
+        """The skips as a trace states them (``meta.extra["skipped_periods"]``): where on the
+        record timeline each belongs (``at_cycle``), its ``cycles``, MFMA-busy cycles per SIMD
+        (``mfma_cycles``: the analyzer's MFMA busy adds them) and VALU+TRANS busy cycles, LDS and
+        VMEM bytes (:func:`zyfa.trace.cdna4.power.activity` adds them)."""
+        return [{"at_cycle": x["at_cycle"], "cycles": x["cycles_skipped"], "mfma_cycles": list(x["mfma_cycles_skipped"]),
+                 "valu_cycles": x["valu_cycles_skipped"], "lds_bytes": x["lds_bytes_skipped"],
+                 "vmem_bytes": x["vmem_bytes_skipped"]} for x in self.extrapolated]
 
     def mfma_flops(self, program: Program) -> int:
         """Matrix FLOPs executed: :func:`zyfa.gfx950.isa.mfma_flops` per MFMA x executions (an MFMA
@@ -695,6 +705,8 @@ class CUSim:
         self.time_offset += shift
         count = 0
         busy = [0] * self.simds
+        valu = lds = vmem = 0  # what power.activity reads from records: VALU+TRANS busy, LDS/VMEM bytes
+        wave_size = int(timing.param("wave_size"))
         for wi, w in enumerate(self.waves):
             seq = seqs[wi]
             count += len(seq)
@@ -708,6 +720,12 @@ class CUSim:
                     backs += 1
                 if s.is_mfma:
                     busy[w.simd] += skipped * s.cycles
+                elif s.unit in ("VALU", "TRANS"):
+                    valu += skipped * max(s.cycles, 1)
+                elif s.unit == "LDS":
+                    lds += skipped * mem_bytes(s.inst.opcode) * wave_size
+                elif s.unit == "VMEM":
+                    vmem += skipped * mem_bytes(s.inst.opcode) * wave_size
                 self.counts[index] += skipped
             w.iters += skipped * backs
         for simd, b in enumerate(busy):
@@ -716,7 +734,8 @@ class CUSim:
         self.extrapolated.append({"loop_pc": self.program.instructions[branch_index].pc, "period_cycles": period,
                                   "periods_skipped": skipped, "cycles_skipped": shift,
                                   "instructions_skipped": skipped * count, "at_cycle": at,
-                                  "mfma_cycles_skipped": busy})
+                                  "mfma_cycles_skipped": busy, "valu_cycles_skipped": valu,
+                                  "lds_bytes_skipped": lds, "vmem_bytes_skipped": vmem})
         return shift
 
     def _shift(self, d: int) -> None:

@@ -24,7 +24,6 @@ from zyfa.shapes import AttnShape
 from zyfa.gfx950 import timing
 from zyfa.trace.cdna4.estimate import Estimate, EstimateConfig, estimate
 from zyfa.trace.cdna4.launch import Launch, prepare
-from zyfa.trace.cdna4.sim import CUResult
 from zyfa.trace.schema import Trace, TraceMeta
 
 
@@ -47,14 +46,6 @@ def records_frame(records: Mapping) -> pd.DataFrame:
     return df
 
 
-def skipped_periods(result: CUResult) -> list:
-    """``meta.extra["skipped_periods"]``: where on the record timeline each extrapolated skip
-    belongs (``at_cycle``), its ``cycles`` and the MFMA-busy cycles per SIMD it held (what the
-    analyzer adds back to MFMA busy over a window that contains it)."""
-    return [{"at_cycle": x["at_cycle"], "cycles": x["cycles_skipped"], "mfma_cycles": list(x["mfma_cycles_skipped"])}
-            for x in result.extrapolated]
-
-
 def to_trace(launch: Launch, est: Estimate, command: Optional[str] = None) -> Trace:
     """Schema-v1 trace of ``est``'s representative CU simulation."""
     df = records_frame(est.cu_result.records)
@@ -73,7 +64,7 @@ def to_trace(launch: Launch, est: Estimate, command: Optional[str] = None) -> Tr
             "representative_work_index": est.representative_x,
             "samples": est.samples, "notes": est.notes,
             "trace_covers": "one CU, detailed records only (extrapolated loop periods have none)",
-            "skipped_periods": skipped_periods(est.cu_result),
+            "skipped_periods": est.cu_result.skipped_periods(),
             "model_parameters": {k: {"value": p.value, "unit": p.unit, "guess": p.guess}
                                  for k, p in timing.PARAMS.items()},
         },

@@ -182,7 +182,8 @@ def _summarise(args, kernel: str, shape, save: bool) -> dict:
     trace, est = tracer.simulate(kernel, shape, config=config, progress=progress)
     saved = tracer.save(trace, args.out) if save and args.out else None
     values, origin = _summary_values(trace)
-    clock = power.predict_clock(power.activity(est.cu_result.records), shape.dtype)
+    act = power.activity(est.cu_result.records, est.cu_result.skipped_periods())
+    clock = power.predict_clock(act, shape.dtype)
     if args.clock:
         mhz, clock_text = est.clock_mhz, f"clock forced to {est.clock_mhz:.0f} MHz (the power model: {clock})"
     else:
@@ -194,7 +195,7 @@ def _summarise(args, kernel: str, shape, save: bool) -> dict:
             "tflops": shape.tflops(seconds), "tflops_peak": est.tflops * 2400 / est.clock_mhz, "notes": est.notes,
             "saved": saved, "wall": est.wall_seconds, "simulated": est.simulated_instructions,
             "extrapolated": est.extrapolated_instructions, "static": _static_counts(kernel, shape),
-            "activity": power.activity(est.cu_result.records)}
+            "activity": act}
 
 
 def _print_summary(r: dict, brief: bool = False, label: str = "") -> None:

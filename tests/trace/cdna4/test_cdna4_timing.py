@@ -10,8 +10,9 @@ import pytest
 from zyfa.analyzer import metrics
 from zyfa.gfx950 import timing
 from zyfa.gfx950.isa import mfma_flops, parse_asm
+from zyfa.trace.cdna4 import power
 from zyfa.trace.cdna4.sim import CUSim, SimConfig
-from zyfa.trace.cdna4.tracer import records_frame, skipped_periods
+from zyfa.trace.cdna4.tracer import records_frame
 from zyfa.trace.schema import Trace, TraceMeta
 
 
@@ -263,11 +264,11 @@ def test_one_mfma_flops_table_read_from_the_mnemonic():
 
 
 def test_mfma_busy_counts_extrapolated_periods_as_if_simulated():
-    # a 64-cycle prologue without MFMA, then a loop of one 32-cycle MFMA and a 64-cycle s_nop: the
-    # whole run is ~1/3 MFMA-busy; with most periods skipped the records alone over-weight the
-    # prologue, so the analyzer must add the skipped periods back (meta "skipped_periods")
-    loop = KERNARG_LOOP.replace(" s_mov_b32 s5, 0\n", " s_mov_b32 s5, 0\n s_sleep 1\n").replace(
-        " s_add_u32 s5", " s_nop 15\n s_add_u32 s5")
+    # a 512-cycle prologue without MFMA, then a loop of one 32-cycle MFMA, a 64-cycle s_nop, a
+    # transcendental and an LDS read waited for: with most periods skipped the records alone
+    # over-weight the prologue, so the analyzer and the clock model add the skipped periods back
+    loop = KERNARG_LOOP.replace(" s_mov_b32 s5, 0\n", " s_mov_b32 s5, 0\n s_sleep 8\n").replace(
+        " s_add_u32 s5", " s_nop 15\n v_exp_f32 v40, v41\n ds_read_b128 v[44:47], v42\n s_waitcnt lgkmcnt(0)\n s_add_u32 s5")
     kernarg = struct.pack("<I", 200)
     _, fast = simulate(loop, kernarg=kernarg, header=KD)
     _, slow = simulate(loop, kernarg=kernarg, header=KD, fast_forward=False)
@@ -275,7 +276,7 @@ def test_mfma_busy_counts_extrapolated_periods_as_if_simulated():
     traces = []
     for res in (fast, slow):
         meta = TraceMeta(kernel="k", arch="gfx950", source="model", clock_mhz=2400.0, shape={}, grid=(1, 1, 1),
-                         workgroup_size=64, simulated=True, extra={"skipped_periods": skipped_periods(res)})
+                         workgroup_size=64, simulated=True, extra={"skipped_periods": res.skipped_periods()})
         traces.append(Trace(records_frame(res.records), meta))
     busy = [metrics.mfma_busy(t, "whole") for t in traces]
     assert busy[0] == pytest.approx(busy[1], abs=1e-12)
@@ -290,6 +291,11 @@ def test_mfma_busy_counts_extrapolated_periods_as_if_simulated():
     after = [i + shift for i in fast.records["issue"] if i >= at]
     assert before and after
     assert slow.records["issue"][:len(before)] == before and slow.records["issue"][-len(after):] == after
+    # the clock model's activity (VALU/TRANS cycles, LDS bytes too) of the extrapolated run is the full run's
+    act_fast, act_slow = power.activity(fast.records, fast.skipped_periods()), power.activity(slow.records)
+    assert act_fast.cycles == act_slow.cycles and act_fast.lds_bytes == act_slow.lds_bytes > 0
+    assert (act_fast.mfma, act_fast.valu) == pytest.approx((act_slow.mfma, act_slow.valu), abs=1e-12)
+    assert act_slow.valu > 0
     # the records alone (no skipped periods stated) give the biased number the CLI printed before
     bare = Trace(records_frame(fast.records), TraceMeta(kernel="k", arch="gfx950", source="model", clock_mhz=2400.0,
                                                         shape={}, grid=(1, 1, 1), workgroup_size=64, simulated=True))
