@@ -127,8 +127,9 @@ def check_hadamard(x: dict) -> None:
             RESULTS[f"hadamard_{name}_{gran}"] = dict(codes_equal=codes, descales_equal=scales, differing=diff)
 
 
-# fused Hadamard + quantise launches timed (rows per program, warps); the first is the default
-LAUNCHES = ((64, 4), (16, 1), (32, 1), (16, 2), (32, 2), (64, 2), (32, 4), (128, 4), (128, 8))
+# fused Hadamard + quantise launches timed (rows per program, warps); the first is the default (one row
+# per thread); the last two give a thread half a row or two rows
+LAUNCHES = ((128, 4), (64, 2), (32, 1), (256, 8), (64, 4), (256, 4))
 
 
 def bench(x: dict) -> None:

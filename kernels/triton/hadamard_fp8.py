@@ -13,13 +13,27 @@ granularity, nheads_k)``, in one kernel (per token) or two (per (batch, kv head)
   again, computes the descale and quantises. x is read twice (recomputing beats writing and
   re-reading the rotated fp32 tensor).
 
+Layout: a row is loaded as D/8 chunks of 8 channels, tensor ``[D/8, rows, 8]``, so that with
+``rows = 32 * num_warps`` each thread holds whole rows: the three stages inside a chunk and the
+log2(D/8) stages across chunks are register-only adds (no lane shuffles), and the row amax is a
+per-thread max. (Loaded as ``[rows, D]``, Triton spread a row over 8-128 lanes: 41-57 instructions
+per element, half of them shuffles and layout conversions; this layout: ~21, compiled for sm_90
+on the CPU box.)
+
 Non-finite input is found without a pass of its own: the maxima propagate NaN, so a NaN or inf
 makes its row's (group's) descale non-finite, and the wrapper checks the small descale tensor.
-Divisions are IEEE (``div_rn``, as ``quantize_fp8`` divides on every device); the fp32 -> e4m3 convert is the hardware's round-to-nearest-even
-(``clamp(x / descale, -448, 448)`` first, so saturation never decides). Headdim: a power of two
-(64, 128, 256); other widths (MLA's 192 = 3 x 64 blocks) go through the torch path.
-The Triton attention kernels take the result unchanged (FP8 codes + FA3 descales); the per-token
-Q descale (batch, seqlen, nheads) is accepted by the emulator only so far.
+Divisions are IEEE, as ``quantize_fp8`` divides on every device: the descale by ``div_rn``; the
+quotient ``x / descale`` of every element by Markstein's correction (``r = RN(1/descale)``,
+``q = RN(x r)``, ``q' = RN(q + RN(x - q descale) r)`` with two FMAs), which is the correctly
+rounded quotient for normal operands (Markstein's theorem; tests/kernels/triton/test_markstein.py
+checks it in exact rational arithmetic) and costs 3 instructions instead of ``div_rn``'s ~14.
+Where it is not exact (a subnormal x, quotients below 2^-100) the e4m3 code is 0 either way; a
+block whose descale is below 2^-100 (its reciprocal could overflow) divides with ``div_rn``.
+The fp32 -> e4m3 convert is the hardware's round-to-nearest-even (``clamp(q, -448, 448)`` first,
+so saturation never decides). Headdim: a power of two (16 to 256); other widths (MLA's 192 =
+3 x 64 blocks) go through the torch path. The Triton attention kernels take the result unchanged
+(FP8 codes + FA3 descales); the per-token Q descale (batch, seqlen, nheads) is accepted by the
+emulator only so far.
 """
 
 from __future__ import annotations
@@ -34,36 +48,11 @@ from zyfa.kernels.triton._common import interpreting
 
 E4M3_MAX = 448.0
 GRANULARITIES = ("head", "token")
-# default launch: 64 rows x 4 warps (H200 run 10: 1.15 ms for Q+K per head at b1 s16k h32 d128)
-BLOCK_S, NUM_WARPS = 64, 4
+# default launch: 4 warps, 32 rows per warp (one row per thread: the layout above)
+NUM_WARPS = 4
+CHUNK = 8  # channels per chunk: one 16-byte bf16 load per thread
+TINY_DESCALE: tl.constexpr = tl.constexpr(2.0 ** -100)  # below it the block divides with div_rn (1 / descale could overflow)
 _INTERPRET = interpreting()
-
-
-@triton.jit
-def _rotate(x, BLOCK_S: tl.constexpr, D: tl.constexpr, INV_SQRT_D: tl.constexpr):
-    """Orthonormal Walsh-Hadamard transform of each row of x [BLOCK_S, D] (fp32), Sylvester order,
-    stage by stage as zyfa.numerics.hadamard: pairs (i, i + half) -> (a + b, a - b)."""
-    x = _butterfly(x, BLOCK_S, D, 1)
-    x = _butterfly(x, BLOCK_S, D, 2)
-    x = _butterfly(x, BLOCK_S, D, 4)
-    x = _butterfly(x, BLOCK_S, D, 8)
-    if D > 16:
-        x = _butterfly(x, BLOCK_S, D, 16)
-    if D > 32:
-        x = _butterfly(x, BLOCK_S, D, 32)
-    if D > 64:
-        x = _butterfly(x, BLOCK_S, D, 64)
-    if D > 128:
-        x = _butterfly(x, BLOCK_S, D, 128)
-    return x * INV_SQRT_D
-
-
-@triton.jit
-def _butterfly(x, BLOCK_S: tl.constexpr, D: tl.constexpr, HALF: tl.constexpr):
-    """One radix-2 stage: elements i and i + HALF of each 2*HALF group -> (a + b, a - b)."""
-    y = tl.reshape(x, [BLOCK_S, D // (2 * HALF), 2, HALF])
-    a, b = tl.split(tl.permute(y, (0, 1, 3, 2)))
-    return tl.reshape(tl.permute(tl.join(a + b, a - b), (0, 1, 3, 2)), [BLOCK_S, D])
 
 
 @triton.jit
@@ -72,25 +61,84 @@ def _max_nan(a, b):
 
 
 @triton.jit
+def _butterfly_in_chunk(x, C: tl.constexpr, BLOCK_S: tl.constexpr, J: tl.constexpr, HALF: tl.constexpr):
+    """One radix-2 stage on channels (i, i + HALF) inside each chunk of J: (a + b, a - b)."""
+    y = tl.reshape(x, [C, BLOCK_S, J // (2 * HALF), 2, HALF])
+    a, b = tl.split(tl.permute(y, (0, 1, 2, 4, 3)))
+    return tl.reshape(tl.permute(tl.join(a + b, a - b), (0, 1, 2, 4, 3)), [C, BLOCK_S, J])
+
+
+@triton.jit
+def _butterfly_across_chunks(x, C: tl.constexpr, BLOCK_S: tl.constexpr, J: tl.constexpr, HALF: tl.constexpr):
+    """One radix-2 stage on chunks (c, c + HALF), i.e. channels (i, i + HALF * J): (a + b, a - b)."""
+    y = tl.reshape(x, [C // (2 * HALF), 2, HALF, BLOCK_S, J])
+    a, b = tl.split(tl.permute(y, (0, 2, 3, 4, 1)))
+    return tl.reshape(tl.permute(tl.join(a + b, a - b), (0, 4, 1, 2, 3)), [C, BLOCK_S, J])
+
+
+@triton.jit
+def _rotate(x, C: tl.constexpr, BLOCK_S: tl.constexpr, J: tl.constexpr, INV_SQRT_D: tl.constexpr):
+    """Orthonormal Walsh-Hadamard transform of each row of x [C, BLOCK_S, J] (channel c * J + j,
+    fp32), Sylvester order, stage by stage as zyfa.numerics.hadamard: half = 1, 2, 4 inside the
+    chunks, then J, 2J, ... across them."""
+    x = _butterfly_in_chunk(x, C, BLOCK_S, J, 1)
+    x = _butterfly_in_chunk(x, C, BLOCK_S, J, 2)
+    x = _butterfly_in_chunk(x, C, BLOCK_S, J, 4)
+    x = _butterfly_across_chunks(x, C, BLOCK_S, J, 1)
+    if C > 2:
+        x = _butterfly_across_chunks(x, C, BLOCK_S, J, 2)
+    if C > 4:
+        x = _butterfly_across_chunks(x, C, BLOCK_S, J, 4)
+    if C > 8:
+        x = _butterfly_across_chunks(x, C, BLOCK_S, J, 8)
+    if C > 16:
+        x = _butterfly_across_chunks(x, C, BLOCK_S, J, 16)
+    return x * INV_SQRT_D
+
+
+@triton.jit
+def _offsets(off_b, off_h, offs_s, stride_b, stride_s, stride_h, D: tl.constexpr, J: tl.constexpr):
+    """Element offsets [D / J, BLOCK_S, J] of rows offs_s of (batch off_b, head off_h)."""
+    col = tl.arange(0, D // J)[:, None, None] * J + tl.arange(0, J)[None, None, :]
+    return off_b * stride_b + off_h * stride_h + offs_s[None, :, None] * stride_s + col
+
+
+@triton.jit
+def _rotated_rows(X, off_b, off_h, offs_s, stride_b, stride_s, stride_h, S, D: tl.constexpr,
+                  BLOCK_S: tl.constexpr, INV_SQRT_D: tl.constexpr):
+    x = tl.load(X + _offsets(off_b, off_h, offs_s, stride_b, stride_s, stride_h, D, 8),
+                mask=offs_s[None, :, None] < S, other=0.0).to(tl.float32)
+    return _rotate(x, D // 8, BLOCK_S, 8, INV_SQRT_D)
+
+
+@triton.jit
 def _row_amax(y):
-    """max |y| of each row, NaN if the row holds a NaN (so a non-finite input shows in the amax)."""
-    return tl.reduce(tl.abs(y), 1, _max_nan)
+    """max |y| of each row [1, BLOCK_S, 1], NaN if the row holds a NaN (so a non-finite input shows)."""
+    return tl.reduce(tl.reduce(tl.abs(y), 2, _max_nan, keep_dims=True), 0, _max_nan, keep_dims=True)
 
 
 @triton.jit
-def _load_rows(X, off_b, off_h, offs_s, offs_d, stride_b, stride_s, stride_h, S):
-    ptrs = X + off_b * stride_b + off_h * stride_h + offs_s[:, None] * stride_s + offs_d[None, :]
-    return tl.load(ptrs, mask=offs_s[:, None] < S, other=0.0).to(tl.float32)
-
-
-@triton.jit
-def _store_codes(Y, y, off_b, off_h, offs_s, offs_d, stride_b, stride_s, stride_h, S, OUT_F32: tl.constexpr):
-    ptrs = Y + off_b * stride_b + off_h * stride_h + offs_s[:, None] * stride_s + offs_d[None, :]
-    y = tl.minimum(tl.maximum(y, -448.0), 448.0)
-    if OUT_F32:  # interpreter: its fp32 -> fp8 cast is not RNE, the wrapper casts on the host
-        tl.store(ptrs, y, mask=offs_s[:, None] < S)
+def _quotient(y, descale):
+    """y / descale, IEEE round-to-nearest (see the module docstring): Markstein's correction, or
+    div_rn when any descale of the block is below TINY_DESCALE."""
+    if tl.min(descale) < TINY_DESCALE:
+        q = tl.div_rn(y, descale)
     else:
-        tl.store(ptrs, y.to(tl.float8e4nv), mask=offs_s[:, None] < S)
+        r = tl.div_rn(1.0, descale)
+        q = y * r
+        q = tl.fma(tl.fma(-q, descale, y), r, q)
+    return q
+
+
+@triton.jit
+def _store_codes(Y, q, off_b, off_h, offs_s, stride_b, stride_s, stride_h, S, D: tl.constexpr,
+                 OUT_F32: tl.constexpr):
+    ptrs = Y + _offsets(off_b, off_h, offs_s, stride_b, stride_s, stride_h, D, 8)
+    q = tl.minimum(tl.maximum(q, -448.0), 448.0)
+    if OUT_F32:  # interpreter: its fp32 -> fp8 cast is not RNE, the wrapper casts on the host
+        tl.store(ptrs, q, mask=offs_s[None, :, None] < S)
+    else:
+        tl.store(ptrs, q.to(tl.float8e4nv), mask=offs_s[None, :, None] < S)
 
 
 @triton.jit
@@ -100,14 +148,13 @@ def _hadamard_fp8_token(X, Y, DS, stride_xb, stride_xs, stride_xh, stride_yb, st
     off_b = tl.program_id(1) // H
     off_h = tl.program_id(1) % H
     offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
-    offs_d = tl.arange(0, D)
-    y = _rotate(_load_rows(X, off_b, off_h, offs_s, offs_d, stride_xb, stride_xs, stride_xh, S), BLOCK_S, D, INV_SQRT_D)
+    y = _rotated_rows(X, off_b, off_h, offs_s, stride_xb, stride_xs, stride_xh, S, D, BLOCK_S, INV_SQRT_D)
     # -- per-token descale = amax / 448 (1 for an all-zero row); codes = RNE(x / descale) ----
     descale = tl.div_rn(_row_amax(y), 448.0)  # NaN / inf stay: the wrapper checks the descales
     descale = tl.where(descale == 0.0, 1.0, descale)
-    tl.store(DS + off_b * stride_db + offs_s * stride_ds + off_h, descale, mask=offs_s < S)
-    _store_codes(Y, tl.div_rn(y, descale[:, None]), off_b, off_h, offs_s, offs_d, stride_yb, stride_ys, stride_yh,
-                 S, OUT_F32)
+    tl.store(DS + off_b * stride_db + offs_s[None, :, None] * stride_ds + off_h, descale,
+             mask=offs_s[None, :, None] < S)
+    _store_codes(Y, _quotient(y, descale), off_b, off_h, offs_s, stride_yb, stride_ys, stride_yh, S, D, OUT_F32)
 
 
 @triton.jit
@@ -116,9 +163,8 @@ def _hadamard_amax_head(X, AMAX, stride_xb, stride_xs, stride_xh, H, GROUP, S, D
     off_b = tl.program_id(1) // H
     off_h = tl.program_id(1) % H
     offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
-    y = _rotate(_load_rows(X, off_b, off_h, offs_s, tl.arange(0, D), stride_xb, stride_xs, stride_xh, S),
-                BLOCK_S, D, INV_SQRT_D)
-    amax = tl.reduce(_row_amax(y), 0, _max_nan)
+    y = _rotated_rows(X, off_b, off_h, offs_s, stride_xb, stride_xs, stride_xh, S, D, BLOCK_S, INV_SQRT_D)
+    amax = tl.reduce(tl.reshape(_row_amax(y), [BLOCK_S]), 0, _max_nan)
     # NaN -> inf before the atomic (its float max is an integer max on the bits): the wrapper
     # rejects a non-finite amax
     tl.atomic_max(AMAX + off_b * (H // GROUP) + off_h // GROUP, tl.where(amax == amax, amax, float("inf")))
@@ -131,14 +177,14 @@ def _hadamard_fp8_head(X, Y, AMAX, DS, stride_xb, stride_xs, stride_xh, stride_y
     off_b = tl.program_id(1) // H
     off_h = tl.program_id(1) % H
     offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
-    offs_d = tl.arange(0, D)
-    y = _rotate(_load_rows(X, off_b, off_h, offs_s, offs_d, stride_xb, stride_xs, stride_xh, S), BLOCK_S, D, INV_SQRT_D)
+    y = _rotated_rows(X, off_b, off_h, offs_s, stride_xb, stride_xs, stride_xh, S, D, BLOCK_S, INV_SQRT_D)
     group = off_b * (H // GROUP) + off_h // GROUP
     descale = tl.div_rn(tl.load(AMAX + group), 448.0)
     descale = tl.where(descale == 0.0, 1.0, descale)
     if (tl.program_id(0) == 0) & (off_h % GROUP == 0):  # one program per (batch, kv head) writes it
         tl.store(DS + group, descale)
-    _store_codes(Y, tl.div_rn(y, descale), off_b, off_h, offs_s, offs_d, stride_yb, stride_ys, stride_yh, S, OUT_F32)
+    _store_codes(Y, _quotient(y, tl.full([1, 1, 1], descale, tl.float32)), off_b, off_h, offs_s,
+                 stride_yb, stride_ys, stride_yh, S, D, OUT_F32)
 
 
 def hadamard_quantize_fp8(x: torch.Tensor, granularity: str = "head", nheads_k: int | None = None,
@@ -150,7 +196,8 @@ def hadamard_quantize_fp8(x: torch.Tensor, granularity: str = "head", nheads_k: 
     ``nheads_k`` for Q under GQA); ``"token"``: descale (batch, seqlen, nheads). ``x``: fp32, bf16
     or fp16 on a CUDA/ROCm GPU (or the Triton interpreter), unit stride along headdim, headdim a
     power of two in [16, 256]. Returns ``(x8 float8_e4m3fn of x's shape, descale)``.
-    ``block_s`` (rows per program) and ``num_warps`` choose the launch; any choice gives the same bits.
+    ``block_s`` (rows per program, default ``32 * num_warps``: one row per thread) and ``num_warps``
+    choose the launch; any choice gives the same bits.
     """
     if granularity not in GRANULARITIES:
         raise ValueError(f"granularity must be one of {GRANULARITIES}, got {granularity!r}")
@@ -168,8 +215,8 @@ def hadamard_quantize_fp8(x: torch.Tensor, granularity: str = "head", nheads_k: 
         raise ValueError(f"nheads_k must be a positive divisor of nheads ({h}), got {nheads_k!r}")
     if x.numel() == 0:
         raise ValueError(f"x must not be empty, got shape {tuple(x.shape)}")
-    block_s = block_s or (16 if _INTERPRET else BLOCK_S)
     num_warps = num_warps or NUM_WARPS
+    block_s = block_s or (16 if _INTERPRET else 32 * num_warps)
     if block_s & (block_s - 1) or num_warps & (num_warps - 1):
         raise ValueError(f"block_s and num_warps must be powers of two, got {block_s} and {num_warps}")
     inv_sqrt_d = float(torch.tensor(1.0 / math.sqrt(d), dtype=torch.float32))  # what torch's x * (1/sqrt(d)) uses

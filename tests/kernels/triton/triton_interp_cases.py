@@ -168,6 +168,20 @@ def main():
                 "descale_equal": bool(torch.equal(ds, ref_ds)),
                 "dtype": str(x8.dtype),
             }
+    # tiny values: descales below 2^-100 take the kernel's div_rn branch, subnormal x the other one
+    for gran in ("head", "token"):
+        g = torch.Generator().manual_seed(7)
+        x = torch.randn(1, 40, 2, 64, generator=g)
+        x[:, :20] *= 2.0 ** -120   # token rows (and, per head, nothing: the group amax stays large)
+        x[:, 20:, 1] *= 2.0 ** -125  # head 1: a whole tiny group for "head"
+        x8, ds = hadamard_quantize_fp8(x, gran)
+        ref8, ref_ds = numerics.quantize_fp8(numerics.hadamard(x), gran)
+        results[f"hadamard_tiny_{gran}"] = {
+            "codes_equal": bool(torch.equal(x8.view(torch.uint8), ref8.view(torch.uint8))),
+            "descale_equal": bool(torch.equal(ds, ref_ds)),
+            "dtype": str(x8.dtype),
+            "min_descale": float(ref_ds.min()),
+        }
     # a NaN or inf anywhere in x: ValueError (found through the descales, no separate pass over x)
     for gran in ("head", "token"):
         for kind, value in (("nan", math.nan), ("inf", math.inf)):
