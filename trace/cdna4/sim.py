@@ -180,6 +180,25 @@ class _Static:
         self.target = program.branch_targets.get(index)
 
 
+_STATIC: dict = {}  # id(program) -> (program, its _Static list): a few programs, each simulated several times
+_STATIC_KEEP = 8
+
+
+def static_of(program: Program) -> list:
+    """The per-instruction static data of ``program`` (read-only during a simulation), built once
+    per program object: the estimate simulates one program for several workgroups, and building
+    it took ~20% of a 32K simulation. Held for the last few programs (the cache keeps each alive,
+    so its id cannot be reused while cached)."""
+    hit = _STATIC.get(id(program))
+    if hit is not None and hit[0] is program:
+        return hit[1]
+    static = [_Static(program, i) for i in range(len(program))]
+    if len(_STATIC) >= _STATIC_KEEP:
+        del _STATIC[next(iter(_STATIC))]
+    _STATIC[id(program)] = (program, static)
+    return static
+
+
 # -- waves ---------------------------------------------------------------------------------------
 class _Wave:
     __slots__ = ("wid", "wg", "simd", "slot", "pc", "prio", "ready", "last_issue", "done", "at_barrier",
@@ -266,7 +285,7 @@ class CUSim:
         self.regions = regions
         self.iteration_starts = iteration_starts
         self.policy = [dict(branch_policy or {}).get(inst.pc, config.unknown_branch) for inst in program.instructions]
-        self.static = [_Static(program, i) for i in range(len(program))]
+        self.static = static_of(program)
         wave_size = int(timing.param("wave_size"))
         simds = int(timing.param("simds_per_cu"))
         waves_per_wg = -(-workgroup_size // wave_size)
