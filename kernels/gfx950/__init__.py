@@ -52,6 +52,11 @@ def _branch_assumptions(built) -> list[dict]:
                         "steady_state": "not-taken",
                         "why": "epilogue: the per-element IEEE division runs only for a wave with an empty row, "
                                "an output element that is exactly 0, or one outside [den 2^-100, 2^100]"})
+        elif inst.opcode == "s_cbranch_vccz" and inst.operands[0].name.startswith(".L_vnan"):
+            out.append({"index": index, "pc": built.pcs[index], "label": inst.operands[0].name,
+                        "steady_state": "taken",
+                        "why": "fp8 V NaN masking: the slow path runs only when a NaN code is in V "
+                               "(a diagonal tile's slice of the wave, or the workgroup's diagonal tiles)"})
     return out
 
 

@@ -137,6 +137,8 @@ SIGNATURES: dict[str, tuple] = {
     "v_cmp_lt_i32": (("k", 2), VSC, V1), "v_cmp_gt_f32": (("k", 2), VSC, V1),
     "v_cmp_eq_f32": (("k", 2), VSC, V1), "v_cmp_gt_u32": (("k", 2), VSC, V1),
     "v_cmp_lt_f32": (("k", 2), VSC, V1),
+    "v_cmp_ne_u32": (("k", 2), VSC, V1), "v_ffbl_b32": (V1, VSC), "v_min_u32": (V1, VSC, V1),
+    "v_min_u32_dpp": (V1, V1, V1), "v_or3_b32": (V1, VC, VC, VC), "v_add3_u32": (V1, VC, VC, VC),
     "v_min3_f32": (V1, VC, VC, VC), "v_maximum3_f32": (V1, VC, VC, VC),
     "v_max3_f32": (V1, VC, VC, VC), "v_fma_f32": (V1, VC, VC, VC), "v_med3_i32": (V1, VC, VC, VC),
     "v_ldexp_f32": (V1, VC, VC),
@@ -161,19 +163,21 @@ SIGNATURES: dict[str, tuple] = {
     # control
     "s_branch": (("l", 1),), "s_cbranch_scc0": (("l", 1),), "s_cbranch_scc1": (("l", 1),),
     "s_cbranch_execz": (("l", 1),), "s_cbranch_execnz": (("l", 1),), "s_cbranch_vccnz": (("l", 1),),
+    "s_cbranch_vccz": (("l", 1),),
     "s_barrier": (), "s_setprio": (("c", 1),), "s_nop": (("c", 1),), "s_endpgm": (),
     "s_waitcnt": ("*",),
     # memory
     "buffer_load_dwordx4": (("v", 4), V1, S4, SC), "buffer_store_dwordx4": (("v", 4), V1, S4, SC),
     "buffer_store_dword": (V1, V1, S4, SC),
     "ds_read_b128": (("v", 4), V1), "ds_read2_b32": (("v", 2), V1), "ds_read2_b64": (("v", 4), V1),
-    "ds_write_b128": (V1, ("v", 4)),
+    "ds_write_b128": (V1, ("v", 4)), "ds_read_b32": (V1, V1), "ds_write_b32": (V1, V1),
 }
 # Modifiers each opcode accepts (anything else is rejected).
 MODIFIERS = {
     "buffer_load_dwordx4": ("offen", "offset:"), "buffer_store_dwordx4": ("offen", "offset:"),
     "buffer_store_dword": ("offen", "offset:"),
-    "ds_read_b128": ("offset:",), "ds_write_b128": ("offset:",), "ds_read2_b32": ("offset0:", "offset1:"),
+    "ds_read_b128": ("offset:",), "ds_write_b128": ("offset:",), "ds_read_b32": ("offset:",),
+    "ds_write_b32": ("offset:",), "v_min_u32_dpp": ("quad_perm:", "row_mask:", "bank_mask:"), "ds_read2_b32": ("offset0:", "offset1:"),
     "ds_read2_b64": ("offset0:", "offset1:"),
     "v_pk_fma_f32": ("op_sel_hi:",), "v_pk_mul_f32": ("op_sel_hi:",),
     "v_mfma_scale_f32_32x32x64_f8f6f4": ("op_sel_hi:",),

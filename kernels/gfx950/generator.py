@@ -31,6 +31,12 @@ NEG_BIG = -(2.0 ** 30)  # clamp for the integer block max of a block with no all
 LN2 = 0.6931471805599453
 FP8_ONES = 0x38383838  # four e4m3 1.0
 E8M0_ONE = 127  # E8M0 scale byte of 2^0
+# First-NaN-key bookkeeping of fp8 V (``_Kernel.mask_v_nan``): "never saw one", and the smallest
+# value scanning a clean dword can give (``ffbl(0) >> 3``; real keys are < 2^25, the V^T buffer
+# resource's 32-bit byte count over 128 head dims, so every real key is below it)
+NO_NAN_KEY = 0x7FFFFFFF
+CLEAN_KEY = 0x1FFFFFFF
+FP32_QNAN = 0x7FC00000
 RSRC_WORD3 = 0x00020000  # raw buffer, 32-bit data format (gfx9 buffer resource word 3)
 ARCH_VGPRS = 256
 SIMD_REGS = 512  # VGPR + AGPR per lane per SIMD, shared by its waves
@@ -62,14 +68,19 @@ class LdsLayout:
     v_pitch: int
     k_buf: int
     v_buf: int
+    nan_bytes: int = 0  # fp8: first NaN key per V^T row (column of V), then the "any" word (mask_v_nan)
 
     @property
     def v_base(self) -> int:
         return 2 * self.k_buf
 
     @property
-    def total(self) -> int:
+    def nan_base(self) -> int:
         return 2 * self.k_buf + 2 * self.v_buf
+
+    @property
+    def total(self) -> int:
+        return self.nan_base + self.nan_bytes
 
     def __post_init__(self):
         if self.total > LDS_BYTES:
@@ -79,7 +90,8 @@ class LdsLayout:
 def lds_layout(config: KernelConfig) -> LdsLayout:
     k_pitch = config.headdim * config.esize + LDS_PAD
     v_pitch = BLOCK_N * config.esize + LDS_PAD
-    return LdsLayout(k_pitch, v_pitch, BLOCK_N * k_pitch, config.headdim_v * v_pitch)
+    nan_bytes = -(-4 * (config.headdim_v + 1) // 16) * 16 if config.dtype == "fp8" else 0
+    return LdsLayout(k_pitch, v_pitch, BLOCK_N * k_pitch, config.headdim_v * v_pitch, nan_bytes)
 
 
 @dataclass
@@ -469,21 +481,149 @@ class _Kernel:
         e("s_sub_i32", r[2], r[2], t)
         e("s_max_i32", r[2], r[2], 0)
 
-    def store_lds(self, k_buf: int, v_buf: int, k_only: bool = False):
-        """Staging VGPRs -> LDS K buffer k_buf and V^T buffer v_buf."""
+    def store_lds(self, k_buf: int, v_buf: int, k_only: bool = False, tag: Optional[str] = None):
+        """Staging VGPRs -> LDS K buffer k_buf and V^T buffer v_buf (fp8: V_j through
+        :meth:`mask_v_nan` first; ``tag`` names its labels)."""
         e, L = self.e, self.lds
         e("s_waitcnt", "vmcnt(0)")
         for i in range(self.k_loads):
             e("ds_write_b128", self.v.k_wr, self.stage[4 * i:4 * i + 4], mods=(f"offset:{k_buf * L.k_buf + 64 * i}",))
         if k_only:
             return
+        if self.fp8:
+            self.mask_v_nan(tag)
         for i in range(self.v_loads):
             r = self.k_loads + i
             e("ds_write_b128", self.v.v_wr, self.stage[4 * r:4 * r + 4], mods=(f"offset:{v_buf * L.v_buf + 64 * i}",))
 
+    def v_stage_dwords(self) -> list:
+        """The staging VGPRs of this thread's V^T slice: load i, dword d holds keys 16 (tid % 4)
+        + 64 i + 4 d + [0, 4) (byte b = key + b) of V^T row (head dim) tid / 4."""
+        return [self.stage[4 * (self.k_loads + i) + d] for i in range(self.v_loads) for d in range(4)]
+
+    def mask_v_nan(self, tag: str):
+        """Masked keys contribute exactly nothing, also a NaN in V (docs/numerics.md, Non-finite
+        inputs). O^T += V^T P^T multiplies a masked key's P = 0 by its V: 0 x NaN = NaN would
+        reach rows that do not read that key, and one MFMA serves rows with different masks, so
+        V cannot be masked per row. Instead, on diagonal tiles only (j >= nfull; every row reads
+        every key of the other tiles, where the MFMA propagates a NaN as the spec wants), the
+        threads replace the NaN codes (0x7f/0xff) of their V^T slice by +-0 before the LDS store
+        and keep, per V column c (V^T row c, moved by the 4 threads of one DPP quad of one wave,
+        so no other wave touches its word), the first NaN key of the diagonal tiles in LDS word
+        c, and mark the "any" word. The epilogue makes ``out[i, c]`` NaN where that key is below
+        row i's causal limit (:meth:`nan_columns`): exactly the rows that read it, since a row
+        reads a prefix of the keys.
+
+        Steady loop: ``s_cmp_ge_u32`` + a not-taken ``s_cbranch_scc1`` per tile (2 SALU, no VALU).
+        Per diagonal tile, out of line: a test of the 8 dwords (22 VALU: per dword ``(x &
+        0x7f7f7f7f) + 0x01010101`` has bit 7 of a byte set iff the byte is a NaN code, OR-ed; 1
+        branch) that jumps back unless a lane of the wave holds a NaN; only then 92 VALU (per
+        dword: the flags, ``x -= m - (m >> 7)``, ``ffbl``, the key, ``min``; the quad min and
+        the LDS update), 1 SALU, 2 ``s_nop`` and 3 LDS operations (counts checked by a test)."""
+        if tag is None:
+            raise AssertionError("mask_v_nan needs the label tag of its loop body")
+        if 4 * self.c.headdim_v != WAVES * 64:
+            raise AssertionError(f"{self.c.name}: the V NaN keys assume one V^T row per 4 threads")
+        e, v, L = self.e, self.v, self.lds
+        go, back = Label(f".L_vnan_{tag}"), Label(f".L_vnan_done_{tag}")
+        e("s_cmp_ge_u32", self.s.j, self.s.nfull)
+        e("s_cbranch_scc1", go)  # diagonal V tile (steady state: not taken)
+        cluster = self.asm.cluster
+        words = self.v_stage_dwords()
+
+        def out_of_line():
+            resume, self.asm.cluster = self.asm.cluster, cluster
+            self.asm.items.append(go)
+            ta, tb, acc = v.mx0, v.mx1, v.tmp2
+            for i in range(0, len(words), 2):
+                for t, word in ((ta, words[i]), (tb, words[i + 1])):
+                    e("v_and_b32", t, 0x7F7F7F7F, word)
+                    e("v_add_u32", t, 0x01010101, t)
+                if i == 0:
+                    e("v_or_b32", acc, ta, tb)
+                else:
+                    e("v_or3_b32", acc, acc, ta, tb)
+            e("v_and_b32", acc, 0x80808080, acc)
+            e("v_cmp_ne_u32", "vcc", 0, acc)
+            e("s_cbranch_vccz", back)  # no NaN code in the wave's slice (steady state: taken)
+            m, n, key, base, first = v.mx0, v.mx1, v.tmp, v.rel, v.tmp2
+            e("s_lshl_b32", self.s.kb, self.s.j, BLOCK_N.bit_length() - 1)
+            e("v_and_b32", base, 3, self.tid)
+            e("v_lshlrev_b32", base, 4, base)
+            e("v_add_u32", base, self.s.kb, base)  # first key of load 0: 128 j + 16 (tid % 4)
+            e("v_mov_b32", first, NO_NAN_KEY)
+            for index, word in enumerate(words):
+                i, d = divmod(index, 4)
+                if d == 0 and i > 0:
+                    e("v_add_u32", v.kk, 64 * i, base)
+                e("v_and_b32", m, 0x7F7F7F7F, word)
+                e("v_add_u32", m, 0x01010101, m)
+                e("v_and_b32", m, 0x80808080, m)  # 0x80 in the NaN bytes
+                e("v_lshrrev_b32", n, 7, m)
+                e("v_sub_u32", n, m, n)  # 0x7f in the NaN bytes
+                e("v_sub_u32", word, word, n)  # 0x7f -> 0x00, 0xff -> 0x80: +-0
+                e("v_ffbl_b32", key, m)  # 8 b + 7 of the first NaN byte b, or -1
+                e("v_lshrrev_b32", key, 3, key)  # b, or CLEAN_KEY
+                e("v_add3_u32", key, key, base if i == 0 else v.kk, 4 * d)
+                e("v_min_u32", first, key, first)
+            for perm in ("[1,0,3,2]", "[2,3,0,1]"):  # min over the quad that moves V^T row c
+                e("s_nop", 1)  # a DPP read of a VGPR a VALU wrote needs 2 wait states (CDNA3 ISA, 4.5)
+                e("v_min_u32_dpp", first, first, first, mods=(f"quad_perm:{perm}", "row_mask:0xf", "bank_mask:0xf"))
+            e("v_and_b32", v.kk, -4, self.tid)  # 4 (tid / 4): word c
+            e("v_add_u32", v.kk, L.nan_base, v.kk)
+            e("ds_read_b32", m, v.kk)
+            e("s_waitcnt", "lgkmcnt(0)")
+            e("v_min_u32", first, m, first)
+            e("ds_write_b32", v.kk, first)
+            e("v_mov_b32", n, L.nan_base + 4 * self.c.headdim_v)
+            e("v_mov_b32", m, 0)
+            e("ds_write_b32", n, m)  # "any": a NaN code was in a diagonal V tile of this workgroup
+            e("s_branch", back)
+            self.asm.cluster = resume
+        self.deferred.append(out_of_line)
+        self.asm.items.append(back)
+
+    def nan_columns(self, x: Reg):
+        """Epilogue (fp8): x[16 u + r] (head dim 32 u + 16 h + r) becomes NaN where that V
+        column's first NaN key of the diagonal tiles is below the row's causal limit. Skipped
+        by one branch (2 VALU, 1 LDS read, a wait) unless the workgroup saw a NaN in V; else
+        16 LDS reads and 2 VALU per element (+ 7 VALU). Clobbers ring slots 0-1, tmp, tmp2, kk, VCC."""
+        e, L, v = self.e, self.lds, self.v
+        done = Label(".L_vnan_columns_done")
+        e("v_mov_b32", v.tmp2, L.nan_base + 4 * self.c.headdim_v)
+        e("ds_read_b32", v.tmp, v.tmp2)
+        e("s_waitcnt", "lgkmcnt(0)")
+        e("v_cmp_gt_u32", "vcc", CLEAN_KEY, v.tmp)
+        e("s_cbranch_vccz", done)  # no NaN in a diagonal V tile (steady state: taken)
+        e("v_lshrrev_b32", v.tmp, 5, self.tid)
+        e("v_and_b32", v.tmp, 1, v.tmp)  # h
+        e("v_lshlrev_b32", v.tmp2, 6, v.tmp)
+        e("v_add_u32", v.tmp2, L.nan_base, v.tmp2)  # word 16 h
+        e("v_lshlrev_b32", v.tmp, 4, v.tmp)
+        e("v_add_u32", v.tmp, v.lim16, v.tmp)  # the row's key limit
+        e("v_mov_b32", v.kk, FP32_QNAN)
+        keys = [self.ring[0][0:4], self.ring[0][4:8], self.ring[1][0:4], self.ring[1][4:8]]
+        for u in range(self.c.headdim_v // 32):
+            for q, dst in enumerate(keys):
+                e("ds_read_b128", dst, v.tmp2, mods=(f"offset:{128 * u + 16 * q}",))
+            e("s_waitcnt", "lgkmcnt(0)")
+            for r in range(16):
+                e("v_cmp_lt_i32", "vcc", keys[r // 4][r % 4], v.tmp)
+                e("v_cndmask_b32", x[16 * u + r], x[16 * u + r], v.kk, "vcc")
+        self.asm.items.append(done)
+
     def load_tile_to_lds_first(self):
-        """Prologue: K_0 into K buffer 0 and zeros into V^T buffer 1 (every wave), one barrier."""
+        """Prologue: K_0 into K buffer 0 and zeros into V^T buffer 1 (every wave), one barrier
+        (fp8: the V NaN words of :meth:`mask_v_nan` set to NO_NAN_KEY before it: each thread
+        writes the word of its V^T row and the "any" word)."""
         e, L = self.e, self.lds
+        if self.fp8:
+            e("v_mov_b32", self.v.tmp, NO_NAN_KEY)
+            e("v_and_b32", self.v.tmp2, -4, self.tid)
+            e("v_add_u32", self.v.tmp2, L.nan_base, self.v.tmp2)
+            e("ds_write_b32", self.v.tmp2, self.v.tmp)
+            e("v_mov_b32", self.v.tmp2, L.nan_base + 4 * self.c.headdim_v)
+            e("ds_write_b32", self.v.tmp2, self.v.tmp)
         zero = self.ring[0][0:4]
         for i in range(4):
             e("v_mov_b32", zero[i], 0)
@@ -797,7 +937,7 @@ class _Kernel:
             "softmax": lambda cl, parity, tag: self.emit_softmax(cl, tag),
             "rescale": lambda cl, parity, tag: self.rescale_o(),
             "load_issue": lambda cl, parity, tag: self.issue_loads(),
-            "lds_store": lambda cl, parity, tag: self.store_lds(1 - parity, parity),
+            "lds_store": lambda cl, parity, tag: self.store_lds(1 - parity, parity, tag=tag),
             "prefetch": lambda cl, parity, tag: self.prefetch_operands(1 - parity, tag),
         }
 
@@ -969,6 +1109,8 @@ class _Kernel:
             e("v_add_f32", self.v.l, self.v.tmp, self.v.l)
             x = self.O
             m = self.v.m
+        if self.fp8:
+            self.nan_columns(x[0:64])
         l, den, tmp = self.v.l, self.v.mx1, self.v.tmp
         e("v_log_f32", tmp, l)
         e("v_add_f32", tmp, m, tmp)

@@ -176,6 +176,8 @@ VALU_OPS = {
     "v_bfe_u32": (3, "u", lambda a, o, w: _bfe(a, o, w, False)),
     "v_bfe_i32": (3, "u", lambda a, o, w: _bfe(a, o, w, True)),
     "v_bfi_b32": (3, "u", lambda a, b, c: (a & b) | (~a & c)),
+    "v_ffbl_b32": (1, "u", lambda a: np.where(a == 0, U32(0xFFFFFFFF),  # index of the lowest set bit, -1 for 0
+                                              np.log2((a & (~a + U32(1))).astype(np.float64)).astype(np.uint32))),
     "v_bfm_b32": (2, "u", lambda w, o: (((np.uint64(1) << (w & U32(31)).astype(np.uint64))
                                         - np.uint64(1)) << (o & U32(31)).astype(np.uint64))
                   .astype(np.uint32)),
