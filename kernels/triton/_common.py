@@ -143,6 +143,28 @@ def tier_configs(fp8: bool, arch: str, headdim_pad: int, headdim_v_pad: int) -> 
     return table[min(t for t in table if t >= need)]
 
 
+# Test-only mode for conformance runs of thousands of shapes (FlashAttention's upstream tests through
+# examples/fa_shim): ``ZYFA_TRITON_FIXED_CONFIG=1`` launches the first candidate of the problem's tier,
+# untimed, through a twin of the kernel whose sequence-length-dependent integer arguments are not
+# specialised. Without it every new (seqlen_q, seqlen_k) re-runs the autotuner (each candidate timed,
+# the autotune key holds both lengths) and Triton compiles one kernel per {== 1, % 16 == 0, other}
+# class of each such argument. The fixed tile is not a tuned one (run 10: FP8 64/4/3 at 16K took 3.5x
+# the autotuned time): never set it for timing or production.
+FIXED_CONFIG_ENV = "ZYFA_TRITON_FIXED_CONFIG"
+
+
+def fixed_config_mode() -> bool:
+    """True when ``ZYFA_TRITON_FIXED_CONFIG=1``: launches bypass the autotuner (test runs only)."""
+    return os.environ.get(FIXED_CONFIG_ENV, "0") == "1"
+
+
+def fixed_config(fp8: bool, headdim_pad: int, headdim_v_pad: int, arch: str | None = None) -> TileConfig:
+    """The launch config of the fixed mode: the first candidate of the problem's tier (interpreter: its own)."""
+    if interpreting():
+        return INTERPRET_CONFIG
+    return tier_configs(fp8, arch or device_arch(), headdim_pad, headdim_v_pad)[0]
+
+
 def _with_ws(configs) -> list[TileConfig]:
     configs = list(configs)
     if os.environ.get("ZYFA_TRITON_WS", "0") == "1":

@@ -13,7 +13,8 @@ import triton
 import triton.language as tl
 
 from zyfa.kernels.triton._common import (
-    LOG2E, TileConfig, autotune_configs, interpreting, key_ranges, padded_headdim, prune_for_headdim,
+    LOG2E, TileConfig, autotune_configs, fixed_config, fixed_config_mode, interpreting, key_ranges, padded_headdim,
+    prune_for_headdim,
 )
 
 _INTERPRET = interpreting()
@@ -130,12 +131,18 @@ def _attn_fwd_bf16(Q, K, V, Out, Lse, t,
     tl.store(Lse + off_b * stride_lb + off_h * stride_lh + offs_m, lse, mask=offs_m < SEQ_Q)
 
 
+# The fixed-config mode's twin (``ZYFA_TRITON_FIXED_CONFIG=1``, _common): the same kernel with the
+# arguments that change with the sequence lengths not specialised, so one compile serves every length
+_attn_fwd_bf16_any_len = triton.jit(_attn_fwd_bf16.fn.fn,
+                                    do_not_specialize=["SEQ_Q", "SEQ_K", "stride_lb", "stride_lh"])
+
+
 def attention_bf16(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_scale: float, causal: bool,
                    config: TileConfig | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """BF16/FP16 forward. q, k, v ``(b, s, h, d)`` with unit stride along d (GQA: fewer KV heads).
 
     Returns ``out`` (input dtype, ``(b, s_q, h, d_v)``) and ``softmax_lse`` float32 ``(b, h, s_q)``.
-    ``config`` bypasses the autotuner.
+    ``config`` bypasses the autotuner, as does the test-only ``ZYFA_TRITON_FIXED_CONFIG=1`` (_common).
     """
     for name, x in (("q", q), ("k", k), ("v", v)):
         if x.dtype not in (torch.bfloat16, torch.float16):
@@ -147,8 +154,11 @@ def attention_bf16(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_sc
     grid = lambda meta: (triton.cdiv(s_q, meta["BLOCK_M"]), b * h)  # noqa: E731
     launch = dict(IS_CAUSAL=causal, INTERPRET=_INTERPRET)
     kernel = _attn_fwd_bf16
+    if config is None and fixed_config_mode():
+        config = fixed_config(False, padded_headdim(d), padded_headdim(d_v))
+        kernel = _attn_fwd_bf16_any_len
     if config is not None:
-        kernel = _attn_fwd_bf16.fn
+        kernel = _attn_fwd_bf16.fn if kernel is _attn_fwd_bf16 else kernel
         launch.update(config.meta(fp8=False), num_warps=config.num_warps, num_stages=config.num_stages)
     kernel[grid](
         q, k, v, out, lse, softmax_scale * LOG2E,

@@ -31,8 +31,8 @@ import triton.language as tl
 import triton.profiler.language as pl
 
 from zyfa.kernels.triton._common import (
-    AUTOTUNE_CONFIGS, LOG2E, TileConfig, autotune_configs, device_arch, interpreting, key_ranges, padded_headdim,
-    prune_for_headdim,
+    AUTOTUNE_CONFIGS, LOG2E, TileConfig, autotune_configs, device_arch, fixed_config, fixed_config_mode, interpreting,
+    key_ranges, padded_headdim, prune_for_headdim,
 )
 from zyfa.numerics import LEANP_BIAS_V2, RECIPES
 
@@ -273,6 +273,13 @@ def _attn_fwd_fp8(Q, K, V, Out, Lse, T, DV,
     tl.store(Lse + off_b * stride_lb + off_h * stride_lh + offs_m, lse, mask=offs_m < SEQ_Q)
 
 
+# The fixed-config mode's twin (``ZYFA_TRITON_FIXED_CONFIG=1``, _common): the same kernel with the
+# arguments that change with the sequence lengths not specialised (V transposed: stride_vd = seqlen_k,
+# stride_vh = headdim_v * seqlen_k), so one compile serves every length
+_attn_fwd_fp8_any_len = triton.jit(_attn_fwd_fp8.fn.fn, do_not_specialize=[
+    "SEQ_Q", "SEQ_K", "stride_lb", "stride_lh", "stride_vh", "stride_vd"])
+
+
 def fp8_constants(softmax_scale: float, q_descale: torch.Tensor, k_descale: torch.Tensor) -> torch.Tensor:
     """``t = fp32(fp32(softmax_scale * LOG2E) * fp32(dq * dk))`` per (batch, kv-head), float32.
 
@@ -304,13 +311,19 @@ def attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_sca
     ``transpose_v`` (default: on CUDA GPUs) first copies V to a key-contiguous layout, which the
     Hopper fp8 tensor-core instruction needs for its B operand; the copy is part of the call.
     ``out_dtype=torch.float32`` keeps the fp32 ``(acc / l) * dv`` unrounded (tests). ``config``
-    bypasses the autotuner; ``proton_scopes`` (needs ``config``) compiles Proton scopes ``qk``,
+    bypasses the autotuner, as does the test-only ``ZYFA_TRITON_FIXED_CONFIG=1`` (_common); ``proton_scopes`` (needs ``config``) compiles Proton scopes ``qk``,
     ``softmax``, ``pv`` around the three phases of the key loop (see :mod:`zyfa.trace.proton`).
     ``recipe``: ``"zyfa-v1"`` (magic rounding, the kernel benchmarked so far) or ``"zyfa-v2"``
     (docs/numerics.md spec v2; plain PV path only).
     """
     if recipe not in RECIPES:
         raise ValueError(f"recipe must be one of {RECIPES}, got {recipe!r}")
+    b, s_q, h, d = q.shape
+    _, s_k, h_k, d_v = v.shape
+    kernel = _attn_fwd_fp8
+    if config is None and fixed_config_mode():
+        config = fixed_config(True, padded_headdim(d, fp8=True), padded_headdim(d_v, fp8=True))
+        kernel = _attn_fwd_fp8_any_len
     if recipe == "zyfa-v2":
         candidates = [config] if config is not None else [None]
         if config is None and not _INTERPRET:
@@ -326,8 +339,6 @@ def attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_sca
     for name, x in (("q", q), ("k", k), ("v", v)):
         if x.dtype != torch.float8_e4m3fn:
             raise TypeError(f"{name} must be float8_e4m3fn, got {x.dtype}")
-    b, s_q, h, d = q.shape
-    _, s_k, h_k, d_v = v.shape
     t, dv = fp8_launch_constants(softmax_scale, v, q_descale, k_descale, v_descale)
     if transpose_v is None:
         transpose_v = q.is_cuda and torch.version.hip is None and not _INTERPRET
@@ -342,10 +353,8 @@ def attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_sca
     lse = torch.empty(b, h, s_q, dtype=torch.float32, device=q.device)
     grid = lambda meta: (triton.cdiv(s_q, meta["BLOCK_M"]), b * h)  # noqa: E731
     launch = dict(IS_CAUSAL=causal, INTERPRET=_INTERPRET, RECIPE_V2=recipe == "zyfa-v2")
-    if config is None:
-        kernel = _attn_fwd_fp8
-    else:
-        kernel = _attn_fwd_fp8.fn
+    if config is not None:
+        kernel = _attn_fwd_fp8.fn if kernel is _attn_fwd_fp8 else kernel
         launch.update(config.meta(fp8=True), PROTON=proton_scopes, num_warps=config.num_warps,
                       num_stages=config.num_stages)
     kernel[grid](

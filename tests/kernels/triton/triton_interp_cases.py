@@ -7,11 +7,12 @@ transcription of docs/numerics.md, magic rounding) and the fp64 oracle backend.
 
 import json
 import math
+import os
 
 import torch
 
 from zyfa import flash_attn_func, numerics
-from zyfa.kernels.triton._common import TileConfig
+from zyfa.kernels.triton._common import FIXED_CONFIG_ENV, TileConfig
 from zyfa.kernels.triton.attn_bf16 import attention_bf16
 from zyfa.kernels.triton.attn_fp8 import attention_fp8
 from zyfa.kernels.triton.hadamard_fp8 import hadamard_quantize_fp8
@@ -208,7 +209,30 @@ def main():
             "out_dtype": str(out.dtype),
         }
     results.update(nan_cases())
+    results.update(fixed_config_cases())
     print(json.dumps(results))
+
+
+def fixed_config_cases():
+    """``ZYFA_TRITON_FIXED_CONFIG=1`` (test runs: no autotuner, the length-agnostic kernel twin) gives
+    the same bits as the default launch (in the interpreter both use its one config)."""
+    out = {}
+    q, k, v = torch.randn(1, 70, 4, 32), torch.randn(1, 90, 2, 32), torch.randn(1, 90, 2, 32)
+    (q8, dq), (k8, dk), (v8, dv) = quantise(q, 2), quantise(k, 2), quantise(v, 2)
+    runs = {"fp8_v1": lambda: attention_fp8(q8, k8, v8, 32 ** -0.5, True, dq, dk, dv, out_dtype=torch.float32),
+            "fp8_v2": lambda: attention_fp8(q8, k8, v8, 32 ** -0.5, True, dq, dk, dv, out_dtype=torch.float32,
+                                            recipe="zyfa-v2"),
+            "bf16": lambda: attention_bf16(q.bfloat16(), k.bfloat16(), v.bfloat16(), 32 ** -0.5, True)}
+    for name, run in runs.items():
+        default = run()
+        os.environ[FIXED_CONFIG_ENV] = "1"
+        try:
+            fixed = run()
+        finally:
+            del os.environ[FIXED_CONFIG_ENV]
+        out[f"fixed_config_{name}"] = {"out_equal": bool(torch.equal(fixed[0], default[0])),
+                                       "lse_equal": bool(torch.equal(fixed[1], default[1]))}
+    return out
 
 
 def _poison(x, index, nan_code=0x7F):
