@@ -63,13 +63,13 @@ timeout 50 python3 -P -m pytest tests/zyfa/test_custom_op.py::test_triton_fake_m
   tests/kernels/triton/test_triton_gpu.py::test_every_head_dim_runs -v -s -p no:cacheprovider 2>&1 \
   | grep -E "HEADDIM|GPU zyfa|PASSED|FAILED|Error|passed|failed" | tee "$RES/gpu_tests.log"
 
-echo "=== 3. FlashAttention upstream forward tests (FA3 budget 60 s, FA2 budget 30 s) ==="
+echo "=== 3. FlashAttention upstream forward tests (FA3 budget 60 s, FA2 budget 30 s; 12 xdist workers, fixed tiles) ==="
 if [ -f .fa/hopper/test_flash_attn.py ] && [ -f .fa/tests/test_flash_attn.py ] && python3 -c "import einops" 2>/dev/null; then
   for suite in fa3 fa2; do
     budget=$([ $suite = fa3 ] && echo 60 || echo 30)
-    ZYFA_FA_SUITES=$suite ZYFA_FA_BUDGET_S=$budget timeout $((budget + 25)) \
+    PYTHONSAFEPATH=1 ZYFA_FA_SUITES=$suite ZYFA_FA_BUDGET_S=$budget ZYFA_FA_WORKERS=12 timeout $((budget + 25)) \
       bash examples/fa_shim/run_upstream_tests.sh "$PWD/.fa" > "$RES/$suite.log" 2>&1
-    grep -E "^===|passed|failed|zyfa shim|backward guards" "$RES/$suite.log" | tail -25
+    grep -E "^===|passed|failed|zyfa shim|backward guards" "$RES/$suite.log" | tail -30
   done
 else
   echo "skipped: needs .fa/ (a flash-attention checkout) and einops" | tee "$RES/fa3.log"

@@ -81,7 +81,35 @@ def test_plugin_selects_orders_and_counts(tmp_path):
     out = run.stdout
     # 3 seqlens x d in {64, 128, 192} x 2 dtypes kept; local, dropout, d=32 and other tests deselected
     assert "2 failed, 16 passed, 79 deselected" in out, out
-    assert "('test_flash_attn_output', 192, 'float16'): passed 2, failed 1, skipped 0" in out
+    assert "test_flash_attn_output/192/float16: passed 2, failed 1, skipped 0" in out
+    assert "zyfa shim total: passed 16, failed 2, skipped 0" in out
     # round-robin over (d, dtype): the first six cases cover all six groups
     first = [line.split("[")[1].split("]")[0] for line in out.splitlines() if "::test_flash_attn_output[" in line][:6]
     assert len({(c.split("-")[1], c.split("-")[-1]) for c in first}) == 6, first
+
+
+def test_compile_estimate_counts_autotune_runs_and_specialisations(tmp_path):
+    # an FA3-like file (FA3's shapes are keyed by the "hopper" folder): bf16, d = dv = 128, MHA, four
+    # length pairs, causal both ways. Default: one autotuner run per (lengths, causal) = 8; the lengths
+    # fall in 3 specialisation classes ((1, 1): constexpr 1; (64, 128) and (4096, 4096): all 16-divisible;
+    # (113, 203): neither), x 2 causal x the 4 candidates of the sm_90 bf16 tier = 24 compiles. Fixed
+    # mode: the length arguments are not specialised, so one compile per causal value = 2.
+    pytest.importorskip("triton")
+    (tmp_path / "hopper").mkdir()
+    (tmp_path / "hopper" / "test_flash_attn.py").write_text(textwrap.dedent('''
+        import pytest, torch
+        @pytest.mark.parametrize("dtype", [torch.bfloat16])
+        @pytest.mark.parametrize("mha_type", ["mha"])
+        @pytest.mark.parametrize("causal", [False, True])
+        @pytest.mark.parametrize("d", [128])
+        @pytest.mark.parametrize("seqlen_q,seqlen_k", [(1, 1), (64, 128), (113, 203), (4096, 4096)])
+        def test_flash_attn_output(seqlen_q, seqlen_k, d, causal, mha_type, dtype):
+            pass
+    '''))
+    env = dict(__import__("os").environ, PYTHONPATH=str(SHIM), ZYFA_FA_ESTIMATE="1")
+    run = subprocess.run([sys.executable, "-m", "pytest", "test_flash_attn.py", "-p", "zyfa_fa_select", "-p",
+                          "no:cacheprovider", "--collect-only", "-q"], cwd=tmp_path / "hopper", capture_output=True,
+                         text=True, env=env)
+    want = ("{'cases': 8, 'default_compiles': 24, 'default_autotune_runs': 8, 'fixed_compiles': 2, "
+            "'fixed_compiles_per_kernel': {'_attn_fwd_bf16_any_len': 2}}")
+    assert f"zyfa shim estimate: {want}" in run.stdout, run.stdout + run.stderr
