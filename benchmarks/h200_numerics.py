@@ -2,8 +2,8 @@
 
 Run from the repository root (no install needed; zyfa is made importable from the checkout):
 
-    python3 benchmarks/h200_numerics.py            # prints a report; with $OUT set also writes
-                                                  # $OUT/h200_numerics.json and $OUT/h200_numerics.log
+    python3 benchmarks/h200_numerics.py [--skip-attention-check]
+        # prints a report; with $OUT set also writes $OUT/h200_numerics.json and $OUT/h200_numerics.log
 
 Checks and measures, in this order (at most about 4 minutes, most of it Triton compiles):
 
@@ -14,17 +14,19 @@ Checks and measures, in this order (at most about 4 minutes, most of it Triton c
    accumulation (rel. L2 only: that accumulation is not IEEE).
 2. Fused Hadamard + FP8 quantise (kernels/triton/hadamard_fp8.py) == the torch path
    ``quantize_fp8(hadamard(x))`` bit for bit (codes and descales), Q and K at b1 s16k h32 d128 bf16,
-   per (batch, kv head) and per token.
-3. Times (triton.testing.do_bench, median ms) at b1 h32 s16384 d128 causal: zyfa FP8 attention
-   v1 and v2 (autotuned, the call zyfa-bench times), the fused op on Q and on K for several
-   launches (each also checked bit for bit), the unfused torch path, and a bf16 -> fp8 cast of
-   Q and K (the same bytes as the one-pass op: its floor here); prints the fused Q+K time as % of
-   the attention time and as a multiple of the floor.
+   per (batch, kv head) and per token; and ``quantize_fp8`` itself on the GPU == on the CPU.
+3. Times (triton.testing.do_bench, median ms) at b1 h32 s16384 d128 causal: zyfa-bench's rows
+   zyfa-triton-fp8 (autotuned attention_fp8, recipe zyfa-v1; run twice) and
+   zyfa-triton-fp8-hadamard (the fused rotation of Q and K inside the timed call), measured with
+   zyfa-bench's own code in this process; the fused op on Q and on K for several launches (each
+   also checked bit for bit), the unfused torch path, and a bf16 -> fp8 cast of Q and K (the
+   same bytes as the one-pass op: its floor here); prints the fused Q+K time as % of the
+   attention time and as a multiple of the floor.
 4. zyfa-accuracy rows (emulator on the GPU) on the LLM-like sink input, then Gaussian and
    outlier-K inputs, at d128, 16K keys, the last 2048 query rows: total / kernel-only rel. L2,
    row KL, flushed mass, LSE bias per kernel family and ablation, and the issue's ratios
-   ZYFA v2 / AITER v3. Rows still missing when the script has run 220 s are skipped (and said
-   so), to stay within about 4 minutes.
+   ZYFA v2 / AITER v3. Rows still missing when the script has run ACCURACY_UNTIL_S seconds are skipped
+   (and said so). Runs before step 3, whose autotuning takes the longest.
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 
 from zyfa import numerics  # noqa: E402
-from zyfa.cli import accuracy_main  # noqa: E402
+from zyfa.cli import accuracy_main, bench_main  # noqa: E402
 from zyfa.kernels.triton._common import TileConfig  # noqa: E402
 from zyfa.kernels.triton.attn_fp8 import attention_fp8  # noqa: E402
 from zyfa.kernels.triton.hadamard_fp8 import hadamard_quantize_fp8  # noqa: E402
@@ -116,6 +118,11 @@ def check_attention() -> None:
 
 def check_hadamard(x: dict) -> None:
     say("== 2. fused Hadamard + FP8 quantise vs quantize_fp8(hadamard(x)) (b1 s16384 d128 bf16)")
+    for gran in ("head", "token"):  # the torch path itself: the same bits on the GPU as on the CPU
+        (g8, gds), (c8, cds) = (numerics.quantize_fp8(x["q"].to(dev), gran) for dev in ("cuda", "cpu"))
+        same = torch.equal(g8.view(torch.uint8).cpu(), c8.view(torch.uint8)) and torch.equal(gds.cpu(), cds)
+        say(f"  quantize_fp8(q, {gran!r}) on the GPU == on the CPU (codes and descales): {same}")
+        RESULTS[f"quantize_gpu_equals_cpu_{gran}"] = same
     for name, t, hk in (("q", x["q"], 32), ("k", x["k"], 32)):
         for gran in ("head", "token"):
             x8, ds = hadamard_quantize_fp8(t, gran, nheads_k=hk)
@@ -128,30 +135,37 @@ def check_hadamard(x: dict) -> None:
 
 
 # fused Hadamard + quantise launches timed (rows per program, warps); the first is the default (one row
-# per thread); the last two give a thread half a row or two rows
-LAUNCHES = ((128, 4), (64, 2), (32, 1), (256, 8), (64, 4), (256, 4))
+# per thread), the last gives a thread half a row
+LAUNCHES = ((128, 4), (64, 2), (64, 4))
 
 
 def bench(x: dict) -> None:
     say("== 3. times at b1 h32 s16384 d128 causal (median ms, triton.testing.do_bench)")
-    (q8, dq), (k8, dk), (v8, dv) = (numerics.quantize_fp8(x[n], nheads_k=32) for n in ("q", "k", "v"))
+    # zyfa-bench's own rows, in this process: zyfa-triton-fp8 (the autotuned attention_fp8 call,
+    # recipe zyfa-v1, FP8 inputs quantised outside) and zyfa-triton-fp8-hadamard (the same with the
+    # fused Hadamard + quantise of the bf16 Q and K inside the timed call)
+    model, shape = bench_main.shapes_for(["mha"], [16384], True)[0]
+    inputs = bench_main.Inputs(shape)
+    sampler = bench_main.NvmlSampler()
     ms = {}
-    # the autotuned path (config=None), the call zyfa-bench's zyfa-triton-fp8 row times
-    for recipe in ("zyfa-v1", "zyfa-v2"):
-        ms[recipe] = triton.testing.do_bench(
-            lambda: attention_fp8(q8, k8, v8, 128 ** -0.5, True, dq, dk, dv, recipe=recipe))
-        say(f"  zyfa FP8 attention {recipe} (autotuned, as zyfa-bench): {ms[recipe]:.3f} ms")
-    say(f"  v2 / v1 time: {ms['zyfa-v2'] / ms['zyfa-v1']:.3f}")
+    for backend in ("zyfa-triton-fp8", "zyfa-triton-fp8-hadamard", "zyfa-triton-fp8"):
+        row = bench_main.measure(model, shape, backend, inputs, None, 0, 100.0, 300.0, sampler)
+        say("  zyfa-bench row: " + bench_main.format_row(row) + (f"  ERROR {row.error}" if row.error else ""))
+        ms.setdefault(backend, []).append(row.ms)
+    attn = min(ms["zyfa-triton-fp8"])
+    ms["attention"] = attn
+    had = ms["zyfa-triton-fp8-hadamard"][0]
+    say(f"  zyfa-bench rows: with the rotation {had:.3f} ms vs {ms['zyfa-triton-fp8'][0]:.3f} / "
+        f"{ms['zyfa-triton-fp8'][1]:.3f} ms without (the two runs of the plain row bound the noise)")
     elems = x["q"].numel() + x["k"].numel()
     # the floor on this machine: a bf16 -> fp8 cast of Q and K moves what the one-pass op must move
     cast = sum(triton.testing.do_bench(lambda t=x[n]: t.to(torch.float8_e4m3fn)) for n in ("q", "k"))
     ms["cast_floor"] = cast
     say(f"  floor: torch bf16 -> fp8 cast of Q and K (read 2 B, write 1 B per element): {cast:.3f} ms, "
-        f"{3 * elems / cast / 1e6:.0f} GB/s; {100 * cast / ms['zyfa-v1']:.2f}% of v1 attention")
+        f"{3 * elems / cast / 1e6:.0f} GB/s; {100 * cast / attn:.2f}% of the attention ({attn:.3f} ms)")
     for gran in ("head", "token"):
         passes = 2 if gran == "head" else 1  # head scales read x twice (amax pass + quantise pass)
         moved = elems * (2 * passes + 1) + (elems // 128) * 4 * (gran == "token")
-        best = None
         for bs, nw in LAUNCHES:
             equal = all(torch.equal(hadamard_quantize_fp8(x[n], gran, 32, bs, nw)[0].view(torch.uint8),
                                     numerics.quantize_fp8(numerics.hadamard(x[n]), gran, 32)[0].view(torch.uint8))
@@ -159,16 +173,12 @@ def bench(x: dict) -> None:
             t = sum(triton.testing.do_bench(lambda n=n: hadamard_quantize_fp8(x[n], gran, 32, bs, nw)) for n in ("q", "k"))
             ms[f"fused_{gran}_{bs}x{nw}"] = t
             say(f"  Hadamard+quantise Q and K per {gran}, {bs} rows x {nw} warps: {t:.3f} ms = "
-                f"{100 * t / ms['zyfa-v1']:.2f}% of v1 attention; {moved / t / 1e6:.0f} GB/s over {moved / 2**20:.0f} MiB; "
-                f"{cast / t:.2f}x the cast floor; codes == torch path: {equal}")
-            if equal and (best is None or t < ms[best]):
-                best = f"fused_{gran}_{bs}x{nw}"
+                f"{100 * t / attn:.2f}% of the attention; {moved / t / 1e6:.0f} GB/s over {moved / 2**20:.0f} MiB; "
+                f"{t / cast:.2f}x the cast floor; codes == torch path: {equal}")
         torch_ms = sum(triton.testing.do_bench(lambda t=x[n]: numerics.quantize_fp8(numerics.hadamard(t), gran, nheads_k=32))
                        for n in ("q", "k"))
         ms[f"torch_{gran}"] = torch_ms
-        if best:
-            say(f"  best per {gran}: {best} {ms[best]:.3f} ms = {100 * ms[best] / ms['zyfa-v1']:.2f}% of v1 "
-                f"({100 * ms[best] / ms['zyfa-v2']:.2f}% of v2); unfused torch path {torch_ms:.3f} ms")
+        say(f"  unfused torch path per {gran}: {torch_ms:.3f} ms")
     RESULTS["ms"] = ms
 
 
@@ -176,8 +186,8 @@ class _OutOfTime(Exception):
     pass
 
 
-ACCURACY_ROWS = ("aiter-v3", "naive", "ck", "fa3", "roundedsum", "zyfa-v1", "zyfa-v2", "zyfa-v2-head", "input-hadamard",
-                 "bf16")
+ACCURACY_UNTIL_S = 90  # rows still missing this long after the script started are skipped
+ACCURACY_ROWS = ("aiter-v3", "naive", "ck", "zyfa-v2", "zyfa-v2-head", "input-hadamard")
 
 
 def accuracy(start: float) -> None:
@@ -193,7 +203,7 @@ def accuracy(start: float) -> None:
             extra = (f"kl {r.kl:.2e}  flushed {r.flushed:.2e}  lse_bias {r.lse_bias:+.4f}"
                      if r.lse_bias is not None else "")
             say(f"  {r.key:<14} rel_l2 {r.rel_l2:.3e}  kernel {kernel}  {extra}  ({r.seconds:.0f} s)")
-            if time.time() - start > 220 and len(rows) < len(config.rows):
+            if time.time() - start > ACCURACY_UNTIL_S and len(rows) < len(config.rows):
                 raise _OutOfTime
 
         try:
@@ -210,7 +220,7 @@ def accuracy(start: float) -> None:
                     say(f"  {key} / AITER v3: kernel-only {v.kernel_rel_l2 / a.kernel_rel_l2:.3f} (target <= 0.3), "
                         f"KL {v.kl / a.kl:.3f} (<= 0.3), total {v.rel_l2 / a.rel_l2:.3f} (<= 0.6); "
                         f"LSE bias {v.lse_bias:+.4f} (|.| <= 0.005)")
-        if time.time() - start > 220:
+        if time.time() - start > ACCURACY_UNTIL_S:
             say("  out of time: later sources skipped")
             return
 
@@ -225,7 +235,11 @@ def main() -> int:
     g = torch.Generator(device="cuda").manual_seed(0)
     x = {n: torch.randn(1, 16384, 32, 128, generator=g, device="cuda", dtype=torch.bfloat16) for n in ("q", "k", "v")}
     x["k"][..., :4] *= 8  # K outlier channels, what the rotation is for
-    for step in (check_attention, lambda: check_hadamard(x), lambda: bench(x), lambda: accuracy(start)):
+    steps = [lambda: check_hadamard(x), lambda: accuracy(start), lambda: bench(x)]
+    if "--skip-attention-check" not in sys.argv[1:]:
+        steps.insert(0, check_attention)
+    # order: the checks, the accuracy rows (time-boxed), then the timings (autotuning takes a while)
+    for step in steps:
         try:
             step()
         except Exception as exc:  # report and go on: one failing step must not hide the others
