@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# Run 17 (issue 21), one device call of ~320 s on the H200, from the repository root:
+# Run 17 (issue 21), one device call of ~310 s on the H200, from the repository root:
 #     bash benchmarks/results/scripts/h200_run17.sh        (carry: .fa, a FlashAttention checkout)
 # 1. the repository's GPU tests: every head-dim class (fp16/bf16/fp8, d = dv and d != dv) through the
 #    autotuned Triton launch, the FP8 spec/emulator checks, the custom op's fake vs real metadata, the
-#    transformers FP8 path (8 xdist workers, <= 100 s);
+#    transformers FP8 path (8 xdist workers, <= 90 s);
 # 2. FlashAttention's upstream forward tests through examples/fa_shim: FA3 (hopper/test_flash_attn.py,
-#    <= 110 s) then FA2 (tests/test_flash_attn.py, <= 85 s), 12 xdist workers, each (test, head dim,
+#    <= 100 s) then FA2 (tests/test_flash_attn.py, <= 80 s), 12 xdist workers, each (test, head dim,
 #    dtype, causal) in one worker, ZYFA_TRITON_FIXED_CONFIG=1 (run_upstream_tests.sh's default);
-# 3. how many Triton kernels were compiled (cubins in the cache).
+# 3. how many Triton kernels were compiled (cubins in the cache);
+# 4. where the "zyfa-fp8" attention function's time goes at 8K (benchmarks/fp8_prefill_breakdown.py, <= 30 s).
 # Output under $OUT (else benchmarks/results/h200_run17/): env.txt, gpu_tests.log/.xml, fa3.log/.xml,
-# fa2.log/.xml, summary.txt.
+# fa2.log/.xml, summary.txt (the breakdown is appended to it).
 set -uo pipefail
 RES=${OUT:-benchmarks/results/h200_run17}
 mkdir -p "$RES"
@@ -22,8 +23,8 @@ export PYTHONSAFEPATH=1  # python3 -P for pytest-xdist's workers too: the checko
   git log --oneline -1 2>/dev/null; nproc; } > "$RES/env.txt" 2>&1
 cat "$RES/env.txt"
 
-echo "=== 1. repository GPU tests (<= 100 s) ==="
-timeout 100 python3 -m pytest tests/kernels/triton/test_triton_gpu.py \
+echo "=== 1. repository GPU tests (<= 90 s) ==="
+timeout 90 python3 -m pytest tests/kernels/triton/test_triton_gpu.py \
   tests/zyfa/test_custom_op.py::test_triton_fake_matches_real \
   tests/integrations/test_transformers.py::test_gpu_fp8_path_uses_the_fused_quantiser_bit_identically \
   -n 8 -rA -q -p no:cacheprovider --junitxml="$RES/gpu_tests.xml" > "$RES/gpu_tests.log" 2>&1
@@ -33,7 +34,7 @@ grep -E "HEADDIM|^(PASSED|FAILED|ERROR)|passed|failed" "$RES/gpu_tests.log" | ta
 echo "=== 2. FlashAttention upstream forward tests through examples/fa_shim ==="
 if [ -f .fa/hopper/test_flash_attn.py ] && [ -f .fa/tests/test_flash_attn.py ]; then
   for suite in fa3 fa2; do
-    budget=$([ $suite = fa3 ] && echo 95 || echo 70)
+    budget=$([ $suite = fa3 ] && echo 85 || echo 65)
     start=$SECONDS
     ZYFA_FA_SUITES=$suite ZYFA_FA_BUDGET_S=$budget ZYFA_FA_WORKERS=12 timeout $((budget + 15)) \
       bash examples/fa_shim/run_upstream_tests.sh "$PWD/.fa" --junitxml="$RES/$suite.xml" > "$RES/$suite.log" 2>&1
@@ -48,4 +49,6 @@ echo "=== 3. Triton kernels compiled in this call ==="
 echo "cubins: $(find "$TRITON_CACHE_DIR" -name '*.cubin' | wc -l)"
 { grep -h "zyfa shim total" "$RES"/fa*.log; grep -E "^[0-9]+ (passed|failed)|^=+ .*(passed|failed)" "$RES/gpu_tests.log"; } \
   | tee "$RES/summary.txt"
+echo "=== 4. zyfa-fp8 attention breakdown at 8K (<= 30 s) ==="
+timeout 30 python3 benchmarks/fp8_prefill_breakdown.py --seqlen 8192 --reps 20 2>&1 | tee -a "$RES/summary.txt"
 echo "done in ${SECONDS} s"
