@@ -7,8 +7,8 @@
 set -u -o pipefail
 source benchmarks/results/scripts/h200_setup.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw --format=csv | tee "$OUT/env.txt"
-echo "=== h200_numerics (<= 170 s) ==="
-timeout 170 python3 -P benchmarks/h200_numerics.py --skip-attention-check 2>&1 | grep -v Warn | tail -80
+echo "=== h200_numerics (<= 150 s) ==="
+timeout 150 python3 -P benchmarks/h200_numerics.py --skip-attention-check 2>&1 | grep -v Warn | tail -80
 echo "rc numerics: $?"
 echo "=== FP8-P error floor at 16K, llm (<= 30 s) ==="
 timeout 30 python3 -P benchmarks/fp8_p_floor.py --source llm --seqlen 16384 --queries 2048 --device cuda 2>&1 \
