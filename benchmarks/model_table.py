@@ -30,7 +30,7 @@ from zyfa.trace.cdna4 import power
 from zyfa.trace.cdna4.estimate import EstimateConfig
 from zyfa.trace.cdna4.tracer import simulate
 
-ROWS = ("zyfa-fp8", "zyfa-fp8-exact", "aiter-like-fp8", "aiter:fwd_hd128_fp8_causal", "zyfa-bf16",
+ROWS = ("zyfa-fp8", "zyfa-fp8-folded", "zyfa-fp8-exact", "aiter-like-fp8", "aiter:fwd_hd128_fp8_causal", "zyfa-bf16",
         "aiter:fwd_hd128_bf16_causal")
 
 

@@ -54,8 +54,15 @@ LEANP_BIAS = 120.5                # v1: code of 2^8 (120) + 0.5: trunc(y) rounds
 MAGIC = 1.5 * 2.0**23             # fp32 ulp is 1 in [2^23, 2^24): low mantissa bits = integer
 E8M0_MIN_EXP = -127               # smallest E8M0 scale exponent; below it a block is dropped
 BM_LIMIT = 2.0**18                # |bm| bound: 120.5 - 8*bm (and the magic constant) exact in fp32
+# zyfa-folded (docs/numerics.md, "Folded Lean P"): the Lean P FMA folded into the QK MFMA
+FOLD_TILE = 128                   # keys per overflow check (the kernel's tile)
+FOLD_CHUNK = 64                   # head-dim elements per QK MFMA: y is rounded to fp32 after each
+FOLD_REF0 = 2.0**14               # initial reference exponent: the first tile's y lands below FOLD_LOW
+FOLD_MID, FOLD_HALF = 127.0 - 2.0**15, 2.0**15  # accepted: |fp32(M - MID)| < HALF, M in [127 - 2^16, 127)
+FOLD_LIMIT = 2.0**13              # |t * s| and |ref| bound of zyfa-folded (FOLD_REF0 must stay out of reach)
 
-VARIANTS = ("zyfa", "zyfa-v1", "zyfa-v2", "leanp", "roundedsum", "blockscale", "naive", "fa3", "p448")
+VARIANTS = ("zyfa", "zyfa-v1", "zyfa-v2", "zyfa-folded", "leanp", "roundedsum", "blockscale", "naive", "fa3",
+            "p448")
 # naive-softmax variants (running fp32 max, exact exp2, l from the unrounded p) and the factor P is
 # multiplied by before its e4m3 rounding: AITER v3 (none), FlashAttention-3 (2^8, its Max_offset),
 # CK-style (448, e4m3's largest value)
@@ -77,12 +84,13 @@ def _pow2(e: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 def _ldexp_f32(x: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
     """fp32 ``x * 2**e`` with one rounding (exact unless the result is fp32-subnormal).
 
-    ``e`` (integer-valued, <= 127) may be -inf (a row with no history): the result is then 0.
+    ``e`` (integer-valued) may be -inf (a row with no history): the result is then 0; beyond
+    +-1000 it is clamped (the fp32 result is 0 or inf either way).
     When every 2**e is an fp32 normal the fp32 product is that single rounding (IEEE); otherwise
     the product is formed in float64, where it is exact, and rounded once to fp32.
     """
     e = e.to(torch.float32)
-    if bool(((e >= -126) | (e == -math.inf)).all()):
+    if bool((((e >= -126) & (e <= 127)) | (e == -math.inf)).all()):
         return x * torch.where(e == -math.inf, 0.0, _pow2(e.clamp(min=-126), torch.float32))
     e = torch.nan_to_num(e.to(torch.float64), neginf=-1000.0).clamp(-1000.0, 1000.0)
     return (x.to(torch.float64) * _pow2(e, torch.float64)).to(torch.float32)
@@ -536,13 +544,93 @@ def _forward(ops: _Operands, variant: str, rounding: str, p_round):
         acc[..., r0:, :] += torch.where(keep[..., None] | torch.isnan(pv), _ldexp_f32(pv, e[..., None]), 0.0)
         l[..., r0:] += torch.where(keep, _ldexp_f32(psum, e), 0.0)
         m[..., r0:] = m_new
-    # -- epilogue --------------------------------------------------------------------------------
+    return _epilogue(ops, acc, l, m, nan_rows)
+
+
+def _epilogue(ops: _Operands, acc, l, m, nan_rows):
+    """``out = fp32(acc / l) * dv``, ``lse = (m + log2 l) ln 2``; empty rows 0 / +inf, NaN rows NaN."""
     empty = (l == 0) & ~nan_rows
     out = (acc / torch.where(empty, 1.0, l)[..., None]) * ops.v_scale
     out = out.masked_fill(empty[..., None], 0.0).masked_fill(nan_rows[..., None], math.nan)
     log2_l = torch.log2(l.to(torch.float64)).to(torch.float32)  # rounded once: same bits on every device
     lse = ((m + log2_l) * LN2_F32).masked_fill(empty, math.inf).masked_fill(nan_rows, math.nan)
     return out, lse, m, l
+
+
+def fold_q(q: torch.Tensor, T8: torch.Tensor):
+    """zyfa-folded step 0: Q re-quantised with the non-power-of-two part of ``T8 = 8 t`` folded in.
+
+    ``a = ceil(log2 T8)`` (an integer: ``T8 = 2^a g``, ``g`` in (0.5, 1], exact), ``q' =
+    e4m3_rne(fp32(q * g))`` (the kernel: ``v_cvt_pk_f32_fp8``, ``v_mul_f32``, ``v_cvt_pk_fp8_f32``),
+    and ``2^a`` becomes the E8M0 scale of Q in the scaled QK MFMA, so ``2^a q' . k ~ 8 t q . k``.
+    ``q``: float64 e4m3 values (..., d); ``T8``: fp32, broadcastable (..., 1). Returns (q', 2^a)
+    as float64."""
+    T8 = T8.to(torch.float32)
+    if not bool((T8 >= 2.0**-126).all() & torch.isfinite(T8).all()):
+        raise ValueError("zyfa-folded needs 8 t = 8 softmax_scale log2(e) q_descale k_descale to be a normal "
+                         "fp32 number (its power of two is an E8M0 scale)")
+    mant, exp = torch.frexp(T8)  # T8 = mant 2^exp, mant in [0.5, 1)
+    a = torch.where(mant == 0.5, exp - 1, exp)
+    g = torch.ldexp(T8, -a.to(torch.float32))  # exact, in (0.5, 1]
+    q_folded = round_e4m3(q.to(torch.float32) * g).to(torch.float64)
+    return q_folded, torch.ldexp(torch.ones_like(T8, dtype=torch.float64), a.to(torch.float64))
+
+
+def _forward_folded(ops: _Operands):
+    """zyfa-folded (docs/numerics.md, "Folded Lean P"): per 128-key tile the QK MFMAs start from
+    ``off = 120.5 - 8 ref`` and produce the Lean P argument ``y`` directly; one check per tile on
+    the row max of ``y`` sends rows whose ``y`` would overflow the e4m3 code (or that still sit at
+    the initial reference) to a fix-up that moves ``ref`` by a whole number ``d`` of doublings,
+    subtracts ``8 d`` from ``y`` and rescales O and l by ``2^-d``. Returns (out, lse, ref, l)."""
+    shape = (*ops.shape, ops.sq)
+    dev = ops.q.device
+    ref = torch.full(shape, FOLD_REF0, dtype=torch.float32, device=dev)
+    l = torch.zeros(shape, dtype=torch.float32, device=dev)
+    acc = torch.zeros(*shape, ops.v.shape[-1], dtype=torch.float32, device=dev)
+    nan_rows = torch.zeros(shape, dtype=torch.bool, device=dev)
+    q_folded, scale = fold_q(ops.q, 8.0 * ops.t)
+    d_model = ops.q.shape[-1]
+    for k0 in range(0, ops.sk, FOLD_TILE):
+        r0 = ops.first_row(k0)
+        if r0 >= ops.sq:
+            break
+        kt = ops.k[..., k0:k0 + FOLD_TILE, :]
+        keys = kt.shape[-2]
+        off = (LEANP_BIAS - 8.0 * ref[..., r0:]).to(torch.float32)  # exact while |ref| <= 2^14
+        y = off[..., None].expand(*off.shape, keys)
+        for c0 in range(0, d_model, FOLD_CHUNK):  # one fp32 rounding per QK MFMA, in head-dim order
+            part = torch.matmul(q_folded[..., r0:, c0:c0 + FOLD_CHUNK], kt[..., c0:c0 + FOLD_CHUNK].transpose(-1, -2))
+            y = (y.to(torch.float64) + part * scale[..., r0:, :]).to(torch.float32)
+        allowed = torch.cat([ops.allowed(r0, k) for k in range(k0, k0 + keys, ops.block)], dim=-1)
+        mask = _Mask(allowed)
+        y = mask.fill_(y.clone(), -math.inf)
+        M = y.amax(dim=-1)  # NaN-propagating, as v_maximum3_f32
+        nan_rows[..., r0:] |= torch.isnan(M)
+        accepted = (M - FOLD_MID).abs() < FOLD_HALF  # fp32 subtraction, as the kernel's check
+        fix = ~accepted & torch.isfinite(M)
+        if bool(fix.any()):
+            d = torch.where(fix, torch.ceil((M - LEANP_BIAS) * 0.125), 0.0)
+            ref_new = ref[..., r0:] + d
+            unreached = fix & (ref_new.abs() > FOLD_LIMIT)
+            if bool(unreached.any()):
+                raise ValueError(f"log2-domain scores reach {float((ref_new[unreached]).abs().max()):.3g}: outside the "
+                                 "zyfa-folded range |t * s| <= 2^13 (docs/numerics.md, Folded Lean P)")
+            ref[..., r0:] = ref_new
+            y = fma_f32(d[..., None], torch.tensor(-8.0), y)
+            acc[..., r0:, :] = _ldexp_f32(acc[..., r0:, :], -d[..., None])
+            l[..., r0:] = _ldexp_f32(l[..., r0:], -d)
+        stuck = torch.isfinite(M) & (ref[..., r0:] == FOLD_REF0)
+        if bool(stuck.any()):
+            raise ValueError("a row's tile max is too large for zyfa-folded's initial reference (|t * s| >= 2^13; "
+                             "docs/numerics.md, Folded Lean P)")
+        code = torch.where(y >= 0, torch.trunc(y).clamp(max=E4M3_MAX_CODE), 0.0).to(torch.uint8)
+        P = code.view(torch.float8_e4m3fn).to(torch.float64)
+        for b0 in range(0, keys, KEY_BLOCK):
+            sl = slice(b0, b0 + KEY_BLOCK)
+            pv = masked_pv(P[..., sl], allowed[..., sl], ops.v[..., k0 + b0:k0 + b0 + KEY_BLOCK, :]).to(torch.float32)
+            acc[..., r0:, :] += _ldexp_f32(pv, torch.tensor(-8.0))
+            l[..., r0:] += _ldexp_f32(_tree_sum(P[..., sl]).to(torch.float32), torch.tensor(-8.0))
+    return _epilogue(ops, acc, l, ref, nan_rows)
 
 
 def _to_bshd(x: torch.Tensor) -> torch.Tensor:
@@ -583,6 +671,8 @@ def _check_fp8_inputs(q8, k8, v8, q_descale, k_descale, v_descale, softmax_scale
         raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
     if rounding not in ROUNDINGS:
         raise ValueError(f"rounding must be one of {ROUNDINGS}, got {rounding!r}")
+    if variant == "zyfa-folded" and (rounding != "trunc" or block != KEY_BLOCK):
+        raise ValueError("variant 'zyfa-folded' is specified with rounding='trunc' and block=64 only")
     if variant == "zyfa-v2" and rounding != "trunc":
         raise ValueError("variant 'zyfa-v2' is specified with rounding='trunc' only (its FMA constant is "
                          "fractional, so the magic-number rounding does not apply)")
@@ -626,7 +716,9 @@ def zyfa_fp8_attention(q8, k8, v8, q_descale=None, k_descale=None, v_descale=Non
         softmax_scale: default headdim ** -0.5.
         variant: "zyfa-v2" (spec v2: hybrid phi offset, unbiased FMA constant), "zyfa" /
             "zyfa-v1" / "leanp" (spec v1 steps 1-5; identical numerics: the Hadamard of full ZYFA
-            happens at quantisation), "roundedsum", "blockscale", "naive" (the spec's ablations).
+            happens at quantisation), "zyfa-folded" (Lean P folded into the QK MFMA: the recipe
+            of the gfx950 kernel zyfa-fp8-folded), "roundedsum", "blockscale", "naive" (the
+            spec's ablations).
             The default stays "zyfa" (v1), which the gfx950 kernels and their functional
             emulation implement; ``flash_attn_func`` picks by its ``recipe`` argument.
         rounding: Lean P convert, "trunc" (gfx950) or "magic" (Hopper); zyfa-v2: "trunc" only.
@@ -642,7 +734,10 @@ def zyfa_fp8_attention(q8, k8, v8, q_descale=None, k_descale=None, v_descale=Non
         raise ValueError(f"out_dtype must be torch.bfloat16 or torch.float32, got {out_dtype}")
     ops = _fp8_operands(q8, k8, v8, q_descale, k_descale, v_descale, causal, softmax_scale,
                         variant, rounding, block)
-    out, lse, _, _ = _forward(ops, variant, rounding, round_e4m3)
+    if variant == "zyfa-folded":
+        out, lse, _, _ = _forward_folded(ops)
+    else:
+        out, lse, _, _ = _forward(ops, variant, rounding, round_e4m3)
     return _to_bshd(out).to(out_dtype), lse.reshape(lse.shape[0], lse.shape[1] * lse.shape[2], ops.sq)
 
 

@@ -95,6 +95,8 @@ def _kernargs(name: str, shape: AttnShape) -> bytes:
 
 _DESCRIPTIONS = {
     "zyfa-fp8": "FP8 e4m3 causal: Lean P, two-wave ping-pong, per-64-key pow2 scaled MFMA, rounded row sum",
+    "zyfa-fp8-folded": "FP8 causal, Lean P folded into the QK MFMA (re-quantised Q, accumulator started at "
+                       "the offset, one convert per probability, overflow fix-up out of line; numerics zyfa-folded)",
     "zyfa-fp8-exact": "FP8 ablation: exact v_exp softmax with the same scaling, row sum and schedule",
     "aiter-like-fp8": "FP8 baseline in AITER v3's structure: running fp32 max, v_exp, unrounded row sum",
     "zyfa-bf16": "BF16 causal: exact fp32 softmax, two-wave ping-pong",

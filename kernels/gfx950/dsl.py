@@ -136,7 +136,7 @@ SIGNATURES: dict[str, tuple] = {
     "v_cndmask_b32": (V1, VSC, V1, ("k", 2)),
     "v_cmp_lt_i32": (("k", 2), VSC, V1), "v_cmp_gt_f32": (("k", 2), VSC, V1),
     "v_cmp_eq_f32": (("k", 2), VSC, V1), "v_cmp_gt_u32": (("k", 2), VSC, V1),
-    "v_cmp_lt_f32": (("k", 2), VSC, V1),
+    "v_cmp_lt_f32": (("k", 2), VSC, V1), "v_cmp_nlt_f32": (("k", 2), VSC, V1),
     "v_cmp_ne_u32": (("k", 2), VSC, V1), "v_ffbl_b32": (V1, VSC), "v_min_u32": (V1, VSC, V1),
     "v_min_u32_dpp": (V1, V1, V1), "v_or3_b32": (V1, VC, VC, VC), "v_add3_u32": (V1, VC, VC, VC),
     "v_min3_f32": (V1, VC, VC, VC), "v_maximum3_f32": (V1, VC, VC, VC),
@@ -145,7 +145,8 @@ SIGNATURES: dict[str, tuple] = {
     "v_pk_fma_f32": (("v", 2), ("v", 2), ("v", 2), ("v", 2)), "v_pk_mul_f32": (("v", 2), ("v", 2), ("v", 2)),
     "v_ceil_f32": (V1, VSC), "v_cvt_i32_f32": (V1, VSC), "v_cvt_u32_f32": (V1, VSC), "v_cvt_u32_f32_sdwa": (V1, V1),
     "v_cvt_f32_u32": (V1, VSC), "v_cvt_f32_i32": (V1, VSC),
-    "v_cvt_pk_fp8_f32": (V1, VC, VC), "v_cvt_pk_bf16_f32": (V1, VC, VC),
+    "v_cvt_pk_fp8_f32": (V1, VC, VC), "v_cvt_pk_f32_fp8": (("v", 2), VC),
+    "v_cvt_pk_f32_fp8_sdwa": (("v", 2), V1), "v_cvt_pk_bf16_f32": (V1, VC, VC),
     "v_exp_f32": (V1, VSC), "v_log_f32": (V1, VSC), "v_rcp_f32": (V1, VSC),
     "v_div_scale_f32": (V1, ("k", 2), VC, VC, VC), "v_div_fmas_f32": (V1, VC, VC, VC),
     "v_div_fixup_f32": (V1, VC, VC, VC),
@@ -182,7 +183,7 @@ MODIFIERS = {
     "v_pk_fma_f32": ("op_sel_hi:",), "v_pk_mul_f32": ("op_sel_hi:",),
     "v_mfma_scale_f32_32x32x64_f8f6f4": ("op_sel_hi:",),
     "v_cvt_u32_f32_sdwa": ("dst_sel:", "dst_unused:", "src0_sel:"),
-    "v_cvt_pk_fp8_f32": ("op_sel:",), "v_fma_f32": ("neg_lo:",),
+    "v_cvt_pk_fp8_f32": ("op_sel:",), "v_cvt_pk_f32_fp8_sdwa": ("src0_sel:",), "v_fma_f32": ("neg_lo:",),
 }
 _ALIGN = {2: 2, 4: 4, 8: 4, 16: 4}  # operand alignment gfx90a+ requires for register tuples
 _SPECIAL_WIDTH = {"vcc": 2, "exec": 2, "m0": 1, "off": 1, "scc": 1}

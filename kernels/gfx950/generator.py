@@ -29,6 +29,7 @@ NEG_INF = 0xFF800000
 POS_INF = 0x7F800000
 NEG_BIG = -(2.0 ** 30)  # clamp for the integer block max of a block with no allowed key
 LN2 = 0.6931471805599453
+LEANP_BIAS = 120.5  # Lean P: code of 2^8 (120) + 0.5 (docs/numerics.md step 3)
 FP8_ONES = 0x38383838  # four e4m3 1.0
 E8M0_ONE = 127  # E8M0 scale byte of 2^0
 # First-NaN-key bookkeeping of fp8 V (``_Kernel.mask_v_nan``): "never saw one", and the smallest
@@ -45,6 +46,10 @@ LDS_PAD = 16  # bytes of padding per LDS row (spreads rows over banks)
 # Preferred MFMAs between an operand's ds_read and its use (fp8 MFMAs take 64 cycles, bf16
 # 32x32x16 32; LDS latency is 64-128 cycles plus queueing); lowered to 2 when registers run out
 READ_AHEAD = {"fp8": 3, "bf16": 4}
+# softmax="folded" (numerics zyfa-folded, docs/numerics.md): the values zyfa.numerics defines
+FOLD_REF0 = 2.0 ** 14  # initial reference exponent
+FOLD_OFF0 = 120.5 - 8 * FOLD_REF0  # its accumulator start, exact in fp32
+FOLD_MID, FOLD_HALF = 127.0 - 2.0 ** 15, 2.0 ** 15  # a tile is accepted when |fp32(max y - MID)| < HALF
 
 
 class RegisterBudgetError(ValueError):
@@ -188,6 +193,7 @@ class _Kernel:
         self.c = config
         self.fp8 = config.dtype == "fp8"
         self.block = config.scaling == "block"
+        self.folded = config.softmax == "folded"
         self.lds = lds_layout(config)
         self.asm = Asm()
         self.clusters: list[dict] = []
@@ -230,8 +236,12 @@ class _Kernel:
             self.L = ra.take("a", "rowsum_accumulator", 16, align=16)
         else:
             self.O = ra.take("v", "O_accumulator", 64, align=16)
-        self.Tp = ra.take("v", "t_pair", 2, align=2)
-        self.Cp = ra.take("v", "c_pair", 2, align=2)
+        if self.folded:
+            # the QK accumulator's start, 120.5 - 8 ref per lane (C of each S tile's first MFMA)
+            self.qk_init = ra.take("v", "qk_offset_block", 16, align=4)
+        else:  # the FMA's operand pairs (folded has no FMA)
+            self.Tp = ra.take("v", "t_pair", 2, align=2)
+            self.Cp = ra.take("v", "c_pair", 2, align=2)
         self.v = _take_fields(VectorRegs, ra, "v")
         self.vgprs = -(-ra.used("v") // 8) * 8
         self.agprs = ra.used("a")
@@ -249,6 +259,22 @@ class _Kernel:
         if not self.block:
             raise AssertionError("the NaN flag register is v.m, which kernels without block scaling use")
         return self.v.m
+
+    @property
+    def q_scale(self) -> Reg:
+        """softmax="folded": E8M0 byte ``127 + a`` of Q's power of two in the scaled QK MFMA. It
+        lives in ``v.bm1``: folded computes no block exponents."""
+        if not self.folded:
+            raise AssertionError("q_scale is v.bm1, which the block-exponent kernels use")
+        return self.v.bm1
+
+    @property
+    def fold_half(self) -> Reg:
+        """softmax="folded": the constant FOLD_HALF of the per-tile check (VOP3 takes no literal),
+        in ``v.bm0`` (no block exponents in folded)."""
+        if not self.folded:
+            raise AssertionError("fold_half is v.bm0, which the block-exponent kernels use")
+        return self.v.bm0
 
     def karg(self, name: str) -> Reg:
         return self.karg_reg[field_offset(name) // 4]
@@ -337,6 +363,8 @@ class _Kernel:
         self.init_state()
         e("s_waitcnt", "lgkmcnt(0)")
         self.load_tile_to_lds_first()
+        if self.folded:
+            self.fold_q()
 
     def tile_counts(self):
         """n = tiles with any allowed key for the workgroup; nfull = tiles allowed for every row."""
@@ -424,6 +452,27 @@ class _Kernel:
             offset = (i // (h_bytes // 16)) * chunk + 16 * (i % (h_bytes // 16))
             e("buffer_load_dwordx4", self.Q[4 * i:4 * i + 4], self.v.tmp2, self.rsrc["q"], 0, mods=("offen", f"offset:{offset}"))
 
+    def fold_q(self):
+        """softmax="folded", once per wave after Q arrived (the loads completed with the first
+        tile's ``vmcnt(0)``): ``a = ceil(log2 T8)`` from T8's bits (E8M0 byte ``(bits + 0x7fffff)
+        >> 23``), ``g = ldexp(T8, -a)`` in (0.5, 1], and every Q byte re-quantised as
+        ``e4m3_rne(fp32(q g))`` (docs/numerics.md, Folded Lean P step 0). 5 + 8 VALU ops per Q
+        dword (128 for head dim 128), once per wave."""
+        e, tmp, g = self.e, self.v.tmp, self.v.tmp2
+        e("v_mov_b32", tmp, self.hc[1])
+        e("v_add_u32", tmp, 0x7FFFFF, tmp)
+        e("v_lshrrev_b32", self.q_scale, 23, tmp)
+        e("v_sub_u32", self.v.kk, E8M0_ONE, self.q_scale)
+        e("v_ldexp_f32", g, self.hc[1], self.v.kk)
+        x = self.S[32:36]  # scratch: S is not live before the loop
+        for i in range(self.Q.count):
+            e("v_cvt_pk_f32_fp8", x[0:2], self.Q[i])
+            e("v_cvt_pk_f32_fp8_sdwa", x[2:4], self.Q[i], mods=("src0_sel:WORD_1",))
+            for r in range(4):
+                e("v_mul_f32", x[r], g, x[r])
+            e("v_cvt_pk_fp8_f32", self.Q[i], x[0], x[1])
+            e("v_cvt_pk_fp8_f32", self.Q[i], x[2], x[3], mods=("op_sel:[0,0,1]",))
+
     def init_state(self):
         e = self.e
         e("v_mov_b32", self.v.one127, E8M0_ONE)
@@ -441,12 +490,20 @@ class _Kernel:
         e("s_mov_b32", self.s.neg_big, NEG_BIG)
         for i in range(16 if self.fp8 else 32):  # P of "tile -1": zero
             e("v_mov_b32", self.S[i], 0)
-        e("v_mov_b32", self.v.sc0, 0)
-        e("v_mov_b32", self.v.sc1, 0)
+        # folded: P always carries 2^-8 (both blocks, E8M0 119); else the first tile sets them
+        p_scale = E8M0_ONE - 8 if self.folded else 0
+        e("v_mov_b32", self.v.sc0, p_scale)
+        e("v_mov_b32", self.v.sc1, p_scale)
         e("s_waitcnt", "lgkmcnt(0)")
-        scale = self.hc[1] if (self.block and self.c.softmax == "lean") else self.hc[0]
-        e("v_mov_b32", self.Tp[0], scale)
-        e("v_mov_b32", self.Tp[1], scale)
+        if self.folded:
+            e("v_mov_b32", self.v.ref, FOLD_REF0)
+            e("v_mov_b32", self.fold_half, FOLD_HALF)
+            for i in range(self.qk_init.count):
+                e("v_mov_b32", self.qk_init[i], FOLD_OFF0)
+        else:
+            scale = self.hc[1] if (self.block and self.c.softmax == "lean") else self.hc[0]
+            e("v_mov_b32", self.Tp[0], scale)
+            e("v_mov_b32", self.Tp[1], scale)
         if self.block:
             for i in range(8):
                 e("v_mov_b32", self.ones[i], FP8_ONES)
@@ -684,7 +741,11 @@ class _Kernel:
 
                 def mfma(slot, t=t, ch=ch):
                     acc = self.S[16 * t:16 * t + 16]
-                    self.e(c.mfma_opcode, acc, slot, self.Q[width * ch:width * ch + width], acc if ch else 0)
+                    q = self.Q[width * ch:width * ch + width]
+                    if self.folded:  # y = 2^a q'.k + (120.5 - 8 ref): the Lean P argument itself
+                        self.e(c.qk_opcode, acc, slot, q, acc if ch else self.qk_init, self.v.one127, self.q_scale)
+                    else:
+                        self.e(c.mfma_opcode, acc, slot, q, acc if ch else 0)
                 steps.append((reads, mfma, "QK_j"))
         return steps
 
@@ -859,10 +920,78 @@ class _Kernel:
         e, vals = self.e, self.S[32 * beta:32 * beta + 32]
         e("v_fma_f32", self.Cp[0], bm, self.v.cneg8, self.v.c1205)
         self.fmas(vals)
+        self.code_bytes(beta)
+
+    def code_bytes(self, beta: int):
+        """e4m3 codes of P block ``beta``: ``v_cvt_u32_f32`` (truncate; negative and NaN give 0) of
+        each of its 32 values written into byte b of P dword a by SDWA; 32 VALU ops. P block
+        ``beta`` overwrites S[8 beta : 8 beta + 8] (each dword after its own value was read)."""
+        vals = self.S[32 * beta:32 * beta + 32]
         for a in range(8):
             for b in range(4):
-                e("v_cvt_u32_f32_sdwa", self.S[8 * beta + a], vals[4 * a + b],
-                  mods=(f"dst_sel:BYTE_{b}", "dst_unused:UNUSED_PRESERVE", "src0_sel:DWORD"))
+                self.e("v_cvt_u32_f32_sdwa", self.S[8 * beta + a], vals[4 * a + b],
+                       mods=(f"dst_sel:BYTE_{b}", "dst_unused:UNUSED_PRESERVE", "src0_sel:DWORD"))
+
+    def softmax_folded(self, cluster: Cluster, label_id: str):
+        """Folded Lean P (docs/numerics.md, Folded Lean P): S already holds ``y = 8 t s + 120.5 -
+        8 ref`` (the QK MFMAs started from ``qk_offset_block``). One ``v_maximum3_f32`` chain over
+        the lane's 64 values (32 ops, NaN-propagating), then the check ``|fp32(max - MID)| < HALF``
+        (2 ops); lanes that fail it (a code would pass 126, the row is still at the initial
+        reference, NaN, or a fully masked lane) branch to the out-of-line fix-up
+        (:meth:`fold_fixup`), the common path falls through; then 64 SDWA converts. 98 VALU ops
+        per tile, no FMA, no block exponent, no scale byte (P's E8M0 scale is the constant 2^-8)."""
+        e, mx = self.e, self.v.mx0
+        nested = [cl for cl in cluster.nested if cl.emitter == "rescale"]
+        if len(nested) != 1:
+            raise ValueError(f"{self.c.name}: cluster {cluster.name} must nest exactly one 'rescale' cluster "
+                             f"(the folded fix-up runs out of line), has {[cl.name for cl in cluster.nested]}")
+        self.reduce3("v_maximum3_f32", [self.S[i] for i in range(self.S.count)], mx)
+        e("v_add_f32", self.v.tmp, -FOLD_MID, mx)
+        e("v_cmp_nlt_f32", "vcc", Abs(self.v.tmp), self.fold_half)
+        e("s_and_saveexec_b64", self.s.saved_exec, "vcc")
+        fixup, back = Label(f".L_rescale_{label_id}"), Label(f".L_rescaled_{label_id}")
+        e("s_cbranch_execnz", fixup)  # rare: the common path falls through
+
+        def out_of_line():
+            self.asm.items.append(fixup)
+            cluster_id = self.begin(nested[0])
+            self.fold_fixup()
+            self.end(cluster_id)
+            e("s_branch", back)
+        self.deferred.append(out_of_line)
+        self.asm.items.append(back)
+        e("s_or_b64", "exec", "exec", self.s.saved_exec)
+        for beta in range(BLOCK_N // SCALE_BLOCK):
+            self.code_bytes(beta)
+
+    def fold_fixup(self):
+        """Out of line (rare): per row (both lane halves), when the row max ``M`` of y fails the
+        check and is finite: ``d = ceil(fp32(M - 120.5) / 8)``, ``y = fma(d, -8, y)``, ``ref += d``,
+        O and L *= 2^-d (:meth:`rescale_o`), the accumulator start ``120.5 - 8 ref`` rewritten.
+        A NaN row max sets the row's NaN flag. Entered with exec = the failing lanes and
+        ``saved_exec`` = all lanes; returns with exec reduced (the join restores it)."""
+        e, mx, tmp = self.e, self.v.mx0, self.v.tmp
+        e("s_or_b64", "exec", "exec", self.s.saved_exec)
+        e("v_mov_b32", tmp, mx)
+        e("v_permlane32_swap_b32", tmp, mx)
+        e("v_maximum3_f32", mx, tmp, mx, mx)  # row max in both halves
+        e("v_maximum3_f32", tmp, self.s.neg_big, mx, mx)  # NaN stays NaN, -inf becomes finite
+        e("v_fma_f32", self.nan_flag, tmp, 0, self.nan_flag)
+        e("v_add_f32", tmp, -FOLD_MID, mx)
+        e("v_cmp_nlt_f32", "vcc", Abs(tmp), self.fold_half)
+        e("s_and_saveexec_b64", self.s.scratch_pair, "vcc")
+        e("v_cmp_lt_f32", "vcc", self.v.cneginf, mx)  # finite rows only (not -inf, not NaN)
+        e("s_and_saveexec_b64", self.s.scratch_pair, "vcc")
+        e("v_add_f32", tmp, -LEANP_BIAS, mx)
+        e("v_mul_f32", tmp, 0.125, tmp)
+        e("v_ceil_f32", tmp, tmp)
+        for i in range(self.S.count):
+            e("v_fma_f32", self.S[i], tmp, self.v.cneg8, self.S[i])
+        e("v_add_f32", tmp, tmp, self.v.ref)  # the new reference, as rescale_o expects it
+        self.rescale_o()
+        e("v_fma_f32", self.v.tmp2, self.v.ref, self.v.cneg8, self.v.c1205)
+        for i in range(self.qk_init.count):
+            e("v_mov_b32", self.qk_init[i], self.v.tmp2)
 
     def exact_p_codes(self, beta: int, bm: Reg):
         """Exact P with the same block scaling (the ablation): ``p = exp2(fma(s, t, 8 - bm))`` by
@@ -921,7 +1050,9 @@ class _Kernel:
         e("v_mov_b32", self.v.ref, self.v.tmp)
 
     def emit_softmax(self, cluster: Cluster, label_id: str):
-        if self.block:
+        if self.folded:
+            self.softmax_folded(cluster, label_id)
+        elif self.block:
             self.softmax_block_scaled(cluster, label_id)
         else:
             self.softmax_naive()

@@ -26,7 +26,7 @@ ROWS_PER_WG = BLOCK_M * WAVES
 BLOCK_N = 128  # keys per loop iteration (tile)
 SCALE_BLOCK = 64  # keys per pow2 scaling block (docs/numerics.md)
 
-SOFTMAX = ("lean", "exact")
+SOFTMAX = ("lean", "exact", "folded")
 SCALING = ("block", "none")
 SCHEDULES = ("pingpong", "serial")
 FMA_FORMS = ("scalar", "packed")
@@ -38,7 +38,10 @@ class KernelConfig:
     """One generated kernel.
 
     ``softmax``: ``lean`` (Lean P: one FMA + ``v_cvt_u32_f32`` per probability builds the e4m3
-    code) or ``exact`` (``v_exp_f32`` + fp8/bf16 convert). ``scaling``: ``block`` (per-64-key
+    code), ``exact`` (``v_exp_f32`` + fp8/bf16 convert) or ``folded`` (Lean P with the FMA folded
+    into the QK MFMA: Q re-quantised with ``8 t``'s non-power-of-two part, its power of two as the
+    MFMA's E8M0 scale, the accumulator started at ``120.5 - 8 ref``; one ``v_cvt_u32_f32`` per
+    probability, an overflow check per tile; numerics ``zyfa-folded``, docs/numerics.md). ``scaling``: ``block`` (per-64-key
     pow2 scale into ``v_mfma_scale_f32_32x32x64_f8f6f4``, row sum of the rounded P by one extra
     MFMA per 64-key block, lazy rescale of O) or ``none`` (AITER v3 numerics: running fp32
     max, O rescaled every tile, row sum of the unrounded p by VALU adds).
@@ -65,8 +68,9 @@ class KernelConfig:
             value = getattr(self, field_name)
             if value not in allowed:
                 raise ValueError(f"Unknown KernelConfig.{field_name}: {value!r} (expected one of {allowed})")
-        if self.softmax == "lean" and self.scaling != "block":
-            raise ValueError("KernelConfig: softmax='lean' needs scaling='block' (the code is relative to the block max)")
+        if self.softmax in ("lean", "folded") and self.scaling != "block":
+            raise ValueError(f"KernelConfig: softmax={self.softmax!r} needs scaling='block' (the code is relative to "
+                             "a power-of-two reference that the scaled MFMA removes)")
         if self.dtype == "bf16" and (self.softmax, self.scaling) != ("exact", "none"):
             raise ValueError("KernelConfig: bf16 kernels use softmax='exact', scaling='none'")
         step = 64 if self.dtype == "fp8" else 16
@@ -75,6 +79,10 @@ class KernelConfig:
         if isinstance(self.rescale_threshold, bool) or not isinstance(self.rescale_threshold, int) \
                 or not 0 <= self.rescale_threshold <= 64:
             raise ValueError(f"KernelConfig.rescale_threshold must be an int in [0, 64], got {self.rescale_threshold!r}")
+        if self.softmax == "folded" and self.headdim != 128:
+            raise ValueError(f"KernelConfig: softmax='folded' is implemented for headdim 128 only (its 16-VGPR "
+                             f"accumulator-start block does not fit beside a {self.headdim}-wide Q operand), "
+                             f"got {self.headdim!r}")
         if self.headdim_v != 128:
             raise ValueError(f"KernelConfig.headdim_v must be 128 (four 32-row MFMA tiles), got {self.headdim_v!r}")
 
@@ -105,6 +113,11 @@ class KernelConfig:
     @property
     def mfma_opcode(self) -> str:
         return "v_mfma_f32_32x32x64_f8f6f4" if self.dtype == "fp8" else "v_mfma_f32_32x32x16_bf16"
+
+    @property
+    def qk_opcode(self) -> str:
+        """QK^T MFMA: scaled when Q carries folded's power-of-two factor as an E8M0 scale."""
+        return "v_mfma_scale_f32_32x32x64_f8f6f4" if self.softmax == "folded" else self.mfma_opcode
 
     @property
     def pv_opcode(self) -> str:
@@ -232,6 +245,7 @@ def barrier_intervals(table: tuple[Cluster, ...]) -> list[tuple[Cluster, ...]]:
 # -- the registered variants -------------------------------------------------------------------------
 VARIANTS: dict[str, KernelConfig] = {
     "zyfa-fp8": KernelConfig("zyfa-fp8", softmax="lean", scaling="block", schedule="pingpong"),
+    "zyfa-fp8-folded": KernelConfig("zyfa-fp8-folded", softmax="folded", scaling="block", schedule="pingpong"),
     "zyfa-fp8-exact": KernelConfig("zyfa-fp8-exact", softmax="exact", scaling="block", schedule="pingpong"),
     "aiter-like-fp8": KernelConfig("aiter-like-fp8", softmax="exact", scaling="none", schedule="pingpong",
                                    fma="packed"),
@@ -243,7 +257,7 @@ def all_configs(headdims=(128, 192)) -> list[KernelConfig]:
     """Every valid (softmax, scaling, schedule, headdim) fp8 combination, for tests and what-if."""
     configs = []
     for softmax, scaling, sched, d in product(SOFTMAX, SCALING, SCHEDULES, headdims):
-        if softmax == "lean" and scaling != "block":
+        if softmax in ("lean", "folded") and scaling != "block" or softmax == "folded" and d != 128:
             continue
         configs.append(KernelConfig(f"fp8-{softmax}-{scaling}-{sched}-d{d}", softmax=softmax, scaling=scaling,
                                     schedule=sched, headdim=d))

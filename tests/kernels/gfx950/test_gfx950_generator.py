@@ -257,6 +257,26 @@ def test_static_counts_per_tile(generated):
     assert (bf16.mfma, bf16.mfma_cycles) == (64, 64 * 32) and bf16.valu_cycles == 4 * (235 + 32)
 
 
+def test_folded_lean_p_static_count_is_within_the_write_ups_budget(generated):
+    """zyfa-fp8-folded: the FMA lives in the QK MFMA (scaled, Q's power of two as its E8M0 scale,
+    C = the offset block on each S tile's first MFMA); per tile 32 v_maximum3 (one chain over the
+    lane's 64 values) + 2 for the check + 64 SDWA converts = 98 VALU ops = 392 cycles <= 400."""
+    folded = tile_counts(generated["zyfa-fp8-folded"])
+    assert folded.valu_cycles == 4 * (32 + 2 + 64) == 392 <= 400
+    assert folded.valu_by_opcode == {"v_maximum3_f32": 4 * 32, "v_add_f32": 4, "v_cmp_nlt_f32": 4,
+                                     "v_cvt_u32_f32_sdwa": 4 * 64}
+    assert (folded.mfma, folded.mfma_rowsum, folded.mfma_cycles) == (18, 2, 18 * 64)
+    gen = generated["zyfa-fp8-folded"]
+    qk = [i for i in gen.instructions if i.cluster == "QK_j" and i.opcode.startswith("v_mfma")]
+    offset = gen.registers["qk_offset_block"]
+    assert {i.opcode for i in qk} == {"v_mfma_scale_f32_32x32x64_f8f6f4"}
+    assert sum(str(i.operands[3]) == offset for i in qk) == len(qk) // 2  # first MFMA of each S tile
+    # no block scale bookkeeping: both P blocks carry the constant E8M0 119 (2^-8)
+    assert "v_med3_i32" not in {i.opcode for i in gen.instructions if i.cluster == "softmax_j"}
+    with pytest.raises(ValueError, match="headdim 128 only"):
+        KernelConfig("f192", softmax="folded", headdim=192)
+
+
 def test_rescale_threshold_adds_one_compare_operand():
     lazy = generate(KernelConfig("lazy8", rescale_threshold=8))
     assert tile_counts(lazy).valu_cycles == 720 + 4
@@ -375,7 +395,8 @@ def test_mla_target_builds():
 def test_every_valid_fp8_combination_generates_within_budget():
     from zyfa.kernels.gfx950.schedule import all_configs
     configs = all_configs()
-    assert len(configs) == 3 * 2 * 2  # (lean|exact)+block, exact+none; pingpong|serial; hd 128|192
+    # (lean|exact)+block, exact+none; pingpong|serial; hd 128|192; + folded+block hd 128 x 2 schedules
+    assert len(configs) == 3 * 2 * 2 + 2
     for config in configs:
         gen = generate(config)
         assert gen.vgprs + gen.agprs <= 256 and gen.lds_bytes <= 160 * 1024, config.name

@@ -1,6 +1,7 @@
 """Our generated gfx950 kernels, emulated, against the numerics emulator (docs/numerics.md).
 
-Bounds: the Lean P and exact-exp block-scaled kernels (``zyfa-fp8``, ``zyfa-fp8-exact``) must
+Bounds: the Lean P, folded Lean P and exact-exp block-scaled kernels (``zyfa-fp8``,
+``zyfa-fp8-folded``, ``zyfa-fp8-exact``) must
 match ``zyfa.numerics`` bit for bit (out and lse): their fp32 work is exact or single-rounded in
 the same order as the spec. The exact-softmax kernels (``aiter-like-fp8``, ``zyfa-bf16``) sum
 unrounded probabilities and accumulate P @ V in fp32 in their own order: each output element may
@@ -18,6 +19,9 @@ from zyfa.trace.emu import emulate_kernel, make_inputs
 pytest.importorskip("zyfa.kernels.gfx950")
 
 
+BIT_EXACT = ("zyfa-fp8", "zyfa-fp8-folded", "zyfa-fp8-exact")
+
+
 def _shape(kernel, seqlen, heads=2, heads_k=None, batch=1):
     return AttnShape(batch=batch, heads=heads, heads_k=heads_k or heads, seqlen_q=seqlen,
                      seqlen_k=seqlen, headdim=128, headdim_v=128, causal=True,
@@ -32,7 +36,7 @@ def _bf16_ulp(a, b):
 def _check(result):
     out, ref = result.out.float(), result.ref_out.float()
     assert torch.isfinite(out).all()
-    if result.kernel in ("zyfa-fp8", "zyfa-fp8-exact"):
+    if result.kernel in BIT_EXACT:
         assert torch.equal(result.out.view(torch.int16), result.ref_out.view(torch.int16))
         assert torch.equal(result.lse, result.ref_lse)
     else:
@@ -46,7 +50,7 @@ def _check(result):
         assert ((result.lse - result.ref_lse).abs() <= 2 * lse_ulp).all()
 
 
-@pytest.mark.parametrize("kernel", ["zyfa-fp8", "zyfa-fp8-exact", "aiter-like-fp8", "zyfa-bf16"])
+@pytest.mark.parametrize("kernel", ["zyfa-fp8", "zyfa-fp8-folded", "zyfa-fp8-exact", "aiter-like-fp8", "zyfa-bf16"])
 def test_generated_kernel_s256(kernel):
     result = emulate_kernel(kernel, _shape(kernel, 256))
     _check(result)
@@ -59,13 +63,31 @@ def test_generated_kernel_s256(kernel):
     assert torch.allclose(result.out[0, 0].float(), expect.to(torch.bfloat16).float())
 
 
-def test_zyfa_fp8_race_free_across_wave_orders():
+@pytest.mark.parametrize("kernel", ["zyfa-fp8", "zyfa-fp8-folded"])
+def test_zyfa_fp8_race_free_across_wave_orders(kernel):
     # run-to-barrier and round-robin interleaving must give identical bits
-    shape = _shape("zyfa-fp8", 256, heads=1)
-    a = emulate_kernel("zyfa-fp8", shape, quantum=1)
-    b = emulate_kernel("zyfa-fp8", shape, quantum=None)
+    shape = _shape(kernel, 256, heads=1)
+    a = emulate_kernel(kernel, shape, quantum=1)
+    b = emulate_kernel(kernel, shape, quantum=None)
     assert torch.equal(a.out.view(torch.int16), b.out.view(torch.int16))
     assert torch.equal(a.lse, b.lse)
+
+
+def test_folded_fixup_path_bit_exact_when_the_row_max_grows_mid_sequence():
+    """zyfa-fp8-folded's out-of-line fix-up runs on the first tile (every row leaves the initial
+    reference) and again where a later tile's scores overflow the e4m3 code: keys 256.. are
+    copies of the queries 256.., so each row 256 + i meets its own |q|^2, a much larger score,
+    on its diagonal tile.
+    Both the kernel and zyfa.numerics move the reference there; they agree bit for bit."""
+    shape = _shape("zyfa-fp8-folded", 512, heads=1)
+    plain = emulate_kernel("zyfa-fp8-folded", shape)
+    _check(plain)
+    inputs = make_inputs(shape)
+    inputs["k"][:, 256:] = inputs["q"][:, 256:]
+    grown = emulate_kernel("zyfa-fp8-folded", shape, inputs=inputs)
+    _check(grown)
+    # v_ceil_f32 runs only in the fix-up (d = ceil((M - 120.5) / 8)): more fix-ups with the copies
+    assert 0 < plain.stats.executed["v_ceil_f32"] < grown.stats.executed["v_ceil_f32"]
 
 
 def test_epilogue_division_fast_and_exact_paths_both_bit_exact():
@@ -95,15 +117,24 @@ def test_zyfa_fp8_seqlen_not_multiple_of_tile():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kernel", ["zyfa-fp8", "zyfa-fp8-exact", "aiter-like-fp8", "zyfa-bf16"])
+@pytest.mark.parametrize("kernel", ["zyfa-fp8", "zyfa-fp8-folded", "zyfa-fp8-exact", "aiter-like-fp8", "zyfa-bf16"])
 @pytest.mark.parametrize("seqlen", [300, 512])
 def test_generated_kernel_more_shapes(kernel, seqlen):
     _check(emulate_kernel(kernel, _shape(kernel, seqlen)))
 
 
 @pytest.mark.slow
-def test_zyfa_fp8_gqa():
-    _check(emulate_kernel("zyfa-fp8", _shape("zyfa-fp8", 256, heads=4, heads_k=2)))
+@pytest.mark.parametrize("kernel", ["zyfa-fp8", "zyfa-fp8-folded"])
+def test_zyfa_fp8_gqa(kernel):
+    _check(emulate_kernel(kernel, _shape(kernel, 256, heads=4, heads_k=2)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sq,sk", [(200, 333), (333, 200)])
+def test_zyfa_fp8_folded_seqlen_q_ne_seqlen_k(sq, sk):
+    shape = AttnShape(batch=1, heads=2, heads_k=2, seqlen_q=sq, seqlen_k=sk, headdim=128, headdim_v=128,
+                      causal=True, dtype="fp8")
+    _check(emulate_kernel("zyfa-fp8-folded", shape))
 
 
 def test_inputs_are_deterministic():
