@@ -4,7 +4,8 @@
 by opcode, the cycles each unit is busy, using the cycle model's timing table
 (``zyfa.gfx950.timing.op_class``: passes x 4 cycles; transcendentals go to the TRANS unit).
 Definitions:
-  valu_cycles   VALU-unit cycles of softmax_j (mask and lazy rescale excluded: they run only on
+  valu_cycles   VALU-unit cycles of softmax_j (or its three parts under the "aiter" schedule; mask
+                and lazy rescale excluded: they run only on
                 diagonal tiles / when a row max grows)
   trans_cycles  TRANS-unit cycles (v_exp_f32 ...) of softmax_j
   mask_cycles   VALU cycles of mask_j (diagonal and seqlen_k-edge tiles only)
@@ -35,6 +36,10 @@ class TileCounts:
         return dict(self.__dict__)
 
 
+# the softmax of one tile: one cluster, or the "aiter" schedule's three (schedule.aiter_schedule)
+SOFTMAX_CLUSTERS = ("softmax_j", "softmax_max_j", "softmax_exp_j", "softmax_cvt_j")
+
+
 def _cluster_insts(generated: Generated, name: str, group: int = 0) -> list:
     for cl in generated.clusters:
         if cl["name"] == name and cl["group"] == group:
@@ -55,7 +60,9 @@ def _cycles(insts, unit: str) -> tuple[int, Counter]:
 def tile_counts(generated: Generated) -> TileCounts:
     if not isinstance(generated, Generated):
         raise TypeError(f"generated must be a zyfa.kernels.gfx950.generator.Generated, got {type(generated).__name__}")
-    softmax = _cluster_insts(generated, "softmax_j")
+    names = {cl["name"] for cl in generated.clusters}
+    parts = [name for name in SOFTMAX_CLUSTERS if name in names] or ["softmax_j"]
+    softmax = [inst for name in parts for inst in _cluster_insts(generated, name)]
     valu, by_opcode = _cycles(softmax, "VALU")
     trans, trans_ops = _cycles(softmax, "TRANS")
     mask, _ = _cycles(_cluster_insts(generated, "mask_j"), "VALU")

@@ -137,7 +137,7 @@ def test_schedule_table_per_wave_group():
         ["PV_j-1", "QK_j", "load_K_j+1_V_j"], ["mask_j", "softmax_j", "store_K_j+1_V_j"]]
     assert {c.priority for c in schedule(serial, 0)} == {0} and schedule(serial, 1) == schedule(serial, 0)
     assert [c.name for c in barrier_intervals(g1)[1]][-1] == "prefetch_j+1" and "prefetch" not in {c.emitter for c in g0}
-    assert schedule(VARIANTS["aiter-like-fp8"], 0)[4].nested == ()  # no block scaling: no lazy rescale
+    assert all(c.nested == () for c in schedule(VARIANTS["aiter-like-fp8"], 0))  # no block scaling: no lazy rescale
     with pytest.raises(ValueError, match="outside a barrier interval"):
         barrier_intervals(g0[:-1])
     with pytest.raises(ValueError, match="cannot be spread"):
@@ -366,6 +366,39 @@ def test_pingpong_barriers_match_between_wave_groups(generated):
     assert "s_setprio" not in serial and ".L_group1" not in serial
 
 
+def test_aiter_schedule_is_aiter_v3_fp8s_loop(generated):
+    """aiter-like-fp8 runs AITER v3 FP8's loop (schedule.aiter_schedule): six barrier intervals per
+    tile, the same table for both groups, group 1 three intervals behind; the max phase holds the
+    v_max3 row max and every v_pk_fma (the MFMA pipe is idle then), the exp phase the exps, the
+    l and O updates, the convert phase the e4m3 packing: per tile what AITER's
+    fwd_hd128_fp8_causal.co does (32 v_max3 + 32 v_pk_fma | 65 v_exp, 64 v_add, 66 v_mul | 32
+    v_cvt_pk_fp8_f32, counted in its cycle-model trace)."""
+    config = VARIANTS["aiter-like-fp8"]
+    table = schedule(config, 0)
+    assert schedule(config, 1) == table
+    assert [[c.name for c in iv] for iv in barrier_intervals(table)] == [
+        ["PV_j-1", "QK_j", "load_K_j+1_V_j"], ["store_K_j+1_V_j"], ["mask_j", "softmax_max_j"], ["softmax_exp_j"],
+        ["softmax_cvt_j"], ["idle_j"]]
+    gen = generated["aiter-like-fp8"]
+    body = gen.asm[gen.asm.index("s_cbranch_scc1 .L_group1"):gen.asm.index(".L_epilogue:")]
+    g0, g1 = body.split(".L_group1:")
+    assert g0.count("s_barrier") == g1.count("s_barrier") == 6 * 2 + 1 + 3  # 2 tiles unrolled, tail, stagger
+    # the stagger: group 1 waits 3 barriers before its loop, group 0 adds 3 after its tail's
+    assert g1[:g1.index(".L_g1_loop:")].count("s_barrier") == 3
+    assert g0[g0.index(".L_g0_tail_done:"):].count("s_barrier") == 1 + 3
+    phases = {}
+    for name in ("softmax_max_j", "softmax_exp_j", "softmax_cvt_j"):
+        first = next(cl for cl in gen.clusters if cl["name"] == name and cl["group"] == 0)
+        ops = [i.opcode for i in gen.instructions[first["first"]:first["last"] + 1] if i.cluster == name]
+        phases[name] = {op: ops.count(op) for op in set(ops)}
+    assert phases["softmax_max_j"]["v_max3_f32"] == 31 and phases["softmax_max_j"]["v_pk_fma_f32"] == 32
+    assert (phases["softmax_exp_j"]["v_exp_f32"], phases["softmax_exp_j"]["v_add_f32"],
+            phases["softmax_exp_j"]["v_mul_f32"]) == (64, 64, 65)
+    assert phases["softmax_cvt_j"]["v_cvt_pk_fp8_f32"] == 32 and "v_pk_fma_f32" not in phases["softmax_exp_j"]
+    with pytest.raises(ValueError, match="schedule='aiter'"):
+        KernelConfig("x", softmax="lean", scaling="block", schedule="aiter")
+
+
 # -- registry -----------------------------------------------------------------------------------------------
 @needs_llvm
 def test_registry_entries():
@@ -395,8 +428,9 @@ def test_mla_target_builds():
 def test_every_valid_fp8_combination_generates_within_budget():
     from zyfa.kernels.gfx950.schedule import all_configs
     configs = all_configs()
-    # (lean|exact)+block, exact+none; pingpong|serial; hd 128|192; + folded+block hd 128 x 2 schedules
-    assert len(configs) == 3 * 2 * 2 + 2
+    # (lean|exact)+block, exact+none; pingpong|serial; hd 128|192; + folded+block hd 128 x 2 schedules;
+    # + exact+none under "aiter", hd 128|192
+    assert len(configs) == 3 * 2 * 2 + 2 + 2
     for config in configs:
         gen = generate(config)
         assert gen.vgprs + gen.agprs <= 256 and gen.lds_bytes <= 160 * 1024, config.name
