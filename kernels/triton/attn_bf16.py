@@ -26,7 +26,7 @@ def _attn_fwd_bf16_inner(acc, l_i, m_i, q, k_base, v_base, t,
                          lo, hi, offset, SEQ_K,
                          HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
                          BLOCK_N: tl.constexpr, MASKED: tl.constexpr, IS_CAUSAL: tl.constexpr,
-                         WARP_SPEC: tl.constexpr, INTERPRET: tl.constexpr):
+                         WARP_SPEC: tl.constexpr, INTERPRET: tl.constexpr, NAN_CHECKS: tl.constexpr):
     offs_n0 = tl.arange(0, BLOCK_N)
     for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPEC):
         offs_n = start_n + offs_n0
@@ -55,7 +55,7 @@ def _attn_fwd_bf16_inner(acc, l_i, m_i, q, k_base, v_base, t,
         p = tl.math.exp2(s * t - m_safe[:, None])
         alpha = tl.math.exp2(m_i - m_safe)
         l_i = l_i * alpha + tl.sum(p, 1)
-        if MASKED:
+        if MASKED and NAN_CHECKS:  # NAN_CHECKS False only to measure their cost
             # P is 0 at masked keys, but 0 * NaN (or inf) is NaN: V's non-finite values are zeroed for
             # the product, and the output columns of the rows that allow such a key become NaN. Row i
             # allows key j iff j <= i + offset (causal; keys past SEQ_K were loaded as 0), so the first
@@ -73,14 +73,14 @@ def _attn_fwd_bf16_inner(acc, l_i, m_i, q, k_base, v_base, t,
             acc = acc * alpha[:, None] + pv
         else:
             acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])
-        if MASKED:
+        if MASKED and NAN_CHECKS:
             acc = tl.where(bad_cols, float("nan"), acc)
         m_i = m_new
     return acc, l_i, m_i
 
 
 @triton.autotune(configs=autotune_configs(fp8=False), prune_configs_by={"early_config_prune": prune_for_headdim(fp8=False)},
-                 key=["SEQ_Q", "SEQ_K", "HEAD_DIM", "HEAD_DIM_V", "IS_CAUSAL"],
+                 key=["SEQ_Q", "SEQ_K", "HEAD_DIM", "HEAD_DIM_V", "IS_CAUSAL", "NAN_CHECKS"],
                  cache_results=not _INTERPRET)
 @triton.jit
 def _attn_fwd_bf16(Q, K, V, Out, Lse, t,
@@ -93,7 +93,7 @@ def _attn_fwd_bf16(Q, K, V, Out, Lse, t,
                    HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
                    HEAD_DIM_PAD: tl.constexpr, HEAD_DIM_V_PAD: tl.constexpr,
                    IS_CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                   WARP_SPEC: tl.constexpr, INTERPRET: tl.constexpr):
+                   WARP_SPEC: tl.constexpr, INTERPRET: tl.constexpr, NAN_CHECKS: tl.constexpr = True):
     # grid (query tiles, batch * heads): consecutive programs share one head's K and V in L2
     # (heads-fastest with heaviest tiles first measured 2-7% slower on the H200, run 3)
     start_m = tl.program_id(0) * BLOCK_M
@@ -116,11 +116,11 @@ def _attn_fwd_bf16(Q, K, V, Out, Lse, t,
     acc, l_i, m_i = _attn_fwd_bf16_inner(acc, l_i, m_i, q, k_base, v_base, t,
                                          stride_ks, stride_vs, offs_m, offs_d, offs_dv,
                                          0, full_hi, offset, SEQ_K, HEAD_DIM, HEAD_DIM_V, BLOCK_N,
-                                         False, IS_CAUSAL, WARP_SPEC, INTERPRET)
+                                         False, IS_CAUSAL, WARP_SPEC, INTERPRET, NAN_CHECKS)
     acc, l_i, m_i = _attn_fwd_bf16_inner(acc, l_i, m_i, q, k_base, v_base, t,
                                          stride_ks, stride_vs, offs_m, offs_d, offs_dv,
                                          full_hi, hi, offset, SEQ_K, HEAD_DIM, HEAD_DIM_V, BLOCK_N,
-                                         True, IS_CAUSAL, WARP_SPEC, INTERPRET)
+                                         True, IS_CAUSAL, WARP_SPEC, INTERPRET, NAN_CHECKS)
     # -- epilogue: out = acc / l; lse = (m + log2 l) ln2; rows without keys -> 0, +inf ----
     has_keys = l_i != 0.0  # l >= 0, or NaN when the row read a NaN or inf score: NaN out, NaN lse
     l_safe = tl.where(has_keys, l_i, 1.0)
@@ -138,12 +138,17 @@ _attn_fwd_bf16_any_len = triton.jit(_attn_fwd_bf16.fn.fn,
 
 
 def attention_bf16(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_scale: float, causal: bool,
-                   config: TileConfig | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                   config: TileConfig | None = None, nan_checks: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """BF16/FP16 forward. q, k, v ``(b, s, h, d)`` with unit stride along d (GQA: fewer KV heads).
 
     Returns ``out`` (input dtype, ``(b, s_q, h, d_v)``) and ``softmax_lse`` float32 ``(b, h, s_q)``.
     ``config`` bypasses the autotuner, as does the test-only ``ZYFA_TRITON_FIXED_CONFIG=1`` (_common).
+    ``nan_checks=False`` compiles the kernel without the masked-tile V rule of docs/numerics.md (a
+    NaN or inf in V then reaches masked rows): only to measure what it costs
+    (benchmarks/bench_nan_checks.py); same bits on finite input.
     """
+    if not isinstance(nan_checks, bool):
+        raise TypeError(f"nan_checks must be a bool, got {type(nan_checks).__name__}")
     for name, x in (("q", q), ("k", k), ("v", v)):
         if x.dtype not in (torch.bfloat16, torch.float16):
             raise TypeError(f"{name} must be bfloat16 or float16, got {x.dtype}")
@@ -152,7 +157,7 @@ def attention_bf16(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_sc
     out = torch.empty(b, s_q, h, d_v, dtype=q.dtype, device=q.device)
     lse = torch.empty(b, h, s_q, dtype=torch.float32, device=q.device)
     grid = lambda meta: (triton.cdiv(s_q, meta["BLOCK_M"]), b * h)  # noqa: E731
-    launch = dict(IS_CAUSAL=causal, INTERPRET=_INTERPRET)
+    launch = dict(IS_CAUSAL=causal, INTERPRET=_INTERPRET, NAN_CHECKS=nan_checks)
     kernel = _attn_fwd_bf16
     if config is None and fixed_config_mode():
         config = fixed_config(False, padded_headdim(d), padded_headdim(d_v))

@@ -65,7 +65,8 @@ def _attn_fwd_fp8_inner(acc, l_i, m_i, nan_i, q, k_base, v_base, t, T8,
                         BLOCK_N: tl.constexpr, MASKED: tl.constexpr, IS_CAUSAL: tl.constexpr,
                         WARP_SPEC: tl.constexpr, ROWSUM_MMA: tl.constexpr, ACC_IN_DOT: tl.constexpr,
                         SCALED_PV: tl.constexpr, INTERPRET: tl.constexpr, PROTON: tl.constexpr,
-                        IMPRECISE_ACC: tl.constexpr, RECIPE_V2: tl.constexpr, C2: tl.constexpr):
+                        IMPRECISE_ACC: tl.constexpr, RECIPE_V2: tl.constexpr, C2: tl.constexpr,
+                        NAN_CHECKS: tl.constexpr):
     offs_n0 = tl.arange(0, BLOCK_N)
     magic: tl.constexpr = 12582912.0  # 1.5 * 2**23
     NO_KEY: tl.constexpr = 2**30  # "no NaN key in this block"
@@ -101,18 +102,19 @@ def _attn_fwd_fp8_inner(acc, l_i, m_i, nan_i, q, k_base, v_base, t, T8,
         # max may drop NaN operands, and the interpreter decodes 0x7f as 480. Row i allows key j iff
         # j <= i + offset (causal; keys past SEQ_K were loaded as 0), so per block it is enough to know
         # the first NaN key (of K) and the first NaN key of each V column: no extra product ----
-        k_nan = tl.max(tl.where((kt.to(tl.uint8, bitcast=True) & 0x7F) == 0x7F, 1, 0), 0) > 0
-        first_k_nan = tl.min(tl.where(k_nan, offs_n, NO_KEY), 0)
-        v_nan = (v.to(tl.uint8, bitcast=True) & 0x7F) == 0x7F
-        first_v_nan = tl.min(tl.where(v_nan, offs_n[:, None], NO_KEY), 0)
-        if MASKED and IS_CAUSAL:
-            last = offs_m + offset  # the last key each row allows
-        else:
-            last = offs_m * 0 + (NO_KEY - 1)  # every row allows every key of the block
-        nan_i = nan_i | (first_k_nan <= last)
-        nan_cols = first_v_nan[None, :] <= last[:, None]
-        if MASKED:  # P is 0 at masked keys, but 0 * NaN is NaN: V's NaNs are zeroed for the product
-            v = tl.where(v_nan, 0, v.to(tl.uint8, bitcast=True)).to(tl.uint8).to(tl.float8e4nv, bitcast=True)
+        if NAN_CHECKS:  # False only to measure their cost (benchmarks/bench_nan_checks.py)
+            k_nan = tl.max(tl.where((kt.to(tl.uint8, bitcast=True) & 0x7F) == 0x7F, 1, 0), 0) > 0
+            first_k_nan = tl.min(tl.where(k_nan, offs_n, NO_KEY), 0)
+            v_nan = (v.to(tl.uint8, bitcast=True) & 0x7F) == 0x7F
+            first_v_nan = tl.min(tl.where(v_nan, offs_n[:, None], NO_KEY), 0)
+            if MASKED and IS_CAUSAL:
+                last = offs_m + offset  # the last key each row allows
+            else:
+                last = offs_m * 0 + (NO_KEY - 1)  # every row allows every key of the block
+            nan_i = nan_i | (first_k_nan <= last)
+            nan_cols = first_v_nan[None, :] <= last[:, None]
+            if MASKED:  # P is 0 at masked keys, but 0 * NaN is NaN: V's NaNs are zeroed for the product
+                v = tl.where(v_nan, 0, v.to(tl.uint8, bitcast=True)).to(tl.uint8).to(tl.float8e4nv, bitcast=True)
         if RECIPE_V2:
             # -- spec v2: hybrid phi offset, E8M0 2^e, FA-style alpha where the running max grew ----
             p, e, m_new, valid = _lean_p_v2(s, t, T8, m_i, C2)
@@ -127,7 +129,8 @@ def _attn_fwd_fp8_inner(acc, l_i, m_i, nan_i, q, k_base, v_base, t, T8,
             else:
                 pv = tl.dot(p, v, max_num_imprecise_acc=IMPRECISE_ACC)
             acc = tl.fma(acc, alpha[:, None], pv * blk_scale[:, None])  # one rounding (spec v2 step 5)
-            acc = tl.where(nan_cols, float("nan"), acc)
+            if NAN_CHECKS:
+                acc = tl.where(nan_cols, float("nan"), acc)
             l_i = tl.fma(l_i, alpha, tl.sum(p.to(tl.float32), 1) * blk_scale)
             m_i = m_new
             if PROTON:
@@ -176,7 +179,8 @@ def _attn_fwd_fp8_inner(acc, l_i, m_i, nan_i, q, k_base, v_base, t, T8,
                 pv = tl.dot(p_op, v_op, input_precision="ieee" if INTERPRET else None,
                             max_num_imprecise_acc=IMPRECISE_ACC)
                 acc = acc * alpha[:, None] + pv * blk_scale[:, None]
-            acc = tl.where(nan_cols, float("nan"), acc)
+            if NAN_CHECKS:
+                acc = tl.where(nan_cols, float("nan"), acc)
             if ROWSUM_MMA:
                 if INTERPRET:
                     ones_op = ones.to(tl.float32)
@@ -200,7 +204,7 @@ def _attn_fwd_fp8_inner(acc, l_i, m_i, nan_i, q, k_base, v_base, t, T8,
 
 
 @triton.autotune(configs=autotune_configs(fp8=True), prune_configs_by={"early_config_prune": prune_for_headdim(fp8=True)},
-                 key=["SEQ_Q", "SEQ_K", "HEAD_DIM", "HEAD_DIM_V", "IS_CAUSAL"],
+                 key=["SEQ_Q", "SEQ_K", "HEAD_DIM", "HEAD_DIM_V", "IS_CAUSAL", "NAN_CHECKS"],
                  cache_results=not _INTERPRET)
 @triton.jit
 def _attn_fwd_fp8(Q, K, V, Out, Lse, T, DV,
@@ -216,7 +220,7 @@ def _attn_fwd_fp8(Q, K, V, Out, Lse, T, DV,
                   WARP_SPEC: tl.constexpr, ROWSUM_MMA: tl.constexpr, ACC_IN_DOT: tl.constexpr,
                   INTERPRET: tl.constexpr, SCALED_PV: tl.constexpr = False, PROTON: tl.constexpr = False,
                   IMPRECISE_ACC: tl.constexpr = None, RECIPE_V2: tl.constexpr = False,
-                  C2: tl.constexpr = LEANP_BIAS_V2):
+                  C2: tl.constexpr = LEANP_BIAS_V2, NAN_CHECKS: tl.constexpr = True):
     tl.static_assert(BLOCK_N == 64, "ZYFA scales P per 64-key block")
     # grid (query tiles, batch * heads): consecutive programs share one head's K and V in L2
     # (heads-fastest with heaviest tiles first measured 2-7% slower on the H200, run 3)
@@ -243,19 +247,24 @@ def _attn_fwd_fp8(Q, K, V, Out, Lse, T, DV,
     else:
         l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM_V_PAD], dtype=tl.float32)
-    nan_i = tl.max(tl.where((q.to(tl.uint8, bitcast=True) & 0x7F) == 0x7F, 1, 0), 1) > 0  # q rows holding a NaN
+    if NAN_CHECKS:
+        nan_i = tl.max(tl.where((q.to(tl.uint8, bitcast=True) & 0x7F) == 0x7F, 1, 0), 1) > 0  # q rows holding a NaN
+    else:
+        nan_i = offs_m < 0
     # -- key ranges: [0, full_hi) unmasked for every row of the tile, [full_hi, hi) masked ----
     full_hi, hi, offset = key_ranges(start_m, SEQ_Q, SEQ_K, BLOCK_M, BLOCK_N, IS_CAUSAL)
     acc, l_i, m_i, nan_i = _attn_fwd_fp8_inner(acc, l_i, m_i, nan_i, q, k_base, v_base, t, T8,
                                         stride_ks, stride_vs, stride_vd, offs_m, offs_d, offs_dv,
                                         0, full_hi, offset, SEQ_K, HEAD_DIM, HEAD_DIM_V, BLOCK_N,
                                         False, IS_CAUSAL, WARP_SPEC, ROWSUM_MMA, ACC_IN_DOT,
-                                        SCALED_PV, INTERPRET, PROTON, IMPRECISE_ACC, RECIPE_V2, C2)
+                                        SCALED_PV, INTERPRET, PROTON, IMPRECISE_ACC, RECIPE_V2, C2,
+                                        NAN_CHECKS)
     acc, l_i, m_i, nan_i = _attn_fwd_fp8_inner(acc, l_i, m_i, nan_i, q, k_base, v_base, t, T8,
                                         stride_ks, stride_vs, stride_vd, offs_m, offs_d, offs_dv,
                                         full_hi, hi, offset, SEQ_K, HEAD_DIM, HEAD_DIM_V, BLOCK_N,
                                         True, IS_CAUSAL, WARP_SPEC, ROWSUM_MMA, ACC_IN_DOT,
-                                        SCALED_PV, INTERPRET, PROTON, IMPRECISE_ACC, RECIPE_V2, C2)
+                                        SCALED_PV, INTERPRET, PROTON, IMPRECISE_ACC, RECIPE_V2, C2,
+                                        NAN_CHECKS)
     # -- epilogue: out = fp32(acc / l) * dv -> bf16; lse = (m + log2 l) ln2; empty rows -> 0, +inf ----
     if ROWSUM_MMA:
         l_i = tl.max(l_i, 1)
@@ -265,9 +274,10 @@ def _attn_fwd_fp8(Q, K, V, Out, Lse, T, DV,
     out = tl.where(has_keys[:, None], out, 0.0)
     lse = tl.where(has_keys, (m_i + tl.log2(l_safe)) * 0.6931471805599453, float("inf"))  # ln 2
     # a row that read a NaN score: NaN out and lse (a row with no allowed key reads nothing)
-    nan_i = nan_i & (SEQ_K > 0) & ((offs_m + offset >= 0) | (not IS_CAUSAL))
-    out = tl.where(nan_i[:, None], float("nan"), out)
-    lse = tl.where(nan_i, float("nan"), lse)
+    if NAN_CHECKS:
+        nan_i = nan_i & (SEQ_K > 0) & ((offs_m + offset >= 0) | (not IS_CAUSAL))
+        out = tl.where(nan_i[:, None], float("nan"), out)
+        lse = tl.where(nan_i, float("nan"), lse)
     o_ptrs = Out + off_b * stride_ob + off_h * stride_oh + offs_m[:, None] * stride_os + offs_dv[None, :]
     tl.store(o_ptrs, out.to(Out.dtype.element_ty), mask=(offs_m[:, None] < SEQ_Q) & (offs_dv[None, :] < HEAD_DIM_V))
     tl.store(Lse + off_b * stride_lb + off_h * stride_lh + offs_m, lse, mask=offs_m < SEQ_Q)
@@ -304,7 +314,8 @@ def attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_sca
                   q_descale: torch.Tensor | None = None, k_descale: torch.Tensor | None = None,
                   v_descale: torch.Tensor | None = None, transpose_v: bool | None = None,
                   out_dtype: torch.dtype = torch.bfloat16, config: TileConfig | None = None,
-                  proton_scopes: bool = False, recipe: str = "zyfa-v1") -> tuple[torch.Tensor, torch.Tensor]:
+                  proton_scopes: bool = False, recipe: str = "zyfa-v1",
+                  nan_checks: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """ZYFA FP8 forward. q, k, v: float8_e4m3fn ``(b, s, h, d)``; descales float32 ``(b, h_k)``.
 
     Returns ``out`` bfloat16 ``(b, s_q, h, d_v)`` and ``softmax_lse`` float32 ``(b, h, s_q)``.
@@ -314,8 +325,12 @@ def attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_sca
     bypasses the autotuner, as does the test-only ``ZYFA_TRITON_FIXED_CONFIG=1`` (_common); ``proton_scopes`` (needs ``config``) compiles Proton scopes ``qk``,
     ``softmax``, ``pv`` around the three phases of the key loop (see :mod:`zyfa.trace.proton`).
     ``recipe``: ``"zyfa-v1"`` (magic rounding, the kernel benchmarked so far) or ``"zyfa-v2"``
-    (docs/numerics.md spec v2; plain PV path only).
+    (docs/numerics.md spec v2; plain PV path only). ``nan_checks=False`` compiles the kernel
+    without the non-finite rules of docs/numerics.md (a NaN input then gives wrong rows): only to
+    measure what they cost (benchmarks/bench_nan_checks.py); same bits on finite input.
     """
+    if not isinstance(nan_checks, bool):
+        raise TypeError(f"nan_checks must be a bool, got {type(nan_checks).__name__}")
     if recipe not in RECIPES:
         raise ValueError(f"recipe must be one of {RECIPES}, got {recipe!r}")
     b, s_q, h, d = q.shape
@@ -352,7 +367,7 @@ def attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_sca
     out = torch.empty(b, s_q, h, d_v, dtype=out_dtype, device=q.device)
     lse = torch.empty(b, h, s_q, dtype=torch.float32, device=q.device)
     grid = lambda meta: (triton.cdiv(s_q, meta["BLOCK_M"]), b * h)  # noqa: E731
-    launch = dict(IS_CAUSAL=causal, INTERPRET=_INTERPRET, RECIPE_V2=recipe == "zyfa-v2")
+    launch = dict(IS_CAUSAL=causal, INTERPRET=_INTERPRET, RECIPE_V2=recipe == "zyfa-v2", NAN_CHECKS=nan_checks)
     if config is not None:
         kernel = _attn_fwd_fp8.fn if kernel is _attn_fwd_fp8 else kernel
         launch.update(config.meta(fp8=True), PROTON=proton_scopes, num_warps=config.num_warps,

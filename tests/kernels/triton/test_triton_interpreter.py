@@ -96,6 +96,20 @@ def test_nan_reaches_exactly_the_rows_that_read_it(results, case):
     assert r["bf16_out_nan_match"] and r["bf16_lse_nan_match"] and r["bf16_nan_count"] > 0, r
 
 
+@pytest.mark.parametrize("dtype", ["fp8", "bf16"])
+def test_nan_checks_switch_changes_nothing_on_finite_input(results, dtype):
+    """benchmarks/bench_nan_checks.py times ``nan_checks=False`` against the shipped kernel: same
+    bits on finite input, and without the checks the NaN rule is broken as expected (BF16: a NaN
+    in V reaches the rows that mask it; FP8: a NaN code in q leaves its row finite in the
+    interpreter), so the switch removes the work it is meant to measure."""
+    r = results[f"nan_checks_off_{dtype}"]
+    assert r["same_bits"], r
+    if dtype == "bf16":
+        assert r["nan_with"] == 0 and r["nan_without"] > 0, r
+    else:
+        assert r["nan_with"] == 32 and r["nan_without"] == 0, r
+
+
 HADAMARD_CASES = [f"{c}_{g}" for c in ("hadamard_gqa_d64_fp32", "hadamard_d128_bf16", "hadamard_d256_fp16",
                                          "hadamard_tiny") for g in ("head", "token")]
 

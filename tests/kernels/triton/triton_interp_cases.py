@@ -210,6 +210,7 @@ def main():
         }
     results.update(nan_cases())
     results.update(fixed_config_cases())
+    results.update(nan_checks_switch())
     print(json.dumps(results))
 
 
@@ -279,6 +280,34 @@ def nan_cases():
                 "bf16_lse_nan_match": bool(torch.equal(torch.isnan(blse), torch.isnan(rlse))),
                 "bf16_nan_count": int(torch.isnan(bout).sum()),
             }
+    return out
+
+
+def nan_checks_switch():
+    """``nan_checks=False`` (benchmarks/bench_nan_checks.py only): the same bits on finite input,
+    and the rules really are gone. BF16: a NaN in V at key 60 reaches the rows < 60, which mask it.
+    FP8: a NaN code in q row 5 leaves that row finite (the interpreter decodes e4m3 0x7f as 480,
+    so only the kernel's bit test made it NaN)."""
+    b, sq, sk, h, hk, d = 1, 70, 70, 2, 1, 32
+    torch.manual_seed(11)
+    q, k, v = torch.randn(b, sq, h, d), torch.randn(b, sk, hk, d), torch.randn(b, sk, hk, d)
+    (q8, dq), (k8, dk), (v8, dv) = quantise(q, hk), quantise(k, hk), quantise(v, hk)
+    bq, bk, bv = (x.bfloat16() for x in (q, k, v))
+    runs = {"fp8": (lambda qq, vv, flag: attention_fp8(qq, k8, vv, d ** -0.5, True, dq, dk, dv, nan_checks=flag),
+                    q8, v8, 0, (0, 5, 1, 7), slice(5, 6)),
+            "bf16": (lambda qq, vv, flag: attention_bf16(qq, bk, vv, d ** -0.5, True, nan_checks=flag),
+                     bq, bv, 1, (0, 60, 0, 3), slice(0, 60))}
+    out = {}
+    for name, (run, qq, vv, slot, index, rows) in runs.items():
+        on, off = run(qq, vv, True), run(qq, vv, False)
+        bad = [qq, vv]
+        bad[slot] = _poison(bad[slot], index)
+        with_checks, without = run(*bad, True)[0][0, rows], run(*bad, False)[0][0, rows]
+        out[f"nan_checks_off_{name}"] = {
+            "same_bits": all(torch.equal(a, b) for a, b in zip(on, off)),
+            "nan_with": int(torch.isnan(with_checks).sum()),
+            "nan_without": int(torch.isnan(without).sum()),
+        }
     return out
 
 
