@@ -18,6 +18,7 @@ comparison below the table falls back to ``aiter-like-fp8`` (our reconstruction,
 
 import argparse
 import time
+from dataclasses import replace
 
 from zyfa.analyzer import summary
 from zyfa.kernels import gfx950
@@ -30,8 +31,38 @@ from zyfa.trace.cdna4 import power
 from zyfa.trace.cdna4.estimate import EstimateConfig
 from zyfa.trace.cdna4.tracer import simulate
 
+V4 = "aiter:fmha_v4_fwd/fwd_hd128_fp8"  # AITER v4 FP8 forward: non-causal only
 ROWS = ("zyfa-fp8", "zyfa-fp8-folded", "zyfa-fp8-exact", "aiter-like-fp8", "aiter:fwd_hd128_fp8_causal", "zyfa-bf16",
         "aiter:fwd_hd128_bf16_causal")
+
+
+def _row(name: str, shape, forced_clock=None):
+    """Simulate ``name`` on ``shape`` (fitted to the kernel's spec): a dict with the markdown row
+    and the TFLOP/s at the predicted (or forced) clock, or the one-line reason it is unavailable."""
+    start = time.perf_counter()
+    try:
+        spec = spec_of(name)
+        shape = spec.fit(shape)
+        trace, est = simulate(name, shape, config=EstimateConfig(clock_mhz=2400.0))
+    except Exception as exc:  # a missing wheel or an unsupported shape is a row, not a crash
+        return str(exc).splitlines()[0][:160]
+    s = summary(trace, "steady")
+    pct = lambda v: "n/a" if v is None else f"{100 * v:.1f} %"
+    static, work = "-", f"{est.flops_ratio:.3f}"
+    if name in gfx950.VARIANTS:
+        counts = tile_counts(generate(gfx950.config_for(name, shape)))
+        static = str(counts.valu_cycles)
+        # MFMA cycles are proportional to FLOPs for these fp8 shapes (64 cycles per 32x32x64, 32 per 16x16x128)
+        work += f" ({est.flops_ratio * (counts.mfma_cycles - counts.rowsum_cycles) / counts.mfma_cycles:.3f})"
+    clock = power.predict_clock(power.activity(est.cu_result.records, est.cu_result.skipped_periods()), shape.dtype)
+    mhz = forced_clock or clock.mhz
+    seconds = est.cycles / (mhz * 1e6)
+    tflops = shape.tflops(seconds)
+    markdown = (f"| {name} | {spec.dtype} | {pct(s['mfma_busy'])} | {pct(s['pingpong_overlap'])} | "
+                f"{s['valu_cycles_per_block']:.0f} | {static} | {work} | "
+                f"{mhz:.0f} MHz ({'forced' if forced_clock else clock.label}) | {seconds * 1e3:.3f} | "
+                f"{tflops:.0f} | {est.tflops:.0f} |  <!-- {time.perf_counter() - start:.1f} s -->")
+    return {"tflops": tflops, "tflops_2400": est.tflops, "markdown": markdown}
 
 
 def main():
@@ -51,35 +82,37 @@ def main():
         if not name.startswith("aiter:") and name not in registered:
             print(f"| {name} | - | not registered | | | | |")
             continue
-        start = time.perf_counter()
-        try:
-            spec = spec_of(name)
-            dtype = spec.dtype
-            shape = spec.fit(parse_shape(args.shape, heads=args.heads))
-            trace, est = simulate(name, shape, config=EstimateConfig(clock_mhz=2400.0))
-        except Exception as exc:  # a missing wheel or an unsupported shape is a row, not a crash
-            print(f"| {name} | - | unavailable: {str(exc).splitlines()[0][:160]} | | | | | | | | |")
+        row = _row(name, parse_shape(args.shape, heads=args.heads), args.clock)
+        if isinstance(row, str):
+            print(f"| {name} | - | unavailable: {row} | | | | | | | | |")
             continue
-        s = summary(trace, "steady")
-        pct = lambda v: "n/a" if v is None else f"{100 * v:.1f} %"
-        static, work = "-", f"{est.flops_ratio:.3f}"
-        if name in gfx950.VARIANTS:
-            counts = tile_counts(generate(gfx950.config_for(name, shape)))
-            static = str(counts.valu_cycles)
-            work += f" ({est.flops_ratio * (counts.mfma - counts.mfma_rowsum) / counts.mfma:.3f})"
-        clock = power.predict_clock(power.activity(est.cu_result.records, est.cu_result.skipped_periods()), shape.dtype)
-        mhz = args.clock or clock.mhz
-        seconds = est.cycles / (mhz * 1e6)
-        tflops[name] = shape.tflops(seconds)
-        print(f"| {name} | {dtype} | {pct(s['mfma_busy'])} | {pct(s['pingpong_overlap'])} | "
-              f"{s['valu_cycles_per_block']:.0f} | {static} | {work} | "
-              f"{mhz:.0f} MHz ({'forced' if args.clock else clock.label}) | {seconds * 1e3:.3f} | "
-              f"{tflops[name]:.0f} | {est.tflops:.0f} |  <!-- {time.perf_counter() - start:.1f} s -->")
+        tflops[name] = row["tflops"]
+        print(row["markdown"])
     pairs, why = default_pairs()
     print(f"\nDefault comparison ({why}):")
     for pair in pairs:
         if pair.ours in tflops and pair.baseline in tflops:
             print(f"- {pair.ours} / {pair.baseline}: {tflops[pair.ours] / tflops[pair.baseline]:.2f}x ({pair.label})")
+            if pair.ours == "zyfa-fp8" and "zyfa-fp8-folded" in tflops:
+                print(f"- zyfa-fp8-folded / {pair.baseline}: "
+                      f"{tflops['zyfa-fp8-folded'] / tflops[pair.baseline]:.2f}x ({pair.label})")
+    # AITER v4 has no causal FP8 object: compare on the same shape without the mask
+    noncausal = replace(parse_shape(args.shape, heads=args.heads), causal=False)
+    print(f"\nAgainst AITER v4 ({V4}), b1 h{args.heads} s{args.shape} d128 NON-causal:\n")
+    print("| kernel | dtype | MFMA busy (steady) | ping-pong overlap | VALU cycles/block | static softmax VALU/tile "
+          "| MFMA work / FLOPs (w/o row sum) | clock | predicted ms | predicted TFLOP/s | TFLOP/s at 2400 MHz |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    rows = {}
+    for name in ("zyfa-fp8", "zyfa-fp8-folded", V4):
+        row = _row(name, noncausal, args.clock)
+        print(f"| {name} | - | unavailable: {row} | | | | | | | | |" if isinstance(row, str) else row["markdown"])
+        if not isinstance(row, str):
+            rows[name] = row
+    if V4 in rows:
+        for name in ("zyfa-fp8", "zyfa-fp8-folded"):
+            if name in rows:
+                print(f"- {name} / {V4}: {rows[name]['tflops'] / rows[V4]['tflops']:.2f}x at the predicted clocks, "
+                      f"{rows[name]['tflops_2400'] / rows[V4]['tflops_2400']:.2f}x both at 2400 MHz")
 
 
 if __name__ == "__main__":

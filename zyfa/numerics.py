@@ -581,7 +581,8 @@ def _forward_folded(ops: _Operands):
     ``off = 120.5 - 8 ref`` and produce the Lean P argument ``y`` directly; one check per tile on
     the row max of ``y`` sends rows whose ``y`` would overflow the e4m3 code (or that still sit at
     the initial reference) to a fix-up that moves ``ref`` by a whole number ``d`` of doublings,
-    subtracts ``8 d`` from ``y`` and rescales O and l by ``2^-d``. Returns (out, lse, ref, l)."""
+    subtracts ``8 d`` from ``y`` and rescales O and l by ``2^-d``. O and l accumulate P unscaled
+    (``m = ref - 8`` in the epilogue). Returns (out, lse, ref - 8, l)."""
     shape = (*ops.shape, ops.sq)
     dev = ops.q.device
     ref = torch.full(shape, FOLD_REF0, dtype=torch.float32, device=dev)
@@ -628,9 +629,9 @@ def _forward_folded(ops: _Operands):
         for b0 in range(0, keys, KEY_BLOCK):
             sl = slice(b0, b0 + KEY_BLOCK)
             pv = masked_pv(P[..., sl], allowed[..., sl], ops.v[..., k0 + b0:k0 + b0 + KEY_BLOCK, :]).to(torch.float32)
-            acc[..., r0:, :] += _ldexp_f32(pv, torch.tensor(-8.0))
-            l[..., r0:] += _ldexp_f32(_tree_sum(P[..., sl]).to(torch.float32), torch.tensor(-8.0))
-    return _epilogue(ops, acc, l, ref, nan_rows)
+            acc[..., r0:, :] += pv  # P unscaled: P ~ 2^(t s - ref + 8), so m = ref - 8 below
+            l[..., r0:] += _tree_sum(P[..., sl]).to(torch.float32)
+    return _epilogue(ops, acc, l, ref - 8.0, nan_rows)
 
 
 def _to_bshd(x: torch.Tensor) -> torch.Tensor:

@@ -10,7 +10,7 @@ Definitions:
   trans_cycles  TRANS-unit cycles (v_exp_f32 ...) of softmax_j
   mask_cycles   VALU cycles of mask_j (diagonal and seqlen_k-edge tiles only)
   mfma          MFMA instructions of PV_j-1 + QK_j; mfma_rowsum: those writing the row-sum accumulator
-  mfma_cycles   MFMA-pipe cycles of PV_j-1 + QK_j
+  mfma_cycles   MFMA-pipe cycles of PV_j-1 + QK_j; rowsum_cycles: those of the row-sum MFMAs
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ class TileCounts:
     mfma_rowsum: int
     mfma_cycles: int
     valu_by_opcode: dict
+    rowsum_cycles: int = 0
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -70,5 +71,7 @@ def tile_counts(generated: Generated) -> TileCounts:
     mfma_cycles, _ = _cycles(mma, "MFMA")
     mfma = [i for i in mma if i.opcode.startswith("v_mfma")]
     rowsum_reg = "rowsum_accumulator"
-    rowsum = sum(1 for i in mfma if str(i.operands[0]) == generated.registers.get(rowsum_reg))
-    return TileCounts(valu, trans, mask, len(mfma), rowsum, mfma_cycles, dict(by_opcode + trans_ops))
+    rowsum_insts = [i for i in mfma if str(i.operands[0]) == generated.registers.get(rowsum_reg)]
+    rowsum_cycles, _ = _cycles(rowsum_insts, "MFMA")
+    return TileCounts(valu, trans, mask, len(mfma), len(rowsum_insts), mfma_cycles, dict(by_opcode + trans_ops),
+                      rowsum_cycles)

@@ -231,9 +231,11 @@ class _Kernel:
         self.ring = [ra.take("v", f"operand_ring{i}", a_width, align=4) for i in range(self.ahead + 1)]
         self.stage = ra.take("v", "global_to_lds_stage", 4 * (self.k_loads + self.v_loads), align=4)
         if self.block:
+            # A operand of the row-sum MFMA: e4m3 ones (folded: the 16x16x128 selector, see rowsum_selector)
             self.ones = ra.take("v", "fp8_ones_operand", 8, align=4)
             self.O = ra.take("a", "O_accumulator", 64, align=16)
-            self.L = ra.take("a", "rowsum_accumulator", 16, align=16)
+            rows = 4 if self.folded else 16  # D of the 16x16x128 / 32x32x64 row-sum MFMA
+            self.L = ra.take("a", "rowsum_accumulator", rows, align=rows)
         else:
             self.O = ra.take("v", "O_accumulator", 64, align=16)
         if self.folded:
@@ -473,6 +475,26 @@ class _Kernel:
             e("v_cvt_pk_fp8_f32", self.Q[i], x[0], x[1])
             e("v_cvt_pk_fp8_f32", self.Q[i], x[2], x[3], mods=("op_sel:[0,0,1]",))
 
+    def rowsum_selector(self):
+        """softmax="folded": the A operand of the 16x16x128 row-sum MFMA, ``A[i][k] = 1`` when row
+        ``i`` is 0 or 8 and k comes from lane group 0 or 2, or ``i`` is 4 or 12 and k from lane
+        group 1 or 3, else 0. Lane ``l`` supplies row ``l % 16`` over the k slice of group
+        ``l // 16`` (the same k map as B): its 32 bytes are 1.0 iff ``l & 3 == 0`` and bit 2 of
+        ``l`` equals bit 4. B is P^T: lane groups 0 and 2 hold queries 0-15, groups 1 and 3
+        queries 16-31, so ``D[4G][j]`` (register 0 of lane ``16 G + j``) is the sum over the
+        block's 64 keys of query ``16 (G % 2) + j`` = the lane's own query. 7 + 8 VALU ops once."""
+        e, w, t = self.e, self.v.tmp, self.v.tmp2
+        e("v_and_b32", w, 0x17, self.tid)  # bits 4, 2, 1, 0 of the lane
+        e("v_lshrrev_b32", t, 2, w)
+        e("v_and_b32", t, 4, t)
+        e("v_xor_b32", w, w, t)  # bit 2 = bit 2 ^ bit 4
+        e("v_and_b32", w, 7, w)
+        e("v_cmp_eq_u32", "vcc", 0, w)
+        e("v_mov_b32", self.ones[0], FP8_ONES)
+        e("v_cndmask_b32", self.ones[0], 0, self.ones[0], "vcc")
+        for i in range(1, 8):
+            e("v_mov_b32", self.ones[i], self.ones[0])
+
     def init_state(self):
         e = self.e
         e("v_mov_b32", self.v.one127, E8M0_ONE)
@@ -490,10 +512,8 @@ class _Kernel:
         e("s_mov_b32", self.s.neg_big, NEG_BIG)
         for i in range(16 if self.fp8 else 32):  # P of "tile -1": zero
             e("v_mov_b32", self.S[i], 0)
-        # folded: P always carries 2^-8 (both blocks, E8M0 119); else the first tile sets them
-        p_scale = E8M0_ONE - 8 if self.folded else 0
-        e("v_mov_b32", self.v.sc0, p_scale)
-        e("v_mov_b32", self.v.sc1, p_scale)
+        e("v_mov_b32", self.v.sc0, 0)  # the first tile sets them (folded: unused, P is unscaled)
+        e("v_mov_b32", self.v.sc1, 0)
         e("s_waitcnt", "lgkmcnt(0)")
         if self.folded:
             e("v_mov_b32", self.v.ref, FOLD_REF0)
@@ -505,8 +525,11 @@ class _Kernel:
             e("v_mov_b32", self.Tp[0], scale)
             e("v_mov_b32", self.Tp[1], scale)
         if self.block:
-            for i in range(8):
-                e("v_mov_b32", self.ones[i], FP8_ONES)
+            if self.folded:
+                self.rowsum_selector()
+            else:
+                for i in range(8):
+                    e("v_mov_b32", self.ones[i], FP8_ONES)
             for i in range(self.O.count):
                 e("v_accvgpr_write_b32", self.O[i], 0)
             for i in range(self.L.count):
@@ -766,14 +789,17 @@ class _Kernel:
 
                     def mfma(slot, u=u, p=p, sc=sc):
                         acc = self.O[16 * u:16 * u + 16]
-                        if self.block:
+                        if c.pv_opcode.startswith("v_mfma_scale"):
                             self.e(c.pv_opcode, acc, slot, p, acc, self.v.one127, sc)
                         else:
                             self.e(c.pv_opcode, acc, slot, p, acc)
                     steps.append((reads, mfma, "PV_j-1"))
                 if self.block:
                     def rowsum(slot, p=p, sc=sc):
-                        self.e(c.pv_opcode, self.L, self.ones, p, self.L, self.v.one127, sc)
+                        if c.rowsum_opcode.startswith("v_mfma_scale"):
+                            self.e(c.rowsum_opcode, self.L, self.ones, p, self.L, self.v.one127, sc)
+                        else:  # folded: P unscaled, the selector operand (rowsum_selector)
+                            self.e(c.rowsum_opcode, self.L, self.ones, p, self.L)
                     steps.append((lambda slot: [], rowsum, "PV_j-1"))
         else:
             for t in range(BLOCK_N // 32):
@@ -939,7 +965,8 @@ class _Kernel:
         (2 ops); lanes that fail it (a code would pass 126, the row is still at the initial
         reference, NaN, or a fully masked lane) branch to the out-of-line fix-up
         (:meth:`fold_fixup`), the common path falls through; then 64 SDWA converts. 98 VALU ops
-        per tile, no FMA, no block exponent, no scale byte (P's E8M0 scale is the constant 2^-8)."""
+        per tile, no FMA, no block exponent, no scale byte (P is unscaled: PV and the row sum use
+        plain MFMAs, and the epilogue's lse takes ``ref - 8``)."""
         e, mx = self.e, self.v.mx0
         nested = [cl for cl in cluster.nested if cl.emitter == "rescale"]
         if len(nested) != 1:
@@ -1258,6 +1285,9 @@ class _Kernel:
             for i in range(64):
                 e("v_accvgpr_read_b32", x[i], self.O[i])
             m = self.v.ref
+            if self.folded:  # O and l carry P unscaled: P ~ 2^(t s - ref + 8)
+                m = self.v.mx0
+                e("v_add_f32", m, -8.0, self.v.ref)
         else:
             e("v_mov_b32", self.v.tmp, self.v.l)
             e("v_permlane32_swap_b32", self.v.tmp, self.v.l)

@@ -123,7 +123,18 @@ class KernelConfig:
 
     @property
     def pv_opcode(self) -> str:
-        return "v_mfma_scale_f32_32x32x64_f8f6f4" if self.scaling == "block" else self.mfma_opcode
+        """PV MFMA: scaled when P carries a per-block E8M0 scale (folded's P scale is constant:
+        unscaled, the constant cancels between O and l)."""
+        if self.scaling == "block" and self.softmax != "folded":
+            return "v_mfma_scale_f32_32x32x64_f8f6f4"
+        return self.mfma_opcode
+
+    @property
+    def rowsum_opcode(self) -> str:
+        """Row sum of the rounded P, one per 64-key block: a 32x32x64 MFMA against a ones operand
+        (scaled like PV), or for folded (no per-block scale) a 16x16x128 MFMA, half the cycles,
+        whose selector operand routes each query's 64 keys into its lane's first D register."""
+        return "v_mfma_f32_16x16x128_f8f6f4" if self.softmax == "folded" else self.pv_opcode
 
 
 EMITTERS = ("pv", "qk", "mask", "softmax", "rescale", "load_issue", "lds_store", "prefetch",

@@ -265,8 +265,12 @@ def test_folded_lean_p_static_count_is_within_the_write_ups_budget(generated):
     assert folded.valu_cycles == 4 * (32 + 2 + 64) == 392 <= 400
     assert folded.valu_by_opcode == {"v_maximum3_f32": 4 * 32, "v_add_f32": 4, "v_cmp_nlt_f32": 4,
                                      "v_cvt_u32_f32_sdwa": 4 * 64}
-    assert (folded.mfma, folded.mfma_rowsum, folded.mfma_cycles) == (18, 2, 18 * 64)
+    # the row sum: two unscaled 16x16x128 MFMAs (32 cycles each) into 4 AGPRs, PV unscaled
+    assert (folded.mfma, folded.mfma_rowsum, folded.mfma_cycles, folded.rowsum_cycles) == (18, 2, 16 * 64 + 64, 64)
     gen = generated["zyfa-fp8-folded"]
+    pv = [i for i in gen.instructions if i.cluster == "PV_j-1" and i.opcode.startswith("v_mfma")]
+    assert {i.opcode for i in pv} == {"v_mfma_f32_32x32x64_f8f6f4", "v_mfma_f32_16x16x128_f8f6f4"}
+    assert gen.registers["rowsum_accumulator"] == "a[64:67]" and gen.read_ahead == 3
     qk = [i for i in gen.instructions if i.cluster == "QK_j" and i.opcode.startswith("v_mfma")]
     offset = gen.registers["qk_offset_block"]
     assert {i.opcode for i in qk} == {"v_mfma_scale_f32_32x32x64_f8f6f4"}
