@@ -173,9 +173,19 @@ def _add_stalls(fig: go.Figure, panel: Panel, index: int, row: int, view: View, 
 
 
 def _add_markers(fig: go.Figure, panel: Panel, row: int, view: View, in_legend: set[str]) -> None:
-    """Extrapolated loop periods (shaded, labelled) and each wave's epilogue start (a tick)."""
+    """Extrapolated loop periods (shaded, labelled; a dotted line where the trace states the point
+    they were cut out at) and each wave's epilogue start (a tick)."""
     n = len(tracks(panel.trace))
     for m in markers(panel.trace):
+        if m.kind == "skip":
+            if view.x0 <= m.x0 < view.x1:
+                fig.add_trace(go.Scatter(
+                    x=[m.x0, m.x0], y=[-0.5, n - 0.5], mode="lines", line=dict(color="#AA0000", dash="dot", width=2),
+                    name="extrapolated (no records)", legendgroup="extrapolated", meta="marker",
+                    showlegend="extrapolated" not in in_legend, hoverinfo="text", text=m.label,
+                ), row=row, col=1)
+                in_legend.add("extrapolated")
+            continue
         if m.x1 <= view.x0 or m.x0 >= view.x1 or m.x1 <= m.x0:
             continue
         fig.add_trace(go.Scatter(

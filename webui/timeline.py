@@ -249,7 +249,7 @@ class Marker:
     x0: float
     x1: float
     label: str
-    kind: str  # "extrapolated"
+    kind: str  # "extrapolated" (a cycle range) or "skip" (the point x0 == x1 where skipped periods belong)
 
 
 def epilogue_starts(trace: Trace) -> list[tuple[int, int]]:
@@ -269,8 +269,11 @@ def epilogue_starts(trace: Trace) -> list[tuple[int, int]]:
 def markers(trace: Trace) -> list[Marker]:
     """Where the cycle model skipped loop periods.
 
-    Skipped periods (``meta.extra["samples"][i]["loops_extrapolated"]`` of the sampled workgroup
-    whose records the trace holds, ``representative_work_index`` along ``work_axis``) leave no
+    A cycle-model trace states it (``meta.extra["skipped_periods"]``: ``at_cycle`` on the record
+    timeline, where the records before and after a skip meet): one ``"skip"`` marker at that point
+    per skip, labelled with the representative sample's ``loops_extrapolated`` entry. Traces
+    without it (older ones): skipped periods (``meta.extra["samples"][i]["loops_extrapolated"]`` of
+    the sampled workgroup whose records the trace holds, ``representative_work_index`` along ``work_axis``) leave no
     records: every wave's issue times jump by ``cycles_skipped``. Each skip is placed at the first
     gap between consecutive issue times (all waves together) at least that long; a skip that cannot
     be placed is still listed, at cycle 0 with zero width.
@@ -281,26 +284,37 @@ def markers(trace: Trace) -> list[Marker]:
     extra = trace.meta.extra or {}
     axis = "xyz".find(str(extra.get("work_axis", "x")))
     index = extra.get("representative_work_index")
+    skips: list = []  # the representative sample's loops_extrapolated entries
+    for sample in extra.get("samples") or []:
+        coord = sample.get("coord") or []
+        if axis >= 0 and len(coord) > axis and coord[axis] == index:
+            skips = sample.get("loops_extrapolated") or []
+            break
+    stated = extra.get("skipped_periods")
+    if stated:
+        return [Marker(float(x["at_cycle"]), float(x["at_cycle"]),
+                       (_skip_label(skips[i], axis, index) if i < len(skips)
+                        else f"extrapolated: {x['cycles']} cycles skipped, no records")
+                       + f"; they belong at cycle {x['at_cycle']}", "skip")
+                for i, x in enumerate(stated)]
     issue = np.unique(trace.column("issue"))
     gaps = np.flatnonzero(np.diff(issue) > 0)
     used: set[int] = set()
-    for sample in extra.get("samples") or []:
-        coord = sample.get("coord") or []
-        if axis < 0 or len(coord) <= axis or coord[axis] != index:
-            continue
-        for skip in sample.get("loops_extrapolated") or []:
-            cycles = skip.get("cycles_skipped", 0)
-            label = (f"extrapolated: {skip.get('periods_skipped')} loop periods of {skip.get('period_cycles')} cycles "
-                     f"(loop at pc 0x{int(skip.get('loop_pc', 0)):x}) skipped, no records; workgroup "
-                     f"{'xyz'[axis]}={index} sampled")
-            fits = [g for g in gaps if issue[g + 1] - issue[g] >= cycles and g not in used]
-            if fits:
-                used.add(fits[0])
-                out.append(Marker(float(issue[fits[0]]), float(issue[fits[0] + 1]), label, "extrapolated"))
-            else:
-                out.append(Marker(0.0, 0.0, label + " (not located on the timeline)", "extrapolated"))
-        break
+    for skip in skips:
+        label = _skip_label(skip, axis, index)
+        fits = [g for g in gaps if issue[g + 1] - issue[g] >= skip.get("cycles_skipped", 0) and g not in used]
+        if fits:
+            used.add(fits[0])
+            out.append(Marker(float(issue[fits[0]]), float(issue[fits[0] + 1]), label, "extrapolated"))
+        else:
+            out.append(Marker(0.0, 0.0, label + " (not located on the timeline)", "extrapolated"))
     return out
+
+
+def _skip_label(skip: dict, axis: int, index) -> str:
+    return (f"extrapolated: {skip.get('periods_skipped')} loop periods of {skip.get('period_cycles')} cycles "
+            f"(loop at pc 0x{int(skip.get('loop_pc', 0)):x}) skipped, no records; workgroup "
+            f"{'xyz'[axis]}={index} sampled")
 
 
 # -- busy fractions per bin (MFMA-busy strip and overlap shading) -----------------------------------

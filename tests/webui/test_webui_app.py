@@ -326,6 +326,28 @@ def test_markers_for_extrapolated_periods_and_epilogue(make_trace):
     assert [tr.name for tr in fig.data if tr.meta == "marker"][0] == "extrapolated (no records)"
 
 
+def test_markers_where_the_model_states_its_skips(make_trace):
+    """A cycle-model trace states where each skip belongs (meta.extra["skipped_periods"], records
+    contiguous): a point marker there, drawn as a line when in view, not the gap search."""
+    t = make_trace(simds=1, iterations=3)
+    at = int(t.df.loc[t.df["iteration"] >= 2, "issue"].min())
+    meta = dataclasses.replace(t.meta, extra={
+        "work_axis": "x", "representative_work_index": 0,
+        "samples": [{"coord": [0, 0, 0], "loops_extrapolated": [{"loop_pc": 256, "period_cycles": 128,
+                                                                 "periods_skipped": 5, "cycles_skipped": 640}]}],
+        "skipped_periods": [{"at_cycle": at, "cycles": 640, "mfma_cycles": [320], "valu_cycles": 0, "lds_bytes": 0,
+                             "vmem_bytes": 0}]})
+    stated = Trace(t.df, meta)
+    (m,) = timeline_markers(stated)
+    assert (m.x0, m.x1, m.kind) == (at, at, "skip")
+    assert "5 loop periods of 128 cycles" in m.label and f"belong at cycle {at}" in m.label
+    fig = schedule_figure([Panel("A", stated)], View(0, at + 10))
+    (line,) = [tr for tr in fig.data if tr.meta == "marker" and tr.name == "extrapolated (no records)"]
+    assert list(line.x) == [at, at]
+    assert not [tr for tr in schedule_figure([Panel("A", stated)], View(0, at)).data
+                if tr.name == "extrapolated (no records)"]  # out of view: not drawn
+
+
 def test_customdata_encoding_round_trips():
     for panel in range(4):
         for row in (-1, 0, 7, 2 ** 40):
