@@ -161,6 +161,27 @@ def _wheel_root(download: bool) -> Optional[Path]:
     return target.parent
 
 
+def use_dir(aiter_dir: Optional[str]) -> Optional[Path]:
+    """The CLIs' ``--aiter-dir`` (or, without it, ``ZYFA_AITER_DIR``) checked up front: a folder
+    that does not exist is a ValueError naming where it came from, not a run whose AITER rows all
+    end up "skipped". ``--aiter-dir`` is exported as ``ZYFA_AITER_DIR`` (absolute) for the lookups
+    below, worker processes included. Returns the folder, or None when neither is set (an empty
+    ``ZYFA_AITER_DIR`` counts as unset, as shells do)."""
+    if aiter_dir is not None:
+        if not str(aiter_dir).strip():
+            raise ValueError("--aiter-dir: empty path (leave the option out to use $ZYFA_AITER_DIR)")
+        folder, source = aiter_dir, "--aiter-dir"
+    else:
+        folder, source = os.environ.get(ENV_DIR) or None, ENV_DIR
+        if folder is None:
+            return None
+    path = Path(folder).expanduser()
+    if not path.is_dir():
+        raise ValueError(f"{source} {folder}: no such folder")
+    os.environ[ENV_DIR] = str(path.resolve())
+    return path.resolve()
+
+
 def search_roots(aiter_dir: Optional[str] = None, download: bool = True) -> list[tuple[str, Path]]:
     """(source, gfx950 folder) in lookup order; ``aiter_dir`` overrides ``ZYFA_AITER_DIR``."""
     roots = [("installed", r) for r in _installed_roots()]

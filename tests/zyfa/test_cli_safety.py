@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from zyfa.cli import export_cmd, trace_main
-from zyfa.trace.cdna4 import tracer
+from zyfa.cli import accuracy_main, bench_main, export_cmd, trace_main
+from zyfa.kernels import aiter
+from zyfa.trace.cdna4 import fidelity, tracer
 from zyfa.trace.rocprof import att_dir
 from zyfa.trace.schema import Trace, TraceMeta
 
@@ -289,3 +290,143 @@ def test_import_att_search_depth(work, capsys, capture):
     code, err = _cli(capsys, ["import-att", "deep", "-o", "hw"])
     _expect_one_line(code, err, "no rocprofv3 --att dispatch directory")
     assert _cli(capsys, ["import-att", str(deep), "-o", "hw"])[0] == 0
+
+
+# -- entry points added since the first matrix: fidelity / --aiter-dir, zyfa-accuracy, zyfa-bench --------------
+@pytest.fixture
+def no_fidelity_run(monkeypatch):
+    """Refusals must come before the calibration rows are simulated (minutes)."""
+    monkeypatch.setattr(fidelity, "simulate_rows", lambda *a, **k: pytest.fail("simulated before refusing"))
+    monkeypatch.delenv(aiter.ENV_DIR, raising=False)
+
+
+AITER_DIR_CASES = [
+    ("flag missing folder", ["fidelity", "--aiter-dir", "nope"], {}, ["--aiter-dir nope", "no such folder"]),
+    ("flag is a file", ["fidelity", "--aiter-dir", "old.json"], {}, ["--aiter-dir old.json", "no such folder"]),
+    ("flag empty", ["fidelity", "--aiter-dir", ""], {}, ["--aiter-dir", "empty path"]),
+    ("flag blank", ["fidelity", "--aiter-dir", "  "], {}, ["--aiter-dir", "empty path"]),
+    ("env missing folder", ["fidelity"], {"ZYFA_AITER_DIR": "nope"}, ["ZYFA_AITER_DIR nope", "no such folder"]),
+    ("env is a file", ["fidelity"], {"ZYFA_AITER_DIR": "old.json"}, ["ZYFA_AITER_DIR old.json"]),
+    ("kernel env missing folder", ["kernel", "--shape", "1k"], {"ZYFA_AITER_DIR": "nope"}, ["ZYFA_AITER_DIR nope"]),
+    ("kernel flag empty", ["kernel", "--shape", "1k", "--aiter-dir", ""], {}, ["empty path"]),
+    ("fidelity out exists", ["fidelity", "-o", "old.json"], {}, ["old.json", "exists; pass --force"]),
+    ("fidelity out is a folder", ["fidelity", "-o", "."], {}, ["not a regular file"]),
+    ("fidelity out is the trace", ["fidelity", "-o", "t.parquet"], {}, ["t.parquet", "exists"]),
+]
+
+
+@pytest.mark.parametrize("name,argv,env,needles", AITER_DIR_CASES, ids=[c[0] for c in AITER_DIR_CASES])
+def test_fidelity_and_aiter_dir_refuse_before_simulating(work, capsys, monkeypatch, no_fidelity_run, no_simulation,
+                                                         name, argv, env, needles):
+    """A bad $ZYFA_AITER_DIR used to make every AITER row "skipped" with exit code 0."""
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    before = _snapshot(work)
+    _expect_one_line(*_cli(capsys, argv), *needles)
+    assert _snapshot(work) == before
+
+
+ACCURACY_CASES = [
+    (["--headdim", "100000"], ["headdim must be a multiple of 8 in [8, 256], got 100000"]),  # took minutes
+    (["--headdim", "100"], ["headdim must be a multiple of 8"]),
+    (["--headdim-v", "100000"], ["headdim_v must be a multiple of 8"]),
+    (["--seqlen", "100000000"], ["seqlen 100000000", "GiB"]),
+    (["--heads", "100000"], ["heads 100000", "GiB"]),
+    (["--outlier-scale", "inf"], ["outlier_scale must be finite"]),
+    (["--outlier-scale", "nan"], ["outlier_scale"]),
+    (["--source", "llm", "--sink-logit", "nan"], ["sink_logit must be finite"]),
+    (["--source", "llm", "--sink-logit", "1e999"], ["sink_logit must be finite"]),
+    (["--seed", "99999999999999999999"], ["seed must be an int in [-2^63, 2^64)"]),
+    (["--device", "meta"], ["device must be a cpu or cuda device", "'meta'"]),
+    (["--device", "nope"], ["device must be a torch device string"]),
+    (["--rows", "nope"], ["rows must be a non-empty subset"]),
+    (["--rows", ","], ["rows must be a non-empty subset"]),
+    (["--queries", "0"], ["queries must be an int in [1, seqlen"]),
+    (["--heads", "3", "--heads-k", "2"], ["heads_k must be a positive divisor"]),
+    (["--batch", "0"], ["batch must be a positive int"]),
+    (["--outlier-channels", "999"], ["outlier_channels must be in [0, headdim=128]"]),
+    (["--format", "xml"], ["--format"]),
+    (["--seqlen", "1.5"], ["--seqlen"]),
+]
+
+
+@pytest.mark.parametrize("argv,needles", ACCURACY_CASES, ids=[" ".join(c[0]) for c in ACCURACY_CASES])
+def test_accuracy_refuses_before_computing(work, capsys, monkeypatch, argv, needles):
+    monkeypatch.setattr(accuracy_main, "run_study", lambda *a, **k: pytest.fail("ran before refusing"))
+    monkeypatch.setattr(accuracy_main, "make_inputs", lambda *a, **k: pytest.fail("made inputs before refusing"))
+    try:
+        code = accuracy_main.main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    _expect_one_line(code, capsys.readouterr().err, *needles)
+
+
+def test_accuracy_cuda_without_a_gpu_is_one_line(work, capsys, monkeypatch):
+    monkeypatch.setattr(accuracy_main.torch.cuda, "is_available", lambda: False)
+    _expect_one_line(accuracy_main.main(["--device", "cuda"]), capsys.readouterr().err, "no CUDA/ROCm GPU")
+
+
+def _bench_csv(path, rows=1):
+    fields = list(bench_main.BenchRow.__dataclass_fields__)
+    lines = [",".join(fields)] + [f"mha,b1 h32,{1024 * (i + 1)},sdpa-bf16,1.5,100.0,0.001,1800,500,0.2,"
+                                  for i in range(rows)]
+    Path(path).write_text("\n".join(lines) + "\n")
+
+
+def _bench(capsys, argv):
+    try:
+        code = bench_main.main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    return code, capsys.readouterr().err
+
+
+BENCH_CASES = [
+    (["--seqlens", "0"], ["--seqlens", "must be positive"]),
+    (["--seqlens", "abc"], ["--seqlens", "bad sequence length 'abc'"]),
+    (["--seqlens", ""], ["--seqlens"]),
+    (["--models", "nope"], ["unknown model shape 'nope'"]),
+    (["--backends", "nope"], ["--backends: unknown ['nope']"]),
+    (["--backends", ","], ["--backends: unknown empty list"]),
+    (["--rep-ms", "-1"], ["--rep-ms must be a finite number > 0"]),
+    (["--rep-ms", "nan"], ["--rep-ms"]),
+    (["--warmup-ms", "inf"], ["--warmup-ms must be a finite number >= 0"]),
+    (["--acc-kv-heads", "-1"], ["--acc-kv-heads must be >= 0"]),
+    (["--out", "old.json"], ["old.json", "--out: exists and is not a directory"]),
+    (["--out", "prev"], ["bench.csv", "exists; pass --force"]),  # a previous run's results
+    (["--html-from", "nope.csv"], ["nope.csv", "no such"]),
+    (["--html-from", "old.json"], ["old.json", "not a zyfa-bench bench.csv"]),
+    (["--html-from", "."], ["a directory, not a regular bench CSV"]),
+    (["--html-from", "fifo"], ["fifo", "FIFO"]),
+    (["--html-from", "empty.csv"], ["empty.csv", "no rows"]),
+    (["--html-from", "badnum.csv"], ["badnum.csv:2", "not a zyfa-bench row"]),
+    (["--html-from", "prev/bench.csv"], ["prev/bench.html", "exists; pass --force"]),
+    (["--html-from", "prev/x.html"], ["prev/x.html", "is an input"]),
+]
+
+
+@pytest.mark.parametrize("argv,needles", BENCH_CASES, ids=[" ".join(c[0]) for c in BENCH_CASES])
+def test_bench_refuses_before_looking_for_a_gpu(work, capsys, monkeypatch, argv, needles):
+    """Argument errors are reported as such on any machine (they came after "needs a GPU"), and
+    a previous run's bench.csv / bench.html is never overwritten without --force."""
+    monkeypatch.setattr(bench_main, "measure", lambda *a, **k: pytest.fail("benchmarked before refusing"))
+    (work / "prev").mkdir()
+    _bench_csv(work / "prev" / "bench.csv")
+    (work / "prev" / "bench.html").write_text("old")
+    _bench_csv(work / "prev" / "x.html")  # a bench CSV named .html: its HTML would be itself
+    _bench_csv(work / "empty.csv", rows=0)
+    (work / "badnum.csv").write_text((work / "prev" / "bench.csv").read_text().replace(",1.5,", ",fast,"))
+    os.mkfifo(work / "fifo")
+    before = _snapshot(work)
+    _expect_one_line(*_bench(capsys, argv), *needles)
+    assert _snapshot(work) == before
+
+
+def test_bench_html_from_writes_next_to_the_csv(work, capsys):
+    pytest.importorskip("plotly")
+    _bench_csv(work / "b.csv", rows=2)
+    assert _bench(capsys, ["--html-from", "b.csv"])[0] == 0
+    html = (work / "b.html").read_text()
+    assert "zyfa-bench" in html and "sdpa-bf16" in html
+    assert not [p for p in work.iterdir() if p.name.endswith(".tmp")]
+    assert _bench(capsys, ["--html-from", "b.csv", "--force"])[0] == 0

@@ -58,6 +58,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -69,6 +71,7 @@ import zyfa
 from zyfa import numerics
 from zyfa.activations import ActivationsUnavailable, llm_like_qkv, minilm_qkv, smollm2_qkv
 from zyfa.cli.errors import Parser, add_debug_flag, guarded, pop_debug
+from zyfa.interface import MAX_HEADDIM
 
 SOURCES = ("gaussian", "outliers", "llm", "smollm2", "real")
 FORMATS = ("table", "json", "csv")
@@ -154,14 +157,32 @@ class StudyConfig:
             raise ValueError(f"queries must be an int in [1, seqlen={self.seqlen}], got {self.queries!r}")
         if self.headdim_v is not None and (not isinstance(self.headdim_v, int) or self.headdim_v <= 0):
             raise ValueError(f"headdim_v must be a positive int, got {self.headdim_v!r}")
+        for name, d in (("headdim", self.headdim), ("headdim_v", self.headdim_v or self.headdim)):
+            if d > MAX_HEADDIM or d % 8:  # checked before the inputs are made (a huge one took minutes)
+                raise ValueError(f"{name} must be a multiple of 8 in [8, {MAX_HEADDIM}], got {d}")
+        for name in ("outlier_scale", "sink_logit"):
+            if not math.isfinite(getattr(self, name)):
+                raise ValueError(f"{name} must be finite, got {getattr(self, name)}")
+        if not isinstance(self.seed, int) or not -2 ** 63 <= self.seed < 2 ** 64:
+            raise ValueError(f"seed must be an int in [-2^63, 2^64), got {self.seed!r}")
+        needed = 16 * self.batch * self.seqlen * (self.heads * self.headdim + heads_k * self.headdim
+                                                  + heads_k * (self.headdim_v or self.headdim))
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        if self.source not in ("real", "smollm2") and needed > memory:
+            raise ValueError(f"batch {self.batch} x seqlen {self.seqlen} x heads {self.heads}: the fp64 copies of the "
+                             f"inputs alone need {needed / 2 ** 30:.0f} GiB, this machine has {memory / 2 ** 30:.0f} GiB")
         if not 0 <= self.outlier_channels <= self.headdim:
             raise ValueError(f"outlier_channels must be in [0, headdim={self.headdim}], got {self.outlier_channels}")
         if not self.outlier_scale > 0:
             raise ValueError(f"outlier_scale must be positive, got {self.outlier_scale}")
         try:
-            torch.device(self.device)
+            kind = torch.device(self.device).type
         except RuntimeError:
             raise ValueError(f"device must be a torch device string such as 'cpu' or 'cuda', got {self.device!r}") from None
+        if kind not in ("cpu", "cuda"):
+            raise ValueError(f"device must be a cpu or cuda device (the emulator computes on it), got {self.device!r}")
+        if kind == "cuda" and not torch.cuda.is_available():
+            raise ValueError(f"device {self.device!r}: no CUDA/ROCm GPU is visible to torch here")
         unknown = [r for r in self.rows if r not in RECIPES]
         if unknown or not self.rows:
             raise ValueError(f"rows must be a non-empty subset of {tuple(RECIPES)}, got {self.rows!r}")

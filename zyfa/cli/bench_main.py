@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import math
 import sys
 import threading
@@ -27,6 +28,7 @@ from typing import Callable, Optional
 
 from zyfa.cli.errors import Parser, add_debug_flag, guarded, pop_debug
 from zyfa.shapes import AttnShape, parse_seqlen
+from zyfa.trace.safeio import MAX_JSON_BYTES, atomic_path, check_folder, check_output, read_bytes, write_text
 
 DEFAULT_SEQLENS = "1k,2k,4k,8k,16k,32k"
 # Named model layers (b1, causal): (heads, heads_k, headdim, headdim_v)
@@ -290,18 +292,32 @@ def write_html(rows: list[BenchRow], path: Path) -> bool:
                                      hovertext=[f"{r.ms:.3f} ms, rel L2 {r.rel_l2:.2e}, {r.sm_mhz:.0f} MHz, "
                                                 f"{r.power_w:.0f} W" for r in pts]), row=i, col=1)
     fig.update_layout(barmode="group", height=350 * len(models), title="zyfa-bench")
-    fig.write_html(str(path), include_plotlyjs="cdn")
+    write_text(path, fig.to_html(include_plotlyjs="cdn"))
     return True
 
 
 def read_csv(path: Path) -> list[BenchRow]:
-    """Rows of a bench.csv written by :func:`run` (numbers back to float, error text kept)."""
-    with open(path, newline="") as f:
-        rows = []
-        for rec in csv.DictReader(f):
+    """Rows of a bench.csv written by :func:`run` (numbers back to float, error text kept); a
+    file that is not one (not a regular file, too big, other columns, bad numbers, no rows) is a
+    ValueError naming it."""
+    try:
+        text = read_bytes(path, MAX_JSON_BYTES, "bench CSV").decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a zyfa-bench bench.csv (not UTF-8 text)") from None
+    fields = [f.name for f in BenchRow.__dataclass_fields__.values()]
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    if reader.fieldnames != fields:
+        raise ValueError(f"{path}: not a zyfa-bench bench.csv (columns {reader.fieldnames}, expected {fields})")
+    rows = []
+    for line, rec in enumerate(reader, 2):
+        try:
             typed = {k: (v if k in ("model", "shape", "backend", "error") else
                          int(v) if k == "seqlen" else float(v)) for k, v in rec.items()}
-            rows.append(BenchRow(**typed))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{path}:{line}: not a zyfa-bench row ({exc})") from None
+        rows.append(BenchRow(**typed))
+    if not rows:
+        raise ValueError(f"{path}: no rows")
     return rows
 
 
@@ -315,33 +331,45 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--acc-kv-heads", type=int, default=1, help="KV heads checked against fp64 (0: skip)")
     p.add_argument("--out", default="zyfa-out/bench", help="output folder for bench.csv / bench.html")
     p.add_argument("--html-from", metavar="CSV", help="only render bench.html (next to CSV) from a saved bench.csv")
+    p.add_argument("--force", action="store_true", help="overwrite an existing bench.csv / bench.html")
+
+
+def check_args(args: argparse.Namespace) -> tuple[list[str], list[tuple[str, AttnShape]]]:
+    """Every argument checked before a GPU is looked for (so a typo is reported as one on any
+    machine): the backends and shapes to run. ValueError names the argument."""
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    unknown = [b for b in backends if b not in BUILDERS]
+    if unknown or not backends:
+        raise ValueError(f"--backends: unknown {unknown or 'empty list'}; known: {', '.join(BUILDERS)}")
+    try:
+        seqlens = [parse_seqlen(s) for s in args.seqlens.split(",")]
+    except ValueError as exc:
+        raise ValueError(f"--seqlens: {exc}") from None
+    shapes = shapes_for([m.strip() for m in args.models.split(",")], seqlens, not args.non_causal)
+    for name, value, low in (("--warmup-ms", args.warmup_ms, 0.0), ("--rep-ms", args.rep_ms, 1e-9)):
+        if not (math.isfinite(value) and value >= low):
+            raise ValueError(f"{name} must be a finite number {'>= 0' if low == 0 else '> 0'}, got {value}")
+    if args.acc_kv_heads < 0:
+        raise ValueError(f"--acc-kv-heads must be >= 0, got {args.acc_kv_heads}")
+    check_folder(args.out, "--out")
+    for name in ("bench.csv", "bench.html"):
+        check_output(Path(args.out) / name, force=args.force)
+    return backends, shapes
 
 
 def run(args: argparse.Namespace) -> int:
     if args.html_from:
         csv_path = Path(args.html_from)
-        if not csv_path.is_file():
-            print(f"zyfa-bench: --html-from {csv_path}: no such file", file=sys.stderr)
-            return 2
-        return 0 if write_html(read_csv(csv_path), csv_path.with_suffix(".html")) else 1
+        rows = read_csv(csv_path)  # first: it refuses a folder, whose name has no suffix to replace
+        html_path = check_output(csv_path.with_suffix(".html"), force=args.force, inputs=[csv_path])
+        return 0 if write_html(rows, html_path) else 1
+    backends, shapes = check_args(args)
     # lazy: torch (~1 s to import on the 2-core box) only when benchmarking; --html re-renders without it
     import torch
     if not torch.cuda.is_available():
         print("zyfa-bench needs a CUDA or ROCm GPU; none is visible to torch", file=sys.stderr)
         return 2
-    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
-    unknown = [b for b in backends if b not in BUILDERS]
-    if unknown:
-        print(f"unknown backends {unknown}; known: {', '.join(BUILDERS)}", file=sys.stderr)
-        return 2
-    try:
-        shapes = shapes_for([m.strip() for m in args.models.split(",")],
-                            [parse_seqlen(s) for s in args.seqlens.split(",")], not args.non_causal)
-    except ValueError as exc:
-        print(f"zyfa-bench: {exc}", file=sys.stderr)
-        return 2
     out_dir = Path(args.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
     sampler = NvmlSampler()
     rows: list[BenchRow] = []
     print(f"# {torch.cuda.get_device_name()}  torch {torch.__version__}", flush=True)
@@ -354,7 +382,7 @@ def run(args: argparse.Namespace) -> int:
             print(format_row(row), flush=True)
         del x, ref
         torch.cuda.empty_cache()
-    with open(out_dir / "bench.csv", "w", newline="") as f:
+    with atomic_path(out_dir / "bench.csv") as tmp, open(tmp, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(asdict(rows[0])))
         writer.writeheader()
         writer.writerows(asdict(r) for r in rows)

@@ -17,8 +17,6 @@ listed as skipped, with the reason. Takes a few minutes on a 2-core CPU.
 from __future__ import annotations
 
 import argparse
-import os
-from pathlib import Path
 
 from tqdm import tqdm
 
@@ -36,10 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.aiter_dir is not None:
-        if not Path(args.aiter_dir).is_dir():
-            raise ValueError(f"--aiter-dir {args.aiter_dir}: no such folder")
-        os.environ[aiter.ENV_DIR] = str(Path(args.aiter_dir).resolve())  # read by zyfa.kernels.aiter
+    aiter.use_dir(args.aiter_dir)  # a bad --aiter-dir / $ZYFA_AITER_DIR: one error now, not skipped rows
     if args.out:
         check_output(args.out, force=args.force)
     progress = lambda rows: tqdm(rows, desc="cycle model: calibration rows", unit="row", leave=False, disable=None)

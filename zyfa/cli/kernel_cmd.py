@@ -95,10 +95,7 @@ def _num(value, fmt="{:.0f}") -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.aiter_dir is not None:
-        if not Path(args.aiter_dir).is_dir():
-            raise ValueError(f"--aiter-dir {args.aiter_dir}: no such folder")
-        os.environ[aiter.ENV_DIR] = str(Path(args.aiter_dir).resolve())  # read by zyfa.kernels.aiter
+    aiter.use_dir(args.aiter_dir)  # a bad --aiter-dir / $ZYFA_AITER_DIR: one error now, not skipped rows
     if args.list:
         for name, description in registry.list_kernels():
             print(f"{name:36s} {description}")

@@ -62,7 +62,7 @@ def test_format_row():
 
 def test_cli_errors(tmp_path, capsys):
     assert bench.main(["--html-from", str(tmp_path / "missing.csv")]) == 2
-    assert "no such file" in capsys.readouterr().err
+    assert "no such bench CSV" in capsys.readouterr().err
     if not torch.cuda.is_available():
         assert bench.main(["--seqlens", "1k"]) == 2
         assert "needs a CUDA or ROCm GPU" in capsys.readouterr().err
