@@ -722,28 +722,38 @@ class _Kernel:
         through a ring of ``self.ahead + 1`` operand slots; every instruction is tagged with its
         step's cluster. ``fill[i]``: items placed after MFMA step i (see :func:`spread_items`).
         ``prefetched``: ds_read counts of the first steps whose reads a ``prefetch`` cluster
-        already issued into ring slots 0, 1, ..."""
+        already issued into ring slots 0, 1, ...
+
+        LDS operations complete in issue order, so the wait before step i's MFMA is
+        ``lgkmcnt(LDS operations issued after step i's reads)``; LDS operations among the fill
+        items (an inline ``lds_store``) count there too. Untracked ones (an out-of-line path)
+        only make a wait stricter."""
         ahead, slots = self.ahead, len(self.ring)
-        pending: list[int] = list(prefetched)  # ds_read count of issued, not yet consumed steps
+        # issued, not yet awaited LDS groups in issue order: [operations, MFMA step or None (fill)]
+        pending: list[list] = [[n, i] for i, n in enumerate(prefetched)]
 
         def issue(i):
             self.asm.cluster = steps[i][2]
             reads = steps[i][0](self.ring[i % slots])
             for opcode, operands, mods in reads:
                 self.e(opcode, *operands, mods=mods)
-            pending.append(len(reads))
+            pending.append([len(reads), i])
 
         for i in range(len(pending), min(ahead, len(steps))):
             issue(i)
         for i, (_, mfma, name) in enumerate(steps):
             self.asm.cluster = name
-            behind = sum(pending[1:])
-            if pending[0]:
+            mine = next(k for k, (_, step) in enumerate(pending) if step == i)
+            behind = sum(n for n, _ in pending[mine + 1:])
+            if pending[mine][0]:
                 self.e("s_waitcnt", f"lgkmcnt({min(behind, 15)})")
-            pending.pop(0)
+            del pending[:mine + 1]
             mfma(self.ring[i % slots])
             if fill:
                 self.asm.items.extend(fill[i])
+                lds = sum(isinstance(item, Instr) and item.opcode.startswith("ds_") for item in fill[i])
+                if lds:
+                    pending.append([lds, None])
             if i + ahead < len(steps):
                 issue(i + ahead)
         self.asm.cluster = None
@@ -801,6 +811,10 @@ class _Kernel:
                         else:  # folded: P unscaled, the selector operand (rowsum_selector)
                             self.e(c.rowsum_opcode, self.L, self.ones, p, self.L)
                     steps.append((lambda slot: [], rowsum, "PV_j-1"))
+            if self.folded:
+                # the row-sum MFMAs read no LDS: first, they cover the operand reads of the first
+                # PV steps (after group 0's hand-over nothing could be read ahead)
+                steps.sort(key=lambda step: step[1].__name__ != "rowsum")
         else:
             for t in range(BLOCK_N // 32):
                 for half in range(2):
@@ -1166,10 +1180,11 @@ class _Kernel:
         items, self.asm.items = self.asm.items, program
         return items
 
-    def mfma_stream(self, run: list, parity: int, tag: str, spread: list):
+    def mfma_stream(self, run: list, parity: int, tag: str, spread: list, inline: Optional[Cluster] = None):
         """Consecutive MFMA clusters as one operand pipeline, with the spread clusters' items
-        distributed over its MFMA steps."""
-        levels = {cl.priority for cl in run + spread}
+        distributed over its MFMA steps and the ``inline`` cluster's placed ``before_end`` steps
+        before its end."""
+        levels = {cl.priority for cl in run + spread + ([inline] if inline else [])}
         if len(levels) != 1:
             raise ValueError(f"{self.c.name}: clusters {[cl.name for cl in run + spread]} share one MFMA stream "
                              f"but not one priority ({sorted(levels)})")
@@ -1177,8 +1192,14 @@ class _Kernel:
         ids = [self.begin(cl) for cl in run]
         steps = [step for cl in run for step in self.emitters()[cl.emitter](cl, parity, tag)]
         fill = [self.captured(cl, parity, tag) for cl in spread]
+        chunks = spread_items([item for items in fill for item in items], len(steps))
+        if inline is not None:
+            if inline.before_end >= len(steps):
+                raise ValueError(f"{self.c.name}: {inline.name} before_end={inline.before_end} but the MFMA run "
+                                 f"has {len(steps)} steps")
+            chunks[len(steps) - 1 - inline.before_end].extend(self.captured(inline, parity, tag))
         prefetched, self.prefetched = self.prefetched, []
-        self.pipeline(steps, spread_items([item for items in fill for item in items], len(steps)), prefetched)
+        self.pipeline(steps, chunks, prefetched)
         for cluster_id in ids:
             self.end(cluster_id)
 
@@ -1197,6 +1218,12 @@ class _Kernel:
                 if cluster.emitter in MFMA_EMITTERS:
                     run.append(cluster)
                     continue
+                if run and cluster.before_end:
+                    self.mfma_stream(run, parity, tag, spread, inline=cluster)
+                    run, spread = [], []
+                    continue
+                if cluster.before_end:
+                    raise ValueError(f"{self.c.name}: {cluster.name} has before_end but follows no MFMA run")
                 if run:
                     self.mfma_stream(run, parity, tag, spread)
                     run, spread = [], []

@@ -161,7 +161,10 @@ class Cluster:
     are spread evenly over the MFMA steps of its barrier interval (``ceil(instructions / MFMAs)``
     after each MFMA, HipKittens' ``sched_group_barrier`` pairs derived from the counts); only for
     clusters without LDS instructions, whose ``lgkmcnt`` the operand pipeline would miscount.
-    Unit counts are not declared: the build meta records what the emitter emitted.
+    ``before_end``: a cluster right after an MFMA run is emitted inside its operand pipeline, this
+    many MFMA steps before the run's end, instead of after it (its LDS operations are counted in
+    the pipeline's waits): an LDS store there completes under the last MFMAs instead of delaying
+    the hand-over. Unit counts are not declared: the build meta records what the emitter emitted.
     """
 
     name: str
@@ -171,6 +174,7 @@ class Cluster:
     only: str = "always"
     nested: tuple["Cluster", ...] = ()
     spread: bool = False
+    before_end: int = 0
 
     def __post_init__(self):
         if self.emitter not in EMITTERS:
@@ -184,13 +188,20 @@ class Cluster:
                              f"(allowed: {SPREADABLE})")
         if self.spread and self.only != "always":
             raise ValueError(f"Cluster {self.name}: a spread cluster cannot be conditional")
+        if isinstance(self.before_end, bool) or not isinstance(self.before_end, int) or self.before_end < 0:
+            raise ValueError(f"Cluster {self.name}: before_end must be an int >= 0, got {self.before_end!r}")
+        if self.before_end and (self.spread or self.only != "always" or self.emitter in MFMA_EMITTERS):
+            raise ValueError(f"Cluster {self.name}: only an unconditional, unspread non-MFMA cluster can run "
+                             "before_end MFMA steps inside an MFMA run")
 
     def as_dict(self) -> dict:
         return {"name": self.name, "emitter": self.emitter, "priority": self.priority, "barrier": self.barrier,
-                "only": self.only, "spread": self.spread}
+                "only": self.only, "spread": self.spread, "before_end": self.before_end}
 
 
 SPREADABLE = ("load_issue",)  # VMEM + SALU only: no LDS counter traffic inside the operand pipeline
+# zyfa-fp8-folded, group 1: its LDS stores run this many MFMA steps before the end of its MFMA phase
+STORE_BEFORE_END = 3
 
 
 def loads_per_thread(config: KernelConfig) -> tuple[int, int]:
@@ -232,6 +243,10 @@ def schedule(config: KernelConfig, wave_group: int) -> tuple[Cluster, ...]:
     # operands are in LDS and nobody writes LDS until the next barrier: it reads the first ones
     # ahead and its next MFMA phase starts without waiting for LDS (not group 0: its softmax
     # phase is the store interval)
+    if config.softmax == "folded" and config.schedule == "pingpong" and wave_group == 1:
+        # group 1 stores during its MFMA phase: STORE_BEFORE_END MFMAs before its end, so the
+        # stores complete under those MFMAs and group 0's MFMA phase starts right after them
+        mfma_side = replace(mfma_side, before_end=STORE_BEFORE_END)
     tail = (replace(softmax_side, barrier=True),)
     if config.schedule == "pingpong" and wave_group == 1:
         tail = (softmax_side, Cluster("prefetch_j+1", "prefetch", barrier=True))

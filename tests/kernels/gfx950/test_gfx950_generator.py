@@ -176,11 +176,11 @@ def test_group1_prefetches_the_next_tiles_first_operands(generated):
     assert [op for _, op in g0[:first_mfma]].count("ds_read_b128") == 2 * gen.read_ahead
 
 
-def _with_table(monkeypatch, edit):
-    """Generate zyfa-fp8 from its schedule table changed by ``edit(cluster) -> cluster``."""
+def _with_table(monkeypatch, edit, name="zyfa-fp8"):
+    """Generate ``name`` from its schedule table changed by ``edit(cluster) -> cluster``."""
     original = generator_module.schedule
     monkeypatch.setattr(generator_module, "schedule", lambda config, group: tuple(edit(c) for c in original(config, group)))
-    gen = generate(VARIANTS["zyfa-fp8"])
+    gen = generate(VARIANTS[name])
     monkeypatch.undo()
     return gen
 
@@ -189,6 +189,26 @@ def _loop_body(gen, group=0):
     """Opcodes (with the cluster tag) of wave group ``group``'s first tile body."""
     start = gen.tile_starts[2 * group]
     return [(i.cluster, i.opcode) for i in gen.instructions[start:gen.tile_starts[2 * group + 1]]]
+
+
+def test_before_end_places_group1_stores_inside_its_mfma_phase(monkeypatch, generated):
+    """zyfa-fp8-folded, wave group 1: the table's store cluster has before_end=3, so its
+    ds_writes sit between the MFMAs, three MFMAs before the phase ends, and the pipeline's
+    lgkmcnt waits count them; before_end=0 puts them after the last MFMA."""
+    def stores_vs_mfmas(body):
+        mfmas = [k for k, (_, op) in enumerate(body) if op.startswith("v_mfma")]
+        phase = [k for k in mfmas if k < next(k for k, (_, op) in enumerate(body) if op == "s_barrier")]
+        writes = [k for k, (_, op) in enumerate(body) if op == "ds_write_b128"]
+        return sum(k > writes[-1] for k in phase), len(writes)
+    assert stores_vs_mfmas(_loop_body(generated["zyfa-fp8-folded"], group=1)) == (3, 4)
+    flat = _with_table(monkeypatch, lambda c: replace(c, before_end=0), name="zyfa-fp8-folded")
+    assert stores_vs_mfmas(_loop_body(flat, group=1)) == (0, 4)
+    body = _loop_body(generated["zyfa-fp8-folded"], group=1)
+    first_write = next(k for k, (_, op) in enumerate(body) if op == "ds_write_b128")
+    waits = [op for _, op in body[first_write:]]
+    assert "s_waitcnt" in waits  # the MFMAs after the stores still wait for their operand reads
+    with pytest.raises(ValueError, match="before_end"):
+        Cluster("x", "qk", before_end=2)
 
 
 def test_table_entries_drive_the_emitted_order(monkeypatch):
