@@ -27,7 +27,7 @@ def main():
     if args.fit:
         params = fidelity.fit(results)
         print(f"fitted on {sum(r.activity is not None for r in results)} rows: {params}")
-    print(fidelity.render(fidelity.predict(results, params), args.format))
+    print(fidelity.render(fidelity.predict(results, params), args.format, params))
     print(f"\n(cycle model, this machine: {time.perf_counter() - start:.0f} s wall)")
 
 

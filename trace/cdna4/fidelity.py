@@ -192,8 +192,10 @@ def table_rows(results: list[Result]) -> list[dict]:
     return out
 
 
-def render(results: list[Result], fmt: str = "text") -> str:
-    """The fidelity table as ``text``, ``markdown`` or ``csv`` (SIMULATED predictions)."""
+def render(results: list[Result], fmt: str = "text", params: Optional[dict] = None) -> str:
+    """The fidelity table as ``text``, ``markdown`` or ``csv`` (SIMULATED predictions); ``params``:
+    the clock-model coefficients the results were predicted with (``--fit``), for the footer's
+    pure-MFMA-loop clock."""
     rows = table_rows(results)
     s = summarise(results)
     if fmt == "csv":
@@ -226,4 +228,8 @@ def render(results: list[Result], fmt: str = "text") -> str:
                  f"{s.within_15}/{s.n} within 15%" + (f"; {s.skipped} skipped" if s.skipped else ""))
     lines.append(f"toggle densities: stated distribution ({power.DISTRIBUTION}); "
                  "e_mfma_pj fitted on this set (benchmarks/fidelity.py --fit): the clock is an effective clock")
+    pure = {dtype: power.pure_mfma_clock(dtype, params=params).mhz for dtype in ("bf16", "fp8")}
+    lines.append(f"the same clock model puts a pure MFMA loop (every SIMD's MFMA pipe busy, no VALU) at "
+                 f"{pure['bf16']:.0f} MHz (bf16) / {pure['fp8']:.0f} MHz (fp8), where an MI350X BF16 microbenchmark "
+                 "sustains 87% of its peak: the fit hides cycle-model optimism (README, 'How far to trust the model')")
     return "\n".join(lines)

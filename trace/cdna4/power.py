@@ -148,6 +148,15 @@ class ClockPrediction:
         return f"predicted clock {self.mhz:.0f} MHz ({self.label})"
 
 
+def pure_mfma_clock(dtype: str, toggle: Optional[float] = None, params: Optional[dict] = None) -> ClockPrediction:
+    """The clock this model predicts for a pure MFMA loop: every SIMD's MFMA pipe busy, no VALU,
+    LDS or memory traffic (the check against the MI350X microbenchmark's 87% of peak,
+    docs/cdna4-facts.md "Clocks and power")."""
+    simds = timing.param("simds_per_cu")
+    act = Activity(mfma=simds, valu=0.0, lds_bytes=0.0, vmem_bytes=0.0, cycles=1)
+    return predict_clock(act, dtype, toggle=toggle, params=params)
+
+
 def predict_clock(act: Activity, dtype: str = "fp8", toggle: Optional[float] = None,
                   params: Optional[dict] = None) -> ClockPrediction:
     """Sustained clock of a kernel with activity ``act``: ``toggle`` from data when given, else

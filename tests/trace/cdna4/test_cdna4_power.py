@@ -99,6 +99,11 @@ def test_fit_recovers_known_coefficients_and_render_reports_errors():
     results.append(fidelity.Result(fidelity.Row("x", "aiter:missing", results[0].row.shape, 500.0), skipped="kernel unavailable"))
     text = fidelity.render(results, "text")
     assert "mean |error| 0.0%" in text and "5/5 within 15%" in text and "1 skipped" in text
+    # the footer's pure-MFMA-loop clock follows the coefficients the table was predicted with
+    pure = power.pure_mfma_clock("bf16", params=truth)
+    assert pure.limited and f"pure MFMA loop (every SIMD's MFMA pipe busy, no VALU) at {pure.mhz:.0f} MHz" in \
+        fidelity.render(results, "text", truth)
+    assert pure.mhz > power.pure_mfma_clock("bf16", params={"e_mfma_pj": 2 * truth["e_mfma_pj"]}).mhz
     md = fidelity.render(results, "markdown")
     assert md.startswith("| source | kernel |") and "(power-limited)" in md or "(peak)" in md
     csv_text = fidelity.render(results, "csv")
