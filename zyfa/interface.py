@@ -187,9 +187,11 @@ def _check_auto(args: AttentionArgs, backend: str) -> None:
 
 def _op_args(q, k, v, softmax_scale, causal, window_left, window_right, softcap, alibi_slopes,
              q_descale, k_descale, v_descale, recipe) -> AttentionArgs:
-    return AttentionArgs(q=q, k=k, v=v, softmax_scale=softmax_scale, causal=causal,
-                         window_size=(window_left, window_right), softcap=softcap, alibi_slopes=alibi_slopes,
-                         q_descale=q_descale, k_descale=k_descale, v_descale=v_descale, recipe=recipe)
+    """The op's arguments through the public function's checks (metadata only: no value is read,
+    so tracing and the fake implementation see the same errors): ``torch.ops.zyfa.fwd`` is
+    callable directly, and a NaN scale, an e5m2 tensor or mixed dtypes must not reach a backend."""
+    return _validate(q, k, v, 0.0, softmax_scale, causal, (window_left, window_right), softcap, alibi_slopes,
+                     q_descale, k_descale, v_descale, recipe)
 
 
 def _pick(args: AttentionArgs, backend: str) -> Backend:

@@ -167,3 +167,43 @@ def test_emulator_entry_point_bad_arguments(kwargs, exc, message):
     q, k, v = _qkv(torch.float8_e4m3fn)
     with pytest.raises(exc, match=message):
         numerics.zyfa_fp8_attention(q, k, v, **kwargs)
+
+
+# -- torch.ops.zyfa.fwd called directly (registered by zyfa.interface): the public checks apply ------------
+def _op(q, k, v, **kw):
+    from_public = dict(softmax_scale=q.shape[-1] ** -0.5, causal=True, window_left=-1, window_right=-1, softcap=0.0,
+                       alibi_slopes=None, q_descale=None, k_descale=None, v_descale=None, backend="auto",
+                       recipe="zyfa-v2")
+    from_public.update(kw)
+    return torch.ops.zyfa.fwd(q, k, v, **from_public)
+
+
+_F, _E5 = torch.float32, torch.float8_e5m2
+OP_CASES = [  # (id, tensor edit, kwargs, exception, message); each used to return an output
+    ("scale nan", None, {"softmax_scale": math.nan}, ValueError, "softmax_scale must be a positive finite"),
+    ("scale inf", None, {"softmax_scale": math.inf}, ValueError, "softmax_scale must be a positive finite"),
+    ("scale negative", None, {"softmax_scale": -1.0}, ValueError, "softmax_scale must be a positive finite"),
+    ("window -5", None, {"window_left": -5}, ValueError, "window_size entries must be >= -1"),
+    ("softcap nan", None, {"softcap": math.nan}, ValueError, "softcap must be >= 0"),
+    ("softcap inf", None, {"softcap": math.inf}, ValueError, "softcap must be >= 0"),
+    ("alibi shape", None, {"alibi_slopes": torch.ones(3)}, ValueError, "alibi_slopes must have shape"),
+    ("alibi int", None, {"alibi_slopes": torch.ones(4, dtype=torch.int64)}, TypeError, "alibi_slopes must be a float32"),
+    ("recipe", None, {"recipe": "nope"}, ValueError, "recipe must be one of"),
+    ("backend", None, {"backend": "nope"}, ValueError, "unknown backend 'nope'"),
+    ("descale on fp32", None, {"q_descale": torch.ones(1, 2)}, ValueError, "q_descale is only meaningful"),
+    ("3-d q", lambda q, k, v: (q[0], k, v), {}, ValueError, "q must have 4 dimensions"),
+    ("fp64 k", lambda q, k, v: (q, k.double(), v), {}, TypeError, "k has dtype torch.float64"),
+    ("e5m2", lambda q, k, v: tuple(x.to(_E5) for x in (q, k, v)), {}, TypeError, "torch.float8_e5m2"),
+    ("fp8 with bf16 v", lambda q, k, v: (q.to(torch.float8_e4m3fn), k.to(torch.float8_e4m3fn), v.bfloat16()), {},
+     TypeError, "must share one dtype"),
+    ("headdim 60", lambda q, k, v: (q[..., :60], k[..., :60], v), {}, ValueError, "unsupported headdim 60"),
+]
+
+
+@pytest.mark.parametrize("name,edit,kwargs,exc,message", OP_CASES, ids=[c[0] for c in OP_CASES])
+def test_custom_op_called_directly_checks_like_the_public_function(name, edit, kwargs, exc, message):
+    q, k, v = _qkv(_F)
+    if edit is not None:
+        q, k, v = edit(q, k, v)
+    with pytest.raises(exc, match=message):
+        _op(q, k, v, **kwargs)
