@@ -62,6 +62,7 @@ from zyfa.kernels.triton.attn_fp8 import fp8_launch_constants
 
 BLOCK_M = 64          # query rows per consumer warpgroup
 NUM_MMA_WG = 2        # consumer warpgroups per CTA
+FREE_BARRIER = 4      # named barriers 4, 5: arrive-only, to order wgmma waits (arrive_after); 0: CTA, 2-3: ping-pong
 MAX_DROP = 64.0       # blocks with bm < bm_prev - MAX_DROP are dropped (see module docstring)
 LN2 = math.log(2.0)
 
@@ -151,6 +152,48 @@ def log2_approx(a: Float32, *, loc=None, ip=None) -> Float32:
     return _ptx_f32("lg2.approx.f32 $0, $1;", a, loc=loc, ip=ip)
 
 
+def row_max(acc_s: cute.Tensor, h: int, g0: int) -> Float32:
+    """Max of row half ``h`` over the 64 keys of n8 groups ``g0 .. g0 + 7`` of an S accumulator (16
+    values per thread, then across the quad's 4 threads). One chain per call: the callers interleave
+    two (64-key blocks) or four (n128) independent chains, and a tree would hold more registers."""
+    mx = acc_s[2 * h + 4 * g0]
+    for g in range(g0, g0 + BLOCK_N // 8):
+        for c in range(2):
+            if g > g0 or c > 0:
+                mx = cute.arch.fmax(mx, acc_s[c + 2 * h + 4 * g])
+    mx = cute.arch.fmax(mx, cute.arch.shuffle_sync_bfly(mx, offset=1))
+    return cute.arch.fmax(mx, cute.arch.shuffle_sync_bfly(mx, offset=2))
+
+
+@dsl_user_op
+def after_max(x: Float32, m0: Float32, m1: Float32, *, loc=None, ip=None) -> Float32:
+    """``x`` (>= 0: bit 31 clear) unchanged, but computed from ``m0`` and ``m1``: orders the ops that
+    use the result after those row maxima. Without it ptxas scheduled the merge (and the wgmma wait in
+    front of it) above the row max, whose temporaries then took the registers of the P operand of the
+    next PV GEMM, so that GEMM had to finish before the softmax went on."""
+    return Float32(llvm.inline_asm(
+        T.f32(), [Float32(v).ir_value(loc=loc, ip=ip) for v in (x, m0, m1)],
+        "{\n.reg .b32 a, b, c;\nmov.b32 a, $2;\nmov.b32 b, $3;\nor.b32 a, a, b;\nmov.b32 c, $1;\n"
+        "and.b32 a, a, c;\nshr.u32 a, a, 31;\nor.b32 c, c, a;\nmov.b32 $0, c;\n}\n",
+        "=f,f,f,f", has_side_effects=False, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT,
+    ))
+
+
+@dsl_user_op
+def arrive_after(bar_id: Int32, x0: Float32, x1: Float32, *, loc=None, ip=None):
+    """``bar.arrive bar_id, 128`` (a barrier no thread waits on; one warpgroup's arrivals complete it),
+    computed from ``x0`` and ``x1`` (both >= 0, so the id is unchanged). ptxas hoists a
+    ``wgmma.wait_group`` to just after the GEMMs it waits for, ahead of independent softmax work (seen
+    in the n128 SASS); it keeps a wait after a barrier, and the barrier after the work that computes
+    its operand, so this pins the next wait after the ops that produced ``x0`` and ``x1``."""
+    llvm.inline_asm(
+        None, [Int32(bar_id).ir_value(loc=loc, ip=ip)] + [Float32(v).ir_value(loc=loc, ip=ip) for v in (x0, x1)],
+        "{\n.reg .b32 a, b;\nmov.b32 a, $1;\nmov.b32 b, $2;\nor.b32 a, a, b;\nshr.u32 a, a, 31;\n"
+        "add.u32 a, a, $0;\nbar.arrive a, 128;\n}\n",
+        "r,f,f", has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT,
+        loc=loc, ip=ip)
+
+
 def stage(j, stages: int, producer: bool) -> pipeline.PipelineState:
     """Pipeline state of the j-th use of a ring of ``stages`` buffers (built fresh: no in-place advance
     across staged control flow)."""
@@ -164,7 +207,8 @@ class LeanPAttentionSm90:
     """Compile-time configuration of the kernel; ``__call__`` is the host-side ``@cute.jit`` entry."""
 
     def __init__(self, head_dim: int, head_dim_v: int, causal: bool, pingpong: bool = True,
-                 kv_stages: int = 4, q_in_regs: bool = False, pbuf: bool = False, timeline: bool = False):
+                 kv_stages: int = 4, q_in_regs: bool = False, pbuf: bool = False, timeline: bool = False,
+                 n128: bool = False, lpt: bool = True):
         if head_dim % 32 or head_dim > 256:
             raise ValueError(f"head_dim must be a multiple of 32 up to 256, got {head_dim}")
         if head_dim_v % 8 or head_dim_v + ONES_ROWS > 256:
@@ -174,10 +218,20 @@ class LeanPAttentionSm90:
         self.vrows = head_dim_v + ONES_ROWS
         self.causal = causal
         self.pingpong = pingpong
-        self.kv_stages = kv_stages
         self.q_in_regs = q_in_regs  # QK^T with Q from registers (loaded once) instead of shared memory
         self.pbuf = pbuf  # two P register buffers: the softmax does not wait for the previous PV GEMM
         self.timeline = timeline  # clock64 stamps per warpgroup and key block into mTL (see stamp())
+        # n128: S = Q K^T over 128-key tiles, one softmax pass over its two 64-key scaling blocks (the
+        # per-block fixed cost -- waits, turn, loop -- paid once per 128 keys; the two halves' row max
+        # chains interleave); PV and the merge stay per 64-key block (each block's own scale)
+        self.n128 = n128
+        if n128 and (q_in_regs or pbuf):
+            raise ValueError("n128 does not combine with q_in_regs or pbuf")
+        self.tile_n = 2 * BLOCK_N if n128 else BLOCK_N  # keys per K/V pipeline stage
+        if n128 and kv_stages == 4:
+            kv_stages = 2  # the same shared-memory bytes as four 64-key stages
+        self.kv_stages = kv_stages
+        self.lpt = lpt  # causal: the longest query tiles (most key blocks) first, so the tail is short
         self.threads = 128 * (NUM_MMA_WG + 1)
         self.producer_regs = 24
         self.mma_regs = 240
@@ -190,8 +244,8 @@ class LeanPAttentionSm90:
         mLse (s_q, h, b) f32, mT / mDv (h_k, b) f32 (``t`` and the V descale per kv head), mTL int64
         (4, n_blocks + 2, 2, ctas) timeline stamps (written only when ``timeline``)."""
         fp8 = mQ.element_type
-        qk_tiler = (BLOCK_M, BLOCK_N, self.head_dim)
-        pv_tiler = (BLOCK_M, self.vrows, BLOCK_N)
+        qk_tiler = (BLOCK_M, self.tile_n, self.head_dim)
+        pv_tiler = (BLOCK_M, self.vrows, self.tile_n)
         tiled_mma_qk = self.make_tiled_mma(pv=False)
         tiled_mma_pv = self.make_tiled_mma(pv=True)
         layout_kmaj = utils.LayoutEnum.ROW_MAJOR  # (rows, reduction) with the reduction contiguous
@@ -202,9 +256,9 @@ class LeanPAttentionSm90:
         tma_q, mQ_tma = cpasync.make_tiled_tma_atom(
             g2s, mQ, cute.slice_(sQ_layout, (None, None, 0)), (BLOCK_M, self.head_dim))
         tma_k, mK_tma = cpasync.make_tiled_tma_atom(
-            g2s, mK, cute.slice_(sK_layout, (None, None, 0)), (BLOCK_N, self.head_dim))
+            g2s, mK, cute.slice_(sK_layout, (None, None, 0)), (self.tile_n, self.head_dim))
         tma_v, mV_tma = cpasync.make_tiled_tma_atom(
-            g2s, mVt, cute.slice_(sV_layout, (None, None, 0)), (self.vrows, BLOCK_N))
+            g2s, mVt, cute.slice_(sV_layout, (None, None, 0)), (self.vrows, self.tile_n))
         self.q_bytes = cute.size_in_bytes(fp8, cute.slice_(sQ_layout, (None, None, 0))) * NUM_MMA_WG
         self.k_bytes = cute.size_in_bytes(fp8, cute.slice_(sK_layout, (None, None, 0)))
         self.v_bytes = cute.size_in_bytes(fp8, cute.slice_(sV_layout, (None, None, 0)))
@@ -234,6 +288,9 @@ class LeanPAttentionSm90:
                seqlen_q: Int32, seqlen_k: Int32):
         tidx, _, _ = cute.arch.thread_idx()
         m_block, head, batch = cute.arch.block_idx()
+        if const_expr(self.causal and self.lpt):
+            grid_m0, _, _ = cute.arch.grid_dim()
+            m_block = grid_m0 - 1 - m_block  # blocks launch in index order: the heaviest query tiles first
         warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
         wg_idx = warp_idx // 4
         group = cute.size(mQ.shape[2]) // cute.size(mK.shape[2])
@@ -261,10 +318,10 @@ class LeanPAttentionSm90:
 
         # -- key blocks this CTA visits: [0, n_blocks); causal is bottom-right aligned ----
         offset = seqlen_k - seqlen_q
-        n_blocks = cute.ceil_div(seqlen_k, BLOCK_N)
+        n_blocks = cute.ceil_div(seqlen_k, self.tile_n)  # K/V pipeline stages (64 or 128 keys)
         if const_expr(self.causal):
             last_key = (m_block + 1) * (BLOCK_M * NUM_MMA_WG) + offset  # exclusive bound of the tile's keys
-            n_blocks = cutlass.min(n_blocks, cute.ceil_div(cutlass.max(last_key, 0), BLOCK_N))
+            n_blocks = cutlass.min(n_blocks, cute.ceil_div(cutlass.max(last_key, 0), self.tile_n))
 
         if wg_idx == 0:
             cute.arch.setmaxregister_decrease(self.producer_regs)
@@ -273,8 +330,8 @@ class LeanPAttentionSm90:
                 cpasync.prefetch_descriptor(tma_k)
                 cpasync.prefetch_descriptor(tma_v)
                 gQ = cute.local_tile(mQ[None, None, head, batch], (BLOCK_M, self.head_dim), (None, 0))
-                gK = cute.local_tile(mK[None, None, head_k, batch], (BLOCK_N, self.head_dim), (None, 0))
-                gV = cute.local_tile(mVt[None, None, head_k, batch], (self.vrows, BLOCK_N), (0, None))
+                gK = cute.local_tile(mK[None, None, head_k, batch], (self.tile_n, self.head_dim), (None, 0))
+                gV = cute.local_tile(mVt[None, None, head_k, batch], (self.vrows, self.tile_n), (0, None))
                 tQsQ, tQgQ = cpasync.tma_partition(tma_q, 0, cute.make_layout(1),
                                                    cute.group_modes(sQ, 0, 2), cute.group_modes(gQ, 0, 2))
                 tKsK, tKgK = cpasync.tma_partition(tma_k, 0, cute.make_layout(1),
@@ -298,7 +355,8 @@ class LeanPAttentionSm90:
             cute.arch.setmaxregister_increase(self.mma_regs)
             grid_m, grid_h, _ = cute.arch.grid_dim()
             cta = m_block + grid_m * (head + grid_h * batch)
-            self.consumer(tiled_mma_qk, tiled_mma_pv, sQ, sK, sV, pipe_q, pipe_k, pipe_v, mO, mLse,
+            consumer = self.consumer_n128 if const_expr(self.n128) else self.consumer
+            consumer(tiled_mma_qk, tiled_mma_pv, sQ, sK, sV, pipe_q, pipe_k, pipe_v, mO, mLse,
                           mT[head_k, batch], mDv[head_k, batch], mTL, cta, m_block, head, batch, wg_idx - 1,
                           n_blocks, offset, seqlen_q, seqlen_k)
 
@@ -406,9 +464,9 @@ class LeanPAttentionSm90:
     @cute.jit
     def first_masked_block(self, row0: Int32, offset: Int32, seqlen_k: Int32, n_blocks: Int32) -> Int32:
         """The first block with a disallowed key for some row of this warpgroup (or n_blocks)."""
-        n_full = cutlass.min(n_blocks, seqlen_k // BLOCK_N)
+        n_full = cutlass.min(n_blocks, seqlen_k // self.tile_n)
         if const_expr(self.causal):
-            n_full = cutlass.min(n_full, cutlass.max(row0 + offset + 1, 0) // BLOCK_N)
+            n_full = cutlass.min(n_full, cutlass.max(row0 + offset + 1, 0) // self.tile_n)
         return n_full
 
     @cute.jit
@@ -479,36 +537,38 @@ class LeanPAttentionSm90:
             return sm90_utils.make_trivial_tiled_mma(fp8, fp8, kmaj, kmaj, Float32, (1, 1, 1),
                                                      (BLOCK_M, self.vrows), warpgroup.OperandSource.RMEM)
         q_src = warpgroup.OperandSource.RMEM if self.q_in_regs else warpgroup.OperandSource.SMEM
-        return sm90_utils.make_trivial_tiled_mma(fp8, fp8, kmaj, kmaj, Float32, (1, 1, 1), (BLOCK_M, BLOCK_N), q_src)
+        return sm90_utils.make_trivial_tiled_mma(fp8, fp8, kmaj, kmaj, Float32, (1, 1, 1), (BLOCK_M, self.tile_n), q_src)
 
     @cute.jit
     def gemm(self, pv: cutlass.Constexpr, acc: cute.Tensor, tA: cute.Tensor, tB: cute.Tensor,
-             zero_init: cutlass.Constexpr):
+             zero_init: cutlass.Constexpr, k_b: cutlass.Constexpr = 0):
+        """acc (+)= A B over A's k-steps; B's k-steps start at ``k_b`` (n128: the second 64-key block
+        of a 128-key V tile)."""
         # a fresh TiledMma per call: set(ACCUMULATE) rebinds its state, which must not escape the
         # staged if/for regions this is called from
         tiled_mma = self.make_tiled_mma(pv)
         warpgroup.fence()
         for k in cutlass.range_constexpr(cute.size(tA, mode=[2])):
             tiled_mma.set(warpgroup.Field.ACCUMULATE, not zero_init or k != 0)
-            cute.gemm(tiled_mma, acc, tA[None, None, k], tB[None, None, k], acc)
+            cute.gemm(tiled_mma, acc, tA[None, None, k], tB[None, None, k_b + k], acc)
 
     @cute.jit
     def block_needs_mask(self, j: Int32, row0: Int32, offset: Int32, seqlen_k: Int32) -> cutlass.Boolean:
         """Whether any key of block j is disallowed for some row of this warpgroup."""
-        end = (j + 1) * BLOCK_N
+        end = (j + 1) * self.tile_n
         need = end > seqlen_k
         if const_expr(self.causal):
             need = need or (end - 1 > row0 + offset)
         return need
 
     @cute.jit
-    def merge(self, acc_o: cute.Tensor, acc_t: cute.Tensor, scale: cute.Tensor):
+    def merge(self, acc_o: cute.Tensor, acc_t: cute.Tensor, scale: cute.Tensor, half: cutlass.Constexpr = 0):
         """acc = acc * 2^(bm_prev - bm) + PV of the block (one FFMA, exact scaling, one rounding).
 
         Each block's PV GEMM starts from zero, so the tensor core's reduced-precision fp8 accumulation
         spans 64 keys only; across blocks the sum is IEEE fp32 (as in the spec)."""
         for i in cutlass.range_constexpr(cute.size(acc_o)):
-            acc_o[i] = fma_rn(acc_o[i], scale[(i // 2) % 2], acc_t[i])
+            acc_o[i] = fma_rn(acc_o[i], scale[(i // 2) % 2 + 2 * half], acc_t[i])
 
     @cute.jit
     def softmax_block(self, acc_s: cute.Tensor, tScS: cute.Tensor, tOrP32: cute.Tensor, acc_o: cute.Tensor,
@@ -522,48 +582,13 @@ class LeanPAttentionSm90:
         of block j-1, before this block's scale replaces it).
         """
         if masked:  # a Python bool inside the key loop (no branch), a runtime flag for block 0
-            for i in cutlass.range_constexpr(cute.size(acc_s)):
-                r, cidx = tScS[i]
-                key = j * BLOCK_N + cidx
-                ok = key < seqlen_k
-                if const_expr(self.causal):
-                    ok = ok and key <= row0 + r + offset
-                if not ok:
-                    acc_s[i] = -Float32.inf
-        n_g = BLOCK_N // 8
-        bms = []
-        uses = []
-        for h in cutlass.range_constexpr(2):
-            mx = acc_s[2 * h]
-            for g in cutlass.range_constexpr(n_g):
-                for c in cutlass.range_constexpr(2):
-                    if const_expr(g + c > 0):
-                        mx = cute.arch.fmax(mx, acc_s[c + 2 * h + 4 * g])
-            mx = cute.arch.fmax(mx, cute.arch.shuffle_sync_bfly(mx, offset=1))
-            mx = cute.arch.fmax(mx, cute.arch.shuffle_sync_bfly(mx, offset=2))
-            bm = ceil_mul(t, mx)
-            bms.append(bm)
-            uses.append(mx > -Float32.inf and bm >= bref[h] - MAX_DROP)
+            self.mask_keys(acc_s, tScS, j * BLOCK_N, row0, offset, seqlen_k)
+        mxs = [row_max(acc_s, h, 0) for h in range(2)]
         if const_expr(merge and not self.pbuf):
             warpgroup.wait_group(0)  # PV of block j-1 done: its result is in acc_t, its P registers free
             self.stamp(tl, 2, j)
             self.merge(acc_o, acc_t, scale)
-        new_scale = []
-        for h in cutlass.range_constexpr(2):
-            bm = bms[h]
-            c_h = -Float32.inf
-            sc_h = Float32(1.0)
-            if uses[h]:
-                c_h = (120.0 - 8.0 * bm) + 12582912.0
-                sc_h = pow2_of(bref[h] - bm)
-                bref[h] = bm
-            new_scale.append(sc_h)
-            for kb in cutlass.range_constexpr(BLOCK_N // 32):
-                for kk in cutlass.range_constexpr(2):
-                    g0 = 4 * kb + 2 * kk
-                    i0 = 2 * h + 4 * g0
-                    tOrP32[h + 2 * kk + 4 * kb] = lean_p_pack4(
-                        acc_s[i0], acc_s[i0 + 1], acc_s[i0 + 4], acc_s[i0 + 5], t8, c_h)
+        new_scale = [self.block_codes(acc_s, tOrP32, h, 0, mxs[h], bref, t, t8) for h in range(2)]
         if const_expr(merge and self.pbuf):
             for h in cutlass.range_constexpr(2):  # the merge (and its wgmma wait) after this row's P codes
                 scale[h] = after_word(scale[h], tOrP32[h + 2 + 4 * (BLOCK_N // 32 - 1)])
@@ -572,6 +597,186 @@ class LeanPAttentionSm90:
             self.merge(acc_o, acc_t, scale)
         for h in cutlass.range_constexpr(2):
             scale[h] = new_scale[h]
+
+    @cute.jit
+    def mask_keys(self, acc_s: cute.Tensor, tScS: cute.Tensor, key0: Int32, row0: Int32, offset: Int32,
+                  seqlen_k: Int32):
+        """S = -inf where the key (``key0`` + column) lies beyond ``seqlen_k`` or after the row (causal)."""
+        for i in cutlass.range_constexpr(cute.size(acc_s)):
+            r, cidx = tScS[i]
+            key = key0 + cidx
+            ok = key < seqlen_k
+            if const_expr(self.causal):
+                ok = ok and key <= row0 + r + offset
+            if not ok:
+                acc_s[i] = -Float32.inf
+
+    @cute.jit
+    def block_codes(self, acc_s: cute.Tensor, tOrP32: cute.Tensor, h: cutlass.Constexpr, g0: cutlass.Constexpr,
+                    mx: Float32, bref: cute.Tensor, t: Float32, t8: Float32) -> Float32:
+        """Lean P of one 64-key block (n8 groups ``g0 .. g0 + 7`` of S) for row half ``h``, given its row
+        max ``mx``: ``bm = ceil(t mx)``, the P codes into ``tOrP32`` (A-operand word (h, kk, kb) = bytes
+        (c, g) for g = g0 + 4kb + 2kk + {0, 1}); moves the row's reference ``bref[h]`` to ``bm`` and
+        returns the accumulator's scale ``2^(bref_old - bm)`` (1 for an empty or dropped block)."""
+        bm = ceil_mul(t, mx)
+        c_h = -Float32.inf
+        sc_h = Float32(1.0)
+        if mx > -Float32.inf and bm >= bref[h] - MAX_DROP:
+            c_h = (120.0 - 8.0 * bm) + 12582912.0
+            sc_h = pow2_of(bref[h] - bm)
+            bref[h] = bm
+        for kb in cutlass.range_constexpr(BLOCK_N // 32):
+            for kk in cutlass.range_constexpr(2):
+                i0 = 2 * h + 4 * (g0 + 4 * kb + 2 * kk)
+                tOrP32[h + 2 * kk + 4 * kb] = lean_p_pack4(
+                    acc_s[i0], acc_s[i0 + 1], acc_s[i0 + 4], acc_s[i0 + 5], t8, c_h)
+        return sc_h
+
+    # -- n128: 128-key QK^T tiles, two 64-key scaling blocks per softmax pass ----
+    @cute.jit
+    def consumer_n128(self, tiled_mma_qk: cute.TiledMma, tiled_mma_pv: cute.TiledMma, sQ: cute.Tensor,
+                      sK: cute.Tensor, sV: cute.Tensor, pipe_q, pipe_k, pipe_v, mO: cute.Tensor,
+                      mLse: cute.Tensor, t: Float32, dv: Float32, mTL: cute.Tensor, cta: Int32, m_block: Int32,
+                      head: Int32, batch: Int32, wg: Int32, n_tiles: Int32, offset: Int32, seqlen_q: Int32,
+                      seqlen_k: Int32):
+        """As :meth:`consumer`, over 128-key K/V tiles: per tile one S GEMM (64 x 128) and one softmax
+        pass; the tile's two 64-key blocks keep their own ``bm`` and P codes, their PV GEMMs (from
+        zero) and merges run one after the other (block a's PV in the turn with the next S GEMM,
+        block b's issued inside the softmax, after block a's merge has freed ``acc_t``)."""
+        tidx, _, _ = cute.arch.thread_idx()
+        wg_tidx = tidx % 128
+        thr_qk = tiled_mma_qk.get_slice(wg_tidx)
+        thr_pv = tiled_mma_pv.get_slice(wg_tidx)
+        tSrQ = tiled_mma_qk.make_fragment_A(thr_qk.partition_A(sQ))
+        tSrK = tiled_mma_qk.make_fragment_B(thr_qk.partition_B(sK))
+        tOrV = tiled_mma_pv.make_fragment_B(thr_pv.partition_B(sV))
+        acc_s = thr_qk.make_fragment_C(thr_qk.partition_shape_C((BLOCK_M, 2 * BLOCK_N)))
+        acc_o = thr_pv.make_fragment_C(thr_pv.partition_shape_C((BLOCK_M, self.vrows)))
+        acc_t = thr_pv.make_fragment_C(thr_pv.partition_shape_C((BLOCK_M, self.vrows)))  # PV of one block
+        p_a = cute.make_rmem_tensor(thr_pv.partition_shape_A((BLOCK_M, BLOCK_N)), cutlass.Float8E4M3FN)
+        p_b = cute.make_rmem_tensor(thr_pv.partition_shape_A((BLOCK_M, BLOCK_N)), cutlass.Float8E4M3FN)
+        p32_a = cute.recast_tensor(p_a, Uint32)
+        p32_b = cute.recast_tensor(p_b, Uint32)
+        row0 = m_block * (BLOCK_M * NUM_MMA_WG) + wg * BLOCK_M
+        tScS = thr_qk.partition_C(cute.make_identity_tensor((BLOCK_M, 2 * BLOCK_N)))
+        tOcO = thr_pv.partition_C(cute.make_identity_tensor((BLOCK_M, self.vrows)))
+
+        t8 = t * 8.0
+        bref = cute.make_rmem_tensor(cute.make_layout(2), Float32)  # per row half: bm of the reference block
+        scale = cute.make_rmem_tensor(cute.make_layout(4), Float32)  # [h + 2 half]: scale for merging PV
+        for i in cutlass.range_constexpr(4):
+            scale[i] = 1.0
+        for h in cutlass.range_constexpr(2):
+            bref[h] = -Float32.inf
+        acc_o.fill(0.0)
+        tl = mTL[None, None, wg, cta] if const_expr(self.timeline) else mTL  # (event, tile) of this warpgroup
+        n_tl = cute.size(mTL.shape[1]) - 2
+        if const_expr(self.timeline):
+            tl[0, n_tl + 1] = Int64(cute.arch.smid())
+        if const_expr(self.pingpong):
+            if wg == 0:  # the first warpgroup's first turn needs the other's arrival: arrive once for it
+                cute.arch.barrier_arrive(barrier_id=2, number_of_threads=256)
+        pipe_q.consumer_wait(stage(0, 1, False))
+        q_slice = tSrQ[None, None, None, wg]
+        sm = (acc_s, tScS, p32_a, p32_b, p_b, tOrV, acc_o, acc_t, bref, scale, t, t8, row0, offset, seqlen_k, tl, wg)
+
+        if n_tiles > 0:  # first tile: S only (no PV yet)
+            state = stage(0, self.kv_stages, False)
+            pipe_k.consumer_wait(state)
+            self.turn_begin(wg)
+            self.stamp(tl, 0, 0)
+            self.gemm(False, acc_s, q_slice, tSrK[None, None, None, state.index], zero_init=True)
+            warpgroup.commit_group()
+            self.turn_end(wg)
+            warpgroup.wait_group(0)
+            self.stamp(tl, 1, 0)
+            self.stamp(tl, 2, 0)
+            pipe_k.consumer_release(state)
+            self.softmax_tile(0, Int32(0), *sm, self.block_needs_mask(0, row0, offset, seqlen_k), merge=False)
+            self.stamp(tl, 3, 0)
+        n_full = self.first_masked_block(row0, offset, seqlen_k, n_tiles)
+        for j in cutlass.range(1, n_full, unroll=1):
+            self.key_tile(j, tSrK, q_slice, p_a, pipe_k, pipe_v, wg, sm, masked=False)
+        for j in cutlass.range(cutlass.max(n_full, 1), n_tiles, unroll=1):
+            self.key_tile(j, tSrK, q_slice, p_a, pipe_k, pipe_v, wg, sm, masked=True)
+        if n_tiles > 0:  # the last tile's two PV GEMMs
+            state_v = stage(n_tiles - 1, self.kv_stages, False)
+            pipe_v.consumer_wait(state_v)
+            self.turn_begin(wg)
+            self.stamp(tl, 0, n_tl)
+            self.gemm(True, acc_t, p_a, tOrV[None, None, None, state_v.index], zero_init=True)
+            warpgroup.commit_group()
+            self.turn_end(wg)
+            warpgroup.wait_group(0)
+            self.merge(acc_o, acc_t, scale)
+            self.gemm(True, acc_t, p_b, tOrV[None, None, None, state_v.index], zero_init=True, k_b=2)
+            warpgroup.commit_group()
+            warpgroup.wait_group(0)
+            self.stamp(tl, 2, n_tl)
+            pipe_v.consumer_release(state_v)
+            self.merge(acc_o, acc_t, scale, half=1)
+        if const_expr(self.pingpong):
+            if wg == 0:  # balance the first arrival: consume the other warpgroup's last one
+                cute.arch.barrier(barrier_id=2, number_of_threads=256)
+        self.epilogue(acc_o, tOcO, bref, dv, mO, mLse, row0, head, batch, seqlen_q)
+
+    @cute.jit
+    def key_tile(self, j: Int32, tSrK: cute.Tensor, q_slice: cute.Tensor, p_a: cute.Tensor, pipe_k, pipe_v,
+                 wg: Int32, sm, masked: cutlass.Constexpr):
+        """Tile j >= 1: in this warpgroup's turn issue S_j and the PV GEMM of block a of tile j-1, then
+        the softmax of tile j (which also runs block b of tile j-1's PV GEMM and both merges)."""
+        acc_s, acc_t, tOrV, tl = sm[0], sm[7], sm[5], sm[15]
+        state = stage(j, self.kv_stages, False)
+        state_v = stage(j - 1, self.kv_stages, False)
+        pipe_k.consumer_wait(state)
+        pipe_v.consumer_wait(state_v)
+        self.turn_begin(wg)
+        self.stamp(tl, 0, j)
+        self.gemm(False, acc_s, q_slice, tSrK[None, None, None, state.index], zero_init=True)
+        warpgroup.commit_group()
+        self.gemm(True, acc_t, p_a, tOrV[None, None, None, state_v.index], zero_init=True)
+        warpgroup.commit_group()
+        self.turn_end(wg)
+        warpgroup.wait_group(1)  # S of tile j is ready; PV of block a may still run
+        self.stamp(tl, 1, j)
+        pipe_k.consumer_release(state)
+        self.softmax_tile(j, state_v.index, *sm, masked, merge=True)
+        self.stamp(tl, 3, j)
+        pipe_v.consumer_release(state_v)
+
+    @cute.jit
+    def softmax_tile(self, j: Int32, v_index: Int32, acc_s: cute.Tensor, tScS: cute.Tensor, p32_a: cute.Tensor,
+                     p32_b: cute.Tensor, p_b: cute.Tensor, tOrV: cute.Tensor, acc_o: cute.Tensor,
+                     acc_t: cute.Tensor, bref: cute.Tensor, scale: cute.Tensor, t: Float32, t8: Float32,
+                     row0: Int32, offset: Int32, seqlen_k: Int32, tl: cute.Tensor, wg: Int32, masked,
+                     merge: cutlass.Constexpr):
+        """Lean P of tile j's two 64-key blocks (a: n8 groups 0-7, b: 8-15), each with its own ``bm``.
+        With ``merge``: after the four row maxima, wait for block a's PV of tile j-1, merge it, issue
+        block b's PV of tile j-1 (V stage ``v_index``, P from ``p_b``), write block a's codes, wait,
+        merge block b, then write block b's codes."""
+        if masked:  # a Python bool inside the key loop (no branch), a runtime flag for tile 0
+            self.mask_keys(acc_s, tScS, j * (2 * BLOCK_N), row0, offset, seqlen_k)
+        mxs = [[row_max(acc_s, h, 8 * half) for h in range(2)] for half in range(2)]
+        if const_expr(merge):
+            for h in cutlass.range_constexpr(2):  # the merge (and its wgmma wait) after the row maxima
+                scale[h] = after_max(scale[h], mxs[0][h], mxs[1][h])
+            arrive_after(FREE_BARRIER + wg, scale[0], scale[1])
+            warpgroup.wait_group(0)  # block a's PV of tile j-1 done: acc_t and p_a free
+            self.stamp(tl, 2, j)
+            self.merge(acc_o, acc_t, scale)
+            self.gemm(True, acc_t, p_b, tOrV[None, None, None, v_index], zero_init=True, k_b=2)
+            warpgroup.commit_group()
+        new_a = [self.block_codes(acc_s, p32_a, h, 0, mxs[0][h], bref, t, t8) for h in range(2)]
+        if const_expr(merge):
+            for h in cutlass.range_constexpr(2):  # block b's merge (and its wait) after block a's codes
+                scale[h + 2] = after_word(scale[h + 2], p32_a[h + 2 + 4 * (BLOCK_N // 32 - 1)])
+            arrive_after(FREE_BARRIER + wg, scale[2], scale[3])
+            warpgroup.wait_group(0)  # block b's PV of tile j-1 done: acc_t and p_b free
+            self.merge(acc_o, acc_t, scale, half=1)
+        new_b = [self.block_codes(acc_s, p32_b, h, 8, mxs[1][h], bref, t, t8) for h in range(2)]
+        for h in cutlass.range_constexpr(2):
+            scale[h] = new_a[h]
+            scale[h + 2] = new_b[h]
 
     @cute.jit
     def epilogue(self, acc_o: cute.Tensor, cO: cute.Tensor, bref: cute.Tensor, dv: Float32, mO: cute.Tensor,
@@ -618,7 +823,7 @@ def _cute_tensor(x, leading_dim: int, element_type=None):
 
 def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=None, k_descale=None,
                        v_descale=None, out_dtype=None, pingpong: bool = True, q_in_regs: bool = False,
-                       pbuf: bool = False, v_prepared=None, timeline=None):
+                       pbuf: bool = False, v_prepared=None, timeline=None, n128: bool = False, lpt: bool = True):
     """ZYFA FP8 forward on Hopper. q, k, v: float8_e4m3fn ``(b, s, h, d)`` on an sm_90 GPU; descales
     float32 ``(b, h_k)`` (None: 1). Returns ``out`` ``(b, s_q, h, d_v)`` (bfloat16, or ``out_dtype``
     float32 for conformance tests) and ``softmax_lse`` float32 ``(b, h, s_q)``.
@@ -628,6 +833,8 @@ def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=No
     ``pingpong=False`` drops the named-barrier turns between the two consumer warpgroups;
     ``q_in_regs=True`` feeds QK^T's A operand from registers (Q read from shared memory once);
     ``pbuf=True`` double-buffers P so the softmax waits for the previous PV GEMM only to merge it.
+    ``n128=True`` computes S over 128-key tiles (two 64-key scaling blocks per softmax pass);
+    ``lpt=False`` launches causal query tiles lightest first instead of heaviest first.
     ``timeline``: an int64 tensor ``(ctas, 2, n_blocks + 2, 4)`` (``ctas`` = query tiles x heads x
     batch, ``n_blocks`` = key blocks of 64) that receives the per-warpgroup clock64 stamps
     (:mod:`zyfa.trace.cute_clock` turns them into a trace); a separately compiled kernel.
@@ -656,11 +863,12 @@ def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=No
             _cute_tensor(lse.permute(2, 1, 0), 0),
             _cute_tensor(t.permute(1, 0), 0), _cute_tensor(dv.permute(1, 0), 0),
             _cute_tensor(tl.permute(3, 2, 1, 0), 0), Int32(s_q), Int32(s_k), cuda.CUstream(torch.cuda.current_stream(q.device).cuda_stream))
-    key = (d, d_v, bool(causal), bool(pingpong), bool(q_in_regs), bool(pbuf), timeline is not None, out_dtype)
+    key = (d, d_v, bool(causal), bool(pingpong), bool(q_in_regs), bool(pbuf), timeline is not None, out_dtype,
+           bool(n128), bool(lpt))
     fn = _COMPILED.get(key)
     if fn is None:
         fn = cute.compile(LeanPAttentionSm90(d, d_v, causal, pingpong=pingpong, q_in_regs=q_in_regs, pbuf=pbuf,
-                                             timeline=timeline is not None), *args)
+                                             timeline=timeline is not None, n128=n128, lpt=lpt), *args)
         _COMPILED[key] = fn
     fn(*args)
     return out, lse

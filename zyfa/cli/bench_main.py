@@ -113,7 +113,8 @@ def _zyfa_fp8_hadamard(x: Inputs):
     return call
 
 
-def _zyfa_cute_fp8(pingpong: bool, q_in_regs: bool = False, pbuf: bool = False, v_once: bool = False):
+def _zyfa_cute_fp8(pingpong: bool, q_in_regs: bool = False, pbuf: bool = False, v_once: bool = False,
+                   n128: bool = False, lpt: bool = True):
     """The CuTe DSL kernel (variants: see ``attention_fp8_sm90``); ``v_once`` prepares V' once
     outside the timed call (as if the quantiser wrote it): the row times the attention kernel alone."""
     def build(x: Inputs):
@@ -122,7 +123,8 @@ def _zyfa_cute_fp8(pingpong: bool, q_in_regs: bool = False, pbuf: bool = False, 
         from zyfa.kernels.hopper.vprep import prepare_v_triton
         vp = prepare_v_triton(x.v8) if v_once else None
         return lambda: attention_fp8_sm90(x.q8, x.k8, x.v8, x.scale, x.shape.causal, x.dq, x.dk, x.dv,
-                                          pingpong=pingpong, q_in_regs=q_in_regs, pbuf=pbuf, v_prepared=vp)[0]
+                                          pingpong=pingpong, q_in_regs=q_in_regs, pbuf=pbuf, v_prepared=vp,
+                                          n128=n128, lpt=lpt)[0]
     return build
 
 
@@ -132,6 +134,9 @@ CUTE_VARIANTS = {
         _zyfa_cute_fp8(pp, qreg, pbuf, vonce)
     for qreg in (False, True) for pbuf in (False, True) for pp in (True, False) for vonce in (False, True)
 }
+# -n128: S over 128-key tiles; -nolpt: causal query tiles launched lightest first (the default is heaviest first)
+CUTE_VARIANTS.update({"zyfa-cute-fp8-n128" + "-nopp" * (not pp): _zyfa_cute_fp8(pp, n128=True) for pp in (True, False)})
+CUTE_VARIANTS.update({"zyfa-cute-fp8" + "-nopp" * (not pp) + "-nolpt": _zyfa_cute_fp8(pp, lpt=False) for pp in (True, False)})
 
 
 def _zyfa_bf16(x: Inputs):
