@@ -135,6 +135,12 @@ def fma_rn(a: Float32, b: Float32, c: Float32, *, loc=None, ip=None) -> Float32:
 
 
 @dsl_user_op
+def add_rn(a: Float32, b: Float32, *, loc=None, ip=None) -> Float32:
+    """``add.rn.f32`` (IEEE, no flush to zero)."""
+    return _ptx_f32("add.rn.f32 $0, $1, $2;", a, b, loc=loc, ip=ip)
+
+
+@dsl_user_op
 def ceil_mul(t: Float32, x: Float32, *, loc=None, ip=None) -> Float32:
     """``ceil(fp32(t * x))`` (round-to-nearest product, then round towards +inf)."""
     return _ptx_f32("{\n.reg .f32 p;\nmul.rn.f32 p, $1, $2;\ncvt.rpi.f32.f32 $0, p;\n}\n", t, x, loc=loc, ip=ip)
@@ -208,7 +214,7 @@ class LeanPAttentionSm90:
 
     def __init__(self, head_dim: int, head_dim_v: int, causal: bool, pingpong: bool = True,
                  kv_stages: int = 4, q_in_regs: bool = False, pbuf: bool = False, timeline: bool = False,
-                 n128: bool = False, lpt: bool = True):
+                 n128: bool = False, lpt: bool = True, exact: bool = False):
         if head_dim % 32 or head_dim > 256:
             raise ValueError(f"head_dim must be a multiple of 32 up to 256, got {head_dim}")
         if head_dim_v % 8 or head_dim_v + ONES_ROWS > 256:
@@ -232,6 +238,10 @@ class LeanPAttentionSm90:
             kv_stages = 2  # the same shared-memory bytes as four 64-key stages
         self.kv_stages = kv_stages
         self.lpt = lpt  # causal: the longest query tiles (most key blocks) first, so the tail is short
+        # exact: every wgmma k-step (32 channels of QK^T, 32 keys of PV) from zero, the partial products
+        # summed in IEEE fp32 (as Triton's max_num_imprecise_acc=0): no running sum in the tensor core's
+        # reduced-precision adder. Waits after every k-step: a conformance mode, not a fast one.
+        self.exact = exact
         self.threads = 128 * (NUM_MMA_WG + 1)
         self.producer_regs = 24
         self.mma_regs = 240
@@ -548,9 +558,23 @@ class LeanPAttentionSm90:
         # staged if/for regions this is called from
         tiled_mma = self.make_tiled_mma(pv)
         warpgroup.fence()
-        for k in cutlass.range_constexpr(cute.size(tA, mode=[2])):
-            tiled_mma.set(warpgroup.Field.ACCUMULATE, not zero_init or k != 0)
-            cute.gemm(tiled_mma, acc, tA[None, None, k], tB[None, None, k_b + k], acc)
+        if const_expr(self.exact):
+            part = cute.make_rmem_tensor_like(acc)
+            for k in cutlass.range_constexpr(cute.size(tA, mode=[2])):
+                first = zero_init and k == 0
+                dst = acc if const_expr(first) else part
+                tiled_mma.set(warpgroup.Field.ACCUMULATE, False)
+                warpgroup.fence()
+                cute.gemm(tiled_mma, dst, tA[None, None, k], tB[None, None, k_b + k], dst)
+                warpgroup.commit_group()
+                warpgroup.wait_group(0)
+                if const_expr(not first):
+                    for i in cutlass.range_constexpr(cute.size(acc)):
+                        acc[i] = add_rn(acc[i], part[i])
+        else:
+            for k in cutlass.range_constexpr(cute.size(tA, mode=[2])):
+                tiled_mma.set(warpgroup.Field.ACCUMULATE, not zero_init or k != 0)
+                cute.gemm(tiled_mma, acc, tA[None, None, k], tB[None, None, k_b + k], acc)
 
     @cute.jit
     def block_needs_mask(self, j: Int32, row0: Int32, offset: Int32, seqlen_k: Int32) -> cutlass.Boolean:
@@ -823,7 +847,8 @@ def _cute_tensor(x, leading_dim: int, element_type=None):
 
 def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=None, k_descale=None,
                        v_descale=None, out_dtype=None, pingpong: bool = True, q_in_regs: bool = False,
-                       pbuf: bool = False, v_prepared=None, timeline=None, n128: bool = False, lpt: bool = True):
+                       pbuf: bool = False, v_prepared=None, timeline=None, n128: bool = False, lpt: bool = True,
+                       exact: bool = False):
     """ZYFA FP8 forward on Hopper. q, k, v: float8_e4m3fn ``(b, s, h, d)`` on an sm_90 GPU; descales
     float32 ``(b, h_k)`` (None: 1). Returns ``out`` ``(b, s_q, h, d_v)`` (bfloat16, or ``out_dtype``
     float32 for conformance tests) and ``softmax_lse`` float32 ``(b, h, s_q)``.
@@ -835,6 +860,8 @@ def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=No
     ``pbuf=True`` double-buffers P so the softmax waits for the previous PV GEMM only to merge it.
     ``n128=True`` computes S over 128-key tiles (two 64-key scaling blocks per softmax pass);
     ``lpt=False`` launches causal query tiles lightest first instead of heaviest first.
+    ``exact=True`` sums every 32-wide tensor-core partial product in IEEE fp32 (slow; conformance:
+    equal to :func:`zyfa.numerics.zyfa_fp8_attention` bit for bit where fp32 sums are exact).
     ``timeline``: an int64 tensor ``(ctas, 2, n_blocks + 2, 4)`` (``ctas`` = query tiles x heads x
     batch, ``n_blocks`` = key blocks of 64) that receives the per-warpgroup clock64 stamps
     (:mod:`zyfa.trace.cute_clock` turns them into a trace); a separately compiled kernel.
@@ -864,11 +891,11 @@ def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=No
             _cute_tensor(t.permute(1, 0), 0), _cute_tensor(dv.permute(1, 0), 0),
             _cute_tensor(tl.permute(3, 2, 1, 0), 0), Int32(s_q), Int32(s_k), cuda.CUstream(torch.cuda.current_stream(q.device).cuda_stream))
     key = (d, d_v, bool(causal), bool(pingpong), bool(q_in_regs), bool(pbuf), timeline is not None, out_dtype,
-           bool(n128), bool(lpt))
+           bool(n128), bool(lpt), bool(exact))
     fn = _COMPILED.get(key)
     if fn is None:
         fn = cute.compile(LeanPAttentionSm90(d, d_v, causal, pingpong=pingpong, q_in_regs=q_in_regs, pbuf=pbuf,
-                                             timeline=timeline is not None, n128=n128, lpt=lpt), *args)
+                                             timeline=timeline is not None, n128=n128, lpt=lpt, exact=exact), *args)
         _COMPILED[key] = fn
     fn(*args)
     return out, lse

@@ -22,7 +22,7 @@ if torch.cuda.get_device_capability() != (9, 0):
     pytest.skip("needs a Hopper (sm_90) GPU", allow_module_level=True)
 pytest.importorskip("cutlass", reason="needs the CuTe DSL (pip install 'zyfa[hopper]')")
 
-from zyfa import flash_attn_func  # noqa: E402
+from zyfa import flash_attn_func, numerics  # noqa: E402
 from zyfa.kernels.hopper.attn_fp8_sm90 import attention_fp8_sm90  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location(
@@ -76,6 +76,28 @@ def test_schedule_variants_bitwise_equal_default(b, sq, sk, h, hk, d, dv, causal
     differ = int((out != ref).sum())
     print(f"\nSCHEDULE {(b, sq, sk, h, hk, d, dv, causal)} {variant} differing {differ} of {out.numel()}")
     assert differ == 0 and torch.equal(lse, ref_lse)
+
+
+@pytest.mark.parametrize("n128", [False, True])
+@pytest.mark.parametrize("b,sq,sk,h,hk,causal", [(1, 333, 333, 4, 2, True), (2, 200, 517, 2, 1, True),
+                                                 (1, 300, 300, 2, 1, False)])
+def test_exact_mode_equals_numerics_emulator(b, sq, sk, h, hk, causal, n128):
+    # exact inputs: every fp32 partial sum is exact, so with every tensor-core k-step summed in IEEE
+    # fp32 (exact=True) the fp32 output must equal the emulator's (recipe zyfa-v1, magic rounding)
+    q8, dq, k8, dk, v8, dv_ = cases.exact_fp8_inputs(b, sq, sk, h, hk, 128, seed=11)
+    ref, ref_lse = numerics.zyfa_fp8_attention(q8, k8, v8, dq, dk, dv_, causal=causal, softmax_scale=128 ** -0.5,
+                                               variant="zyfa", rounding="magic", out_dtype=torch.float32)
+    gpu = [x.cuda() for x in (q8, k8, v8, dq, dk, dv_)]
+    args = (gpu[0], gpu[1], gpu[2], 128 ** -0.5, causal, gpu[3], gpu[4], gpu[5])
+    out, lse = attention_fp8_sm90(*args, out_dtype=torch.float32, exact=True, n128=n128)
+    hopper, _ = attention_fp8_sm90(*args, out_dtype=torch.float32, n128=n128)
+    differ, differ_hopper = int((out.cpu() != ref).sum()), int((hopper.cpu() != ref).sum())
+    fin = torch.isfinite(ref_lse)
+    lse_err = float((lse.cpu()[fin] - ref_lse[fin]).abs().max())
+    print(f"\nEXACT {(b, sq, sk, h, hk, causal)} n128={n128}: exact=True differs in {differ} of {out.numel()}, "
+          f"Hopper accumulation in {differ_hopper}; lse max abs {lse_err:.2e}")
+    assert differ == 0
+    assert torch.equal(torch.isinf(lse.cpu()), torch.isinf(ref_lse)) and lse_err <= 1e-5
 
 
 def test_rows_without_keys_are_zero():

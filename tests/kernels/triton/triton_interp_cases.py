@@ -38,6 +38,19 @@ def fp8_inputs(b, sq, sk, h, hk, d, dv, seed=0, device="cuda"):
     return [*quantise(q, hk), *quantise(k, hk), *quantise(v, hk)]
 
 
+def exact_fp8_inputs(b, sq, sk, h, hk, d, seed=0):
+    """Small-integer Q, K (two outlier channels x8: a wide score range, so the running max grows and
+    blocks sit below it) and V in {-1, 0, 1}, on the CPU: every fp32 partial sum of QK^T and PV is
+    exact, so any accumulation order gives the emulator's bits. [q8, dq, k8, dk, v8, dv]."""
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randint(-8, 9, (b, sq, h, d), generator=g).float()
+    k = torch.randint(-8, 9, (b, sk, hk, d), generator=g).float()
+    k[..., :2] *= 8
+    v = torch.randint(-1, 2, (b, sk, hk, d), generator=g).float()
+    dq, dk, dv = (torch.rand(b, hk, generator=g) * 0.2 + 0.01 for _ in range(3))
+    return [q.to(torch.float8_e4m3fn), dq, k.to(torch.float8_e4m3fn), dk, v.to(torch.float8_e4m3fn), dv]
+
+
 def spec_fp8_magic(q8, k8, v8, dq, dk, dv, scale, causal):
     b, sq, h, d = q8.shape
     sk, hk, d_v = k8.shape[1], k8.shape[2], v8.shape[3]
