@@ -5,7 +5,9 @@ which both consumer warpgroups of every CTA write ``clock64()`` into ``T[cta, wg
 (int64, ``(ctas, 2, n_blocks + 2, 4)``, zero where nothing ran). Events of key block j: 0 = the
 warpgroup's turn begins (it issues QK^T of block j and PV of block j-1 next), 1 = S_j is ready,
 2 = PV of block j-1 is done, 3 = the softmax of block j (and the merge of PV j-1) is done;
-column ``n_blocks`` holds the last PV (0 issued, 2 done), column ``n_blocks + 1`` the SM id.
+column ``n_blocks`` holds the last PV (0 issued, 2 done), column ``n_blocks + 1`` the SM id. The
+``n128`` kernel variant stamps per 128-key tile instead (j = tile; event 2 = PV of block a of tile
+j-1 done; the columns past its last tile stay zero).
 
 Mapping to schema v1 (docs/trace-schema.md), one row per region, with the scope names of
 :mod:`zyfa.trace.proton` so its metrics apply unchanged: ``qk`` = [0, 1] of block j, ``pv`` (of
