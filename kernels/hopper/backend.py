@@ -3,8 +3,11 @@
 ``unsupported`` names the reason whenever the inputs cannot run here (no DSL, no Hopper GPU, BF16
 inputs, features the kernel does not implement). Its priority is above the Triton backend's: on the
 H200 it ran 1.30-1.42x the Triton FP8 kernel at the same error in every measured shape (MHA and GQA
-32/8, 16k and 32k; benchmarks/results/h200_run8/bench.csv); it implements recipe zyfa-v1 only, so
-``auto`` picks it for FP8 calls with ``recipe="zyfa-v1"`` on sm_90 where the DSL is installed.
+32/8, 16k and 32k; benchmarks/results/h200_run8/bench.csv; 5.0-5.3x in run 11, where the Triton
+kernel took 3.3x its run-8 time); it implements recipe zyfa-v1 only, so ``auto`` picks it for FP8
+calls with ``recipe="zyfa-v1"`` on sm_90 where the DSL is installed. It runs the kernel's fastest
+measured schedule: 128-key S tiles without ping-pong (run 11: 794-845 TFLOP/s vs 738-780 for the
+64-key default, same bits; still 0.89-0.93x FlashAttention-3 FP8, which is not a zyfa backend).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ def unsupported(args: AttentionArgs) -> Optional[str]:
 def forward(args: AttentionArgs) -> tuple[torch.Tensor, torch.Tensor]:
     from zyfa.kernels.hopper.attn_fp8_sm90 import attention_fp8_sm90  # lazy: imports the CuTe DSL (optional): only when used
     return attention_fp8_sm90(args.q, args.k, args.v, args.softmax_scale, args.causal,
-                              args.q_descale, args.k_descale, args.v_descale)
+                              args.q_descale, args.k_descale, args.v_descale, n128=True, pingpong=False)
 
 
 register_backend(Backend(
