@@ -148,8 +148,8 @@ def tier_configs(fp8: bool, arch: str, headdim_pad: int, headdim_v_pad: int) -> 
 # untimed, through a twin of the kernel whose sequence-length-dependent integer arguments are not
 # specialised. Without it every new (seqlen_q, seqlen_k) re-runs the autotuner (each candidate timed,
 # the autotune key holds both lengths) and Triton compiles one kernel per {== 1, % 16 == 0, other}
-# class of each such argument. The fixed tile is not a tuned one (run 10: FP8 64/4/3 at 16K took 3.5x
-# the autotuned time): never set it for timing or production.
+# class of each such argument. The fixed tile is not a tuned one (run 11: FP8 64/4/3 at 16K took 1.07x
+# the autotuner's pick, benchmarks/results/NOTES.md): never set it for timing or production.
 FIXED_CONFIG_ENV = "ZYFA_TRITON_FIXED_CONFIG"
 
 
