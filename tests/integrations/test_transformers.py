@@ -119,3 +119,14 @@ def test_gpu_fp8_path_uses_the_fused_quantiser_bit_identically():
     m = compare_logits(logits(model, "zyfa-fp8", ids), logits(model, "sdpa", ids))
     print(f"\nGPU zyfa-fp8 vs sdpa (bf16): {m}")
     assert m["rel_l2"] <= 8e-2 and m["top1"] >= 0.9
+
+
+@pytest.mark.parametrize("window", [0, -3, 4.5, True, "8"])
+@pytest.mark.parametrize("impl", ["zyfa", "zyfa-fp8"])
+def test_bad_sliding_window_is_refused(impl, window):
+    """0 used to become window_size (-1, -1): unbounded attention instead of transformers' window."""
+    fn = {"zyfa": zt.zyfa_attention, "zyfa-fp8": zt.zyfa_fp8_attention}[impl]
+    x = torch.randn(1, 2, 8, 16)
+    module = torch.nn.Module()
+    with pytest.raises(ValueError, match="sliding_window must be a positive int"):
+        fn(module, x, x, x, None, sliding_window=window)

@@ -30,6 +30,7 @@ zyfa runs unpadded prefill), ``dropout`` > 0 (a module in training mode with att
 
 from __future__ import annotations
 
+import numbers
 from typing import Callable, Optional
 
 import torch
@@ -70,6 +71,9 @@ def _bshd(x: torch.Tensor) -> torch.Tensor:
 def _mask_args(module: torch.nn.Module, is_causal: Optional[bool], kwargs: dict) -> dict:
     causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
     window = kwargs.get("sliding_window")
+    if window is not None and (isinstance(window, bool) or not isinstance(window, numbers.Integral) or window < 1):
+        # 0 would become window_size (-1, -1): unbounded, the opposite of transformers' empty window
+        raise ValueError(f"zyfa attention: sliding_window must be a positive int (keys q - w < k <= q), got {window!r}")
     return dict(causal=bool(causal),
                 window_size=(-1, -1) if window is None else (int(window) - 1, int(window) - 1),
                 softcap=float(kwargs.get("softcap") or 0.0))
