@@ -811,7 +811,7 @@ class _Kernel:
                         else:  # folded: P unscaled, the selector operand (rowsum_selector)
                             self.e(c.rowsum_opcode, self.L, self.ones, p, self.L)
                     steps.append((lambda slot: [], rowsum, "PV_j-1"))
-            if self.folded:
+            if self.block:
                 # the row-sum MFMAs read no LDS: first, they cover the operand reads of the first
                 # PV steps (after group 0's hand-over nothing could be read ahead)
                 steps.sort(key=lambda step: step[1].__name__ != "rowsum")

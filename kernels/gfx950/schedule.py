@@ -200,7 +200,7 @@ class Cluster:
 
 
 SPREADABLE = ("load_issue",)  # VMEM + SALU only: no LDS counter traffic inside the operand pipeline
-# zyfa-fp8-folded, group 1: its LDS stores run this many MFMA steps before the end of its MFMA phase
+# block-scaled fp8 kernels, group 1: its LDS stores run this many MFMA steps before the end of its MFMA phase
 STORE_BEFORE_END = 3
 
 
@@ -243,7 +243,7 @@ def schedule(config: KernelConfig, wave_group: int) -> tuple[Cluster, ...]:
     # operands are in LDS and nobody writes LDS until the next barrier: it reads the first ones
     # ahead and its next MFMA phase starts without waiting for LDS (not group 0: its softmax
     # phase is the store interval)
-    if config.softmax == "folded" and config.schedule == "pingpong" and wave_group == 1:
+    if config.scaling == "block" and config.schedule == "pingpong" and wave_group == 1:
         # group 1 stores during its MFMA phase: STORE_BEFORE_END MFMAs before its end, so the
         # stores complete under those MFMAs and group 0's MFMA phase starts right after them
         mfma_side = replace(mfma_side, before_end=STORE_BEFORE_END)

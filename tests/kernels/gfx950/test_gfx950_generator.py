@@ -162,18 +162,24 @@ def test_build_meta_units_are_derived_from_the_emitted_code(generated):
 
 def test_group1_prefetches_the_next_tiles_first_operands(generated):
     """Group 1's softmax phase ends with the ds_reads of the next MFMA phase's first read_ahead
-    steps; that phase then issues only the remaining reads before its first MFMA."""
+    steps; that phase then issues only the remaining reads before its first MFMA. Block-scaled
+    kernels start PV_j-1 with the two row-sum MFMAs (no LDS operand), so of the first 3 steps
+    one reads V^T (2 ds_reads per fp8 operand)."""
     gen = generated["zyfa-fp8"]
     body = _loop_body(gen, group=1)
+    start = gen.tile_starts[2]
+    pv = [i for i in gen.instructions[start:gen.tile_starts[3]] if i.cluster == "PV_j-1" and i.opcode.startswith("v_mfma")]
+    rowsum = gen.registers["rowsum_accumulator"]
+    assert [str(i.operands[0]) == rowsum for i in pv] == [True, True] + [False] * 8 and gen.read_ahead == 3
     barriers = [k for k, (_, op) in enumerate(body) if op == "s_barrier"]
     tail = body[barriers[0]:barriers[1]]
     prefetch = [op for cl, op in tail if cl == "prefetch_j+1"]
-    assert prefetch == ["ds_read_b128"] * (2 * gen.read_ahead)  # 2 reads per fp8 V operand step
+    assert prefetch == ["ds_read_b128"] * 2
     first_mfma = next(k for k, (_, op) in enumerate(body) if op.startswith("v_mfma"))
-    assert [op for _, op in body[:first_mfma]].count("ds_read_b128") == 0  # slots 0-2 came from the prefetch
+    assert [op for _, op in body[:first_mfma]].count("ds_read_b128") == 0  # steps 0-2 came from the prefetch
     g0 = _loop_body(gen, group=0)
     first_mfma = next(k for k, (_, op) in enumerate(g0) if op.startswith("v_mfma"))
-    assert [op for _, op in g0[:first_mfma]].count("ds_read_b128") == 2 * gen.read_ahead
+    assert [op for _, op in g0[:first_mfma]].count("ds_read_b128") == 2
 
 
 def _with_table(monkeypatch, edit, name="zyfa-fp8"):
