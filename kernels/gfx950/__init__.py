@@ -98,7 +98,8 @@ _DESCRIPTIONS = {
     "zyfa-fp8-folded": "FP8 causal, Lean P folded into the QK MFMA (re-quantised Q, accumulator started at "
                        "the offset, one convert per probability, overflow fix-up out of line; numerics zyfa-folded)",
     "zyfa-fp8-exact": "FP8 ablation: exact v_exp softmax with the same scaling, row sum and schedule",
-    "aiter-like-fp8": "FP8 baseline in AITER v3's structure: running fp32 max, v_exp, unrounded row sum",
+    "aiter-like-fp8": "FP8 baseline rebuilt on AITER v3 FP8's loop (six barrier intervals per tile): running "
+                      "fp32 max, v_exp, unrounded row sum",
     "zyfa-bf16": "BF16 causal: exact fp32 softmax, two-wave ping-pong",
 }
 

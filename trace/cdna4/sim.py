@@ -101,9 +101,9 @@ class CUResult:
         record timeline each belongs (``at_cycle``), its ``cycles``, MFMA-busy cycles per SIMD
         (``mfma_cycles``: the analyzer's MFMA busy adds them) and VALU+TRANS busy cycles, LDS and
         VMEM bytes (:func:`zyfa.trace.cdna4.power.activity` adds them)."""
-        return [{"at_cycle": x["at_cycle"], "cycles": x["cycles_skipped"], "mfma_cycles": list(x["mfma_cycles_skipped"]),
-                 "valu_cycles": x["valu_cycles_skipped"], "lds_bytes": x["lds_bytes_skipped"],
-                 "vmem_bytes": x["vmem_bytes_skipped"]} for x in self.extrapolated]
+        return [{"at_cycle": x["at_cycle"], "cycles": x["cycles_skipped"],
+                 "mfma_cycles": list(x["mfma_cycles_skipped"]), "valu_cycles": x["valu_cycles_skipped"],
+                 "lds_bytes": x["lds_bytes_skipped"], "vmem_bytes": x["vmem_bytes_skipped"]} for x in self.extrapolated]
 
     def mfma_flops(self, program: Program) -> int:
         """Matrix FLOPs executed: :func:`zyfa.gfx950.isa.mfma_flops` per MFMA x executions (an MFMA

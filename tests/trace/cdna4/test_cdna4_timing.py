@@ -267,8 +267,9 @@ def test_mfma_busy_counts_extrapolated_periods_as_if_simulated():
     # a 512-cycle prologue without MFMA, then a loop of one 32-cycle MFMA, a 64-cycle s_nop, a
     # transcendental and an LDS read waited for: with most periods skipped the records alone
     # over-weight the prologue, so the analyzer and the clock model add the skipped periods back
+    body = " s_nop 15\n v_exp_f32 v40, v41\n ds_read_b128 v[44:47], v42\n s_waitcnt lgkmcnt(0)\n"
     loop = KERNARG_LOOP.replace(" s_mov_b32 s5, 0\n", " s_mov_b32 s5, 0\n s_sleep 8\n").replace(
-        " s_add_u32 s5", " s_nop 15\n v_exp_f32 v40, v41\n ds_read_b128 v[44:47], v42\n s_waitcnt lgkmcnt(0)\n s_add_u32 s5")
+        " s_add_u32 s5", body + " s_add_u32 s5")
     kernarg = struct.pack("<I", 200)
     _, fast = simulate(loop, kernarg=kernarg, header=KD)
     _, slow = simulate(loop, kernarg=kernarg, header=KD, fast_forward=False)
