@@ -34,6 +34,8 @@ def window_spec(choice: str, view: Optional[tuple[float, float]] = None) -> Wind
         return choice
     if view is None or len(view) != 2:
         raise ValueError(f"window 'view' needs the timeline range (x0, x1), got {view!r}")
+    if not all(isinstance(x, (int, float)) and math.isfinite(x) for x in view):
+        raise ValueError(f"window 'view' needs a finite range (x0, x1), got {view!r}")
     x0, x1 = math.floor(view[0]), math.ceil(view[1])
     return (x0, max(x1, x0 + 1))
 

@@ -354,3 +354,34 @@ def test_customdata_encoding_round_trips():
             assert decode(encode(panel, np.array([row]))[0]) == (panel, row)
     with pytest.raises(ValueError, match="panel must be"):
         encode(4, np.array([1]))
+
+
+BAD_DOWNLOADS = [  # (url, status); the three windows with inf / overflow were 500s
+    ("/download/metrics?a=file:z.parquet&window=inf:-inf", 400),
+    ("/download/metrics?a=file:z.parquet&window=1e308:1e309", 400),
+    ("/download/metrics?a=file:z.parquet&window=" + "9" * 400 + ":1", 400),
+    ("/download/perfetto?a=file:z.parquet&window=nan:1", 400),
+    ("/download/metrics?a=file:z.parquet&window=a:b", 400),
+    ("/download/metrics?a=file:z.parquet&window=1:2:3", 400),
+    ("/download/metrics?a=file:z.parquet&window=:", 400),
+    ("/download/metrics?a=file:z.parquet&b=file:nope.parquet", 400),
+    ("/download/trace", 400),
+    ("/download/trace?a=", 400),
+    ("/download/trace?a=sim:99999999999999999999", 400),
+    ("/download/perfetto?a=file:../../etc/passwd", 400),
+    ("/download/trace?a=file:%00", 400),
+    ("/download/nope?a=file:z.parquet", 404),
+    ("/traces/../../etc/passwd", 403),
+    ("/traces/%2e%2e/x", 403),
+]
+
+
+@pytest.mark.parametrize("url,status", BAD_DOWNLOADS, ids=[u for u, _ in BAD_DOWNLOADS])
+def test_bad_download_requests_are_4xx_and_name_no_path(tmp_path, make_trace, url, status):
+    make_trace().save(tmp_path / "z")
+    client = create_app(TraceStore([tmp_path])).server.test_client()
+    resp = client.get(url, headers={"Host": "127.0.0.1"})
+    assert resp.status_code == status, resp.get_data(as_text=True)[:300]
+    assert str(tmp_path) not in resp.get_data(as_text=True)
+    ok = client.get("/download/metrics?a=file:z.parquet&window=10:20", headers={"Host": "127.0.0.1"})
+    assert ok.status_code == 200 and ok.mimetype == "text/csv"
