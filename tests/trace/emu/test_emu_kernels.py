@@ -63,7 +63,7 @@ def test_generated_kernel_s256(kernel):
     assert torch.allclose(result.out[0, 0].float(), expect.to(torch.bfloat16).float())
 
 
-@pytest.mark.parametrize("kernel", ["zyfa-fp8", "zyfa-fp8-folded"])
+@pytest.mark.parametrize("kernel", ["zyfa-fp8", "zyfa-fp8-folded", "aiter-like-fp8"])
 def test_zyfa_fp8_race_free_across_wave_orders(kernel):
     # run-to-barrier and round-robin interleaving must give identical bits
     shape = _shape(kernel, 256, heads=1)
@@ -71,6 +71,18 @@ def test_zyfa_fp8_race_free_across_wave_orders(kernel):
     b = emulate_kernel(kernel, shape, quantum=None)
     assert torch.equal(a.out.view(torch.int16), b.out.view(torch.int16))
     assert torch.equal(a.lse, b.lse)
+
+
+def test_aiter_schedule_race_free_over_many_tiles():
+    """aiter-like-fp8's six-interval schedule stores K_j+1 / V_j in interval 1 of both wave groups
+    (schedule.aiter_schedule): over 8 key tiles, run-to-barrier and round-robin interleaving give
+    identical bits, so no wave reads an LDS buffer another is overwriting."""
+    shape = AttnShape(batch=1, heads=1, heads_k=1, seqlen_q=1024, seqlen_k=1024, headdim=128, headdim_v=128,
+                      causal=False, dtype="fp8")
+    a = emulate_kernel("aiter-like-fp8", shape, quantum=1)
+    b = emulate_kernel("aiter-like-fp8", shape, quantum=None)
+    assert torch.equal(a.out.view(torch.int16), b.out.view(torch.int16)) and torch.equal(a.lse, b.lse)
+    _check(a)
 
 
 def test_folded_fixup_path_bit_exact_when_the_row_max_grows_mid_sequence():
