@@ -84,6 +84,23 @@ def _wait_plot(page, predicate: str) -> None:
     }""", arg=predicate, timeout=TIMEOUT_MS)
 
 
+# Dash's own record of its callbacks (dash-renderer keeps the Redux store at window.store): every
+# list but "completed" empty means no callback is requested, running or waiting to be applied
+SETTLED = """() => {
+    const s = window.store && window.store.getState();
+    if (!s || !s.callbacks || !document.querySelector('#timeline .js-plotly-plot')) return false;
+    return Object.entries(s.callbacks).every(([k, v]) => k === 'completed' || !v || v.length === 0);
+}"""
+
+
+def _settled(page) -> None:
+    """Wait until the page has no Dash callback in flight. An interaction made while the load's
+    callback chain still runs can be undone by a late answer (a redraw resets the zoom the test
+    just asked for: the relayout "lost" under load), and a response wait can catch that chain's
+    answer instead of the interaction's."""
+    page.wait_for_function(SETTLED, timeout=TIMEOUT_MS)
+
+
 def _metric_titles(page, col: str) -> dict[str, str]:
     return page.evaluate("""(col) => Object.fromEntries(
         Array.from(document.querySelectorAll('#metric-table tr[data-metric]'))
@@ -122,6 +139,7 @@ def test_explorer_side_by_side_click_zoom_whatif(browser, served):
     page.screenshot(path=str(ARTIFACTS / "01-side-by-side.png"), full_page=True)
 
     # -- click an instruction on the timeline: its details appear, the grid selects it ---------
+    _settled(page)
     bar = page.locator("#timeline g.trace.bars g.point path").first
     box = bar.bounding_box()
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
@@ -138,6 +156,7 @@ def test_explorer_side_by_side_click_zoom_whatif(browser, served):
     page.screenshot(path=str(ARTIFACTS / "02-instruction-clicked.png"), full_page=True)
 
     # -- click a row of the instruction table: details follow ----------------------------------
+    _settled(page)
     cell = page.locator('#grid .ag-center-cols-container .ag-row:not(.zyfa-selected) .ag-cell[col-id="opcode"]').first
     grid_row = int(cell.locator("xpath=..").get_attribute("row-id"))
     cell.click()
@@ -147,6 +166,7 @@ def test_explorer_side_by_side_click_zoom_whatif(browser, served):
 
     # -- zoom to one loop iteration ----------------------------------------------------------------
     lo, hi = iteration_span(a, 1)
+    _settled(page)
     page.click("#zoom-iteration")
     page.get_by_text("iteration 1", exact=True).click()
     _wait_plot(page, f"Math.abs(gd._fullLayout.xaxis.range[0] - {lo}) < 1e-6 && "
@@ -168,6 +188,7 @@ def test_whatif_resimulates_on_the_cycle_model(browser, served):
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.goto(server.url, timeout=TIMEOUT_MS)
     page.wait_for_selector("#metric-table tr[data-metric]", timeout=TIMEOUT_MS)
+    _settled(page)
     page.fill("#whatif-seqlen", "256")
     page.locator('[id*="whatif-param"][id*="schedule"]').get_by_text("serial", exact=True).click()
     page.click("#whatif-run")
@@ -197,6 +218,7 @@ def test_refuses_traversal_and_malformed_upload(browser, served):
     page = browser.new_page(viewport={"width": 1400, "height": 900})
     page.goto(server.url, timeout=TIMEOUT_MS)
     page.wait_for_selector("#metric-table", timeout=TIMEOUT_MS)
+    _settled(page)
 
     page.fill("#open-path", "../outside/secret.parquet")
     page.press("#open-path", "Enter")
@@ -233,9 +255,11 @@ def test_refuses_traversal_and_malformed_upload(browser, served):
     assert b"root:" not in body and body.lstrip().lower().startswith(b"<!doctype html>")
 
 
-def _is_update(output: str):
-    """Predicate for the server's answer to the Dash callback whose outputs include ``output``."""
-    return lambda resp: "_dash-update-component" in resp.url and output in (resp.request.post_data or "")
+def _is_update(output: str, *also: str):
+    """Predicate for the server's answer to the Dash callback whose outputs include ``output`` (and
+    whose request carries every string of ``also``: the inputs of the interaction awaited)."""
+    return lambda resp: "_dash-update-component" in resp.url and all(
+        x in (resp.request.post_data or "") for x in (output, *also))
 
 
 def test_large_trace_is_decimated_wide_and_detailed_zoomed(browser, tmp_path, make_trace):
@@ -251,13 +275,15 @@ def test_large_trace_is_decimated_wide_and_detailed_zoomed(browser, tmp_path, ma
                                timeout=TIMEOUT_MS)
         assert _plot(page)["bars"] < len(big) / 4  # the browser gets merged segments, not 24000 bars
         page.screenshot(path=str(ARTIFACTS / "06-large-wide.png"))
-        # drag-zoom equivalent; wait for the server's answer to the redraw, then for the DOM
-        with page.expect_response(_is_update("timeline.figure"), timeout=TIMEOUT_MS) as answer:
+        # drag-zoom equivalent, once the load's callbacks are done (a late one redrew the full view
+        # over the zoom under load); wait for the server's redraw of exactly this range, then the DOM
+        _settled(page)
+        with page.expect_response(_is_update("timeline.figure", "1600"), timeout=TIMEOUT_MS) as answer:
             page.evaluate("() => Plotly.relayout(document.querySelector('#timeline .js-plotly-plot'),"
                           " {'xaxis.range[0]': 1000, 'xaxis.range[1]': 1600})")
         assert answer.value.ok
-        page.wait_for_function("() => (document.querySelector('#view-info') || {textContent: ''}).textContent.includes('every instruction')",
-                               timeout=TIMEOUT_MS)
+        page.wait_for_function("() => (document.querySelector('#view-info') || {textContent: ''}).textContent"
+                               ".includes('cycles 1,000–1,600: every instruction')", timeout=TIMEOUT_MS)
         start, end = big.column("start"), big.column("end")
         in_view = int(((end > 1000) & (start < 1600)).sum())
         _wait_plot(page, f"{UNIT_BARS} == {in_view}")
@@ -299,11 +325,13 @@ def test_switching_a_and_b_updates_timeline_details_grid_and_headline(browser, t
     _wait_plot(page, "Array.from(gd.querySelectorAll('.annotation-text'))"
                      ".some(e => e.textContent.startsWith('B: aiter-like-fp8'))")
     # select an instruction of A so the details panel has something to go stale
+    _settled(page)
     bar = page.locator("#timeline g.trace.bars g.point path").first
     box = bar.bounding_box()
     page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     page.wait_for_selector("#details-table", timeout=TIMEOUT_MS)
 
+    _settled(page)
     _choose(page, "trace-b", "other.parquet")
     _wait_plot(page, "Array.from(gd.querySelectorAll('.annotation-text'))"
                      ".some(e => e.textContent.startsWith('B: other'))")
@@ -313,6 +341,7 @@ def test_switching_a_and_b_updates_timeline_details_grid_and_headline(browser, t
     assert labels[-2:] == ["CU0 S0 w0", "CU0 S0 w1"] and len(labels) == 4 + 2  # A: 4 waves, B (other): 2
     page.wait_for_function("() => (document.querySelector('#headline') || {textContent: ''}).textContent.includes('B: other')",
                            timeout=TIMEOUT_MS)
+    _settled(page)
     page.check("#grid-slot input[value=b]")
     page.wait_for_function("(t) => (document.querySelector('#grid-info') || {textContent: ''}).textContent.startsWith(t)",
                            arg=f"{len(other)} instructions in view in B", timeout=TIMEOUT_MS)
@@ -320,6 +349,7 @@ def test_switching_a_and_b_updates_timeline_details_grid_and_headline(browser, t
                            " && Array.from(document.querySelectorAll('#grid .ag-row [col-id=\"row\"]'))"
                            ".every(c => +c.textContent < n)", arg=len(other), timeout=TIMEOUT_MS)
 
+    _settled(page)
     _choose(page, "trace-a", "other.parquet")
     _wait_plot(page, "Array.from(gd.querySelectorAll('.annotation-text'))"
                      ".some(e => e.textContent.startsWith('A: other'))")
@@ -341,9 +371,10 @@ def test_grid_filter_finds_every_match_on_the_server(browser, tmp_path, make_tra
         page.goto(server.url, timeout=TIMEOUT_MS)
         page.wait_for_function("(t) => (document.querySelector('#grid-info') || {textContent: ''}).textContent.startsWith(t)",
                                arg=f"{len(big)} instructions in view in A", timeout=TIMEOUT_MS)
+        _settled(page)
         column = page.locator('#grid .ag-header-cell[col-id="opcode"]').first.get_attribute("aria-colindex")
         box = page.locator(f'#grid .ag-floating-filter[aria-colindex="{column}"] input')  # opcode's floating filter
-        with page.expect_response(_is_update("grid.getRowsResponse"), timeout=TIMEOUT_MS):
+        with page.expect_response(_is_update("grid.getRowsResponse", "v_exp"), timeout=TIMEOUT_MS):
             box.fill("v_exp")
         page.wait_for_function("(t) => (document.querySelector('#grid-info') || {textContent: ''}).textContent.startsWith(t)",
                                arg=f"{want} of {len(big)} instructions in view in A match the filter",
@@ -366,10 +397,12 @@ def test_instruction_view_click_highlights_every_execution(browser, served):
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.goto(server.url, timeout=TIMEOUT_MS)
     page.wait_for_selector("#listing-b .ag-row", timeout=TIMEOUT_MS)
+    _settled(page)
     page.locator("#metric-window input[value=whole]").check()
     cell = page.locator('#listing-b .ag-row[row-id="%d"] .ag-cell[col-id="opcode"]' % (0x200 + 8 * 3))
     cell.wait_for(timeout=TIMEOUT_MS)
     assert cell.text_content() == "v_exp_f32"
+    _settled(page)
     cell.click()
     n = int((b.column("pc") == 0x200 + 8 * 3).sum())
     page.wait_for_function("(t) => (document.querySelector('#highlight-info') || {textContent: ''}).textContent.includes(t)",
@@ -432,6 +465,7 @@ def test_keys_wheel_downloads_caveats_and_patched_selection(browser, served):
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.goto(server.url, timeout=TIMEOUT_MS)
     _wait_plot(page, "gd.querySelectorAll('.yaxislayer-above text').length >= 8")
+    _settled(page)
     lo, hi = _plot(page)["range"]
 
     # selecting a bar only patches the outline: the answer carries the shapes, not the figure's data
@@ -446,11 +480,13 @@ def test_keys_wheel_downloads_caveats_and_patched_selection(browser, served):
 
     # W zooms in around the centre, D pans right: each answered by the server's redraw
     page.locator("h2").click()  # focus the page, not an input
+    _settled(page)
     with page.expect_response(_is_update("timeline.figure"), timeout=TIMEOUT_MS):
         page.keyboard.press("w")
     _wait_plot(page, f"gd._fullLayout.xaxis.range[1] - gd._fullLayout.xaxis.range[0] < {0.75 * (hi - lo)}")
     z0, z1 = _plot(page)["range"]
     assert (z1 - z0) == pytest.approx(0.7 * (hi - lo)) and (z0 + z1) / 2 == pytest.approx((lo + hi) / 2)
+    _settled(page)
     with page.expect_response(_is_update("timeline.figure"), timeout=TIMEOUT_MS):
         page.keyboard.press("d")
     _wait_plot(page, f"gd._fullLayout.xaxis.range[0] > {z0 + 0.1 * (z1 - z0)}")
@@ -458,6 +494,7 @@ def test_keys_wheel_downloads_caveats_and_patched_selection(browser, served):
     # the mouse wheel zooms too (plotly scrollZoom), again answered by the server
     box = page.locator("#timeline .nsewdrag").first.bounding_box()
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    _settled(page)
     before = _plot(page)["range"]
     with page.expect_response(_is_update("timeline.figure"), timeout=TIMEOUT_MS):
         page.mouse.wheel(0, -300)
