@@ -1,6 +1,7 @@
 """flash_attn_func bad-input matrix: every bad argument is one clear exception naming it, and the
 edge cases that used to traceback (empty/meta FP8, huge windows) give well-defined results."""
 
+import importlib.util
 import math
 import subprocess
 import sys
@@ -207,3 +208,19 @@ def test_custom_op_called_directly_checks_like_the_public_function(name, edit, k
         q, k, v = edit(q, k, v)
     with pytest.raises(exc, match=message):
         _op(q, k, v, **kwargs)
+
+
+@pytest.mark.parametrize("cute_installed", [False, True])
+def test_hopper_backend_on_cpu_names_the_reason_and_auto_skips_it(monkeypatch, cute_installed):
+    """backend='hopper' on CPU inputs is one NotImplementedError naming why (the missing CuTe DSL,
+    or, where it is installed, the CPU device), and 'auto' never picks it there (the emulator runs:
+    bit-identical to its direct call)."""
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: object() if (name == "cutlass" and cute_installed) else real(name, *a))
+    q, k, v = _qkv(torch.float8_e4m3fn)
+    reason = "inputs are on cpu" if cute_installed else "the CuTe DSL is not installed"
+    with pytest.raises(NotImplementedError, match=f"backend 'hopper' cannot run these inputs: {reason}"):
+        zyfa.flash_attn_func(q, k, v, causal=True, backend="hopper")
+    auto = zyfa.flash_attn_func(q, k, v, causal=True)
+    assert torch.equal(auto, zyfa.flash_attn_func(q, k, v, causal=True, backend="emulator"))
