@@ -60,7 +60,51 @@ def server_side(trace, repeat: int) -> list[tuple[str, float, bool, int]]:
     return out
 
 
-def browser_side(trace, repeat: int) -> list[tuple[str, float]]:
+# In-page instrumentation (performance.now(), so Playwright's event delivery is not counted): every
+# Dash callback request is logged with its outputs, start, answer (response headers) and body size;
+# the first plotly redraw after the timeline figure's request marks "drawn".
+PROBE = """
+(() => {
+  window.zyfaLog = [];
+  const fetch0 = window.fetch;
+  window.fetch = function(url, opts) {
+    const body = (opts && typeof opts.body === 'string') ? opts.body : '';
+    if (!String(url).includes('_dash-update-component')) { return fetch0.apply(this, arguments); }
+    let output = '';
+    try { output = JSON.parse(body).output; } catch (e) { output = '?'; }
+    const rec = {output: output, t0: performance.now(), t1: null, bytes: 0};
+    window.zyfaLog.push(rec);
+    // plotly redraws at once for the relayout itself, before Dash sends this request: the next
+    // redraw after it is the new figure's
+    if (output.includes('timeline.figure')) { window.zyfaWantDraw = true; }
+    return fetch0.apply(this, arguments).then(resp => {
+      rec.t1 = performance.now();
+      if (output.includes('timeline.figure')) { window.zyfaAnswered = rec.t1; }
+      resp.clone().text().then(t => { rec.bytes = t.length; });
+      return resp;
+    });
+  };
+})();
+"""
+HOOK = """() => { const gd = document.querySelector('#timeline .js-plotly-plot');
+  if (!gd.zyfaHooked) { gd.zyfaHooked = true;
+    gd.on('plotly_afterplot', () => { if (window.zyfaWantDraw) { window.zyfaWantDraw = false;
+      window.zyfaDrawn = performance.now(); } }); } }"""
+RELAYOUT = """([a, b]) => { window.zyfaLog = []; window.zyfaAnswered = null; window.zyfaDrawn = null;
+  window.zyfaWantDraw = false; window.zyfaRelaid = null; window.zyfaT0 = performance.now();
+  Plotly.relayout(document.querySelector('#timeline .js-plotly-plot'), {'xaxis.range[0]': a, 'xaxis.range[1]': b})
+    .then(() => { window.zyfaRelaid = performance.now(); }); }"""
+SETTLED = """() => window.zyfaDrawn !== null && window.zyfaRelaid !== null"""
+RESULT = """() => ({answered: window.zyfaAnswered - window.zyfaT0, drawn: window.zyfaDrawn - window.zyfaT0,
+  relaid: window.zyfaRelaid - window.zyfaT0,
+  requests: window.zyfaLog.map(r => ({output: r.output, sent: r.t0 - window.zyfaT0,
+                                      ms: r.t1 === null ? null : r.t1 - r.t0, bytes: r.bytes}))})"""
+
+
+def browser_side(trace, repeat: int) -> list[tuple[str, float, float, float, list[dict]]]:
+    """Per view: median ms from ``Plotly.relayout`` to plotly's redraw of the figure it has (the
+    immediate zoom), to the timeline figure's answer and to the redraw after it, and the Dash
+    requests the last repeat fired (output, sent at, ms, bytes)."""
     from playwright.sync_api import sync_playwright  # optional: only this measurement needs it
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -73,25 +117,25 @@ def browser_side(trace, repeat: int) -> list[tuple[str, float]]:
                 browser = p.chromium.launch(executable_path=CHROMIUM,
                                             args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
                 page = browser.new_page(viewport={"width": 1500, "height": 1200})
+                page.add_init_script(PROBE)
                 page.goto(server.url, timeout=300_000)
                 page.wait_for_function("() => { const e = document.querySelector('#view-info');"
                                        " return e && e.textContent.includes('cycles'); }", timeout=600_000)
-
-                def answered(resp) -> bool:
-                    return "_dash-update-component" in resp.url and "timeline.figure" in (resp.request.post_data or "")
-
+                page.evaluate(HOOK)
                 for name, x0, x1 in views(trace):
-                    times = []
+                    relaid, answered, drawn = [], [], []
                     for _ in range(repeat):
-                        # jitter the range so every relayout is a new view the server must answer
+                        # jitter the range so every relayout is a new view
                         x0 += 1.0
                         x1 += 1.0
-                        t0 = time.perf_counter()
-                        with page.expect_response(answered, timeout=600_000):
-                            page.evaluate("([a, b]) => Plotly.relayout(document.querySelector('#timeline "
-                                          ".js-plotly-plot'), {'xaxis.range[0]': a, 'xaxis.range[1]': b})", [x0, x1])
-                        times.append(time.perf_counter() - t0)
-                    out.append((name, 1e3 * statistics.median(times)))
+                        page.evaluate(RELAYOUT, [x0, x1])
+                        page.wait_for_function(SETTLED, timeout=600_000)
+                        result = page.evaluate(RESULT)
+                        relaid.append(result["relaid"])
+                        answered.append(result["answered"])
+                        drawn.append(result["drawn"])
+                    out.append((name, statistics.median(relaid), statistics.median(answered), statistics.median(drawn),
+                                result["requests"]))
                 browser.close()
         finally:
             server.shutdown()
@@ -113,9 +157,16 @@ def main() -> None:
     if args.no_browser or not Path(CHROMIUM).exists():
         print("browser round trip: skipped (--no-browser or no /usr/bin/chromium)")
         return
-    print(f"{'view':22s} {'browser ms':>10s} {'/ 300 ms':>9s}   (relayout -> the server's answer with the figure)")
-    for name, ms in browser_side(trace, args.repeat):
-        print(f"{name:22s} {ms:10.1f} {ms / GOAL_MS:9.2f}")
+    print(f"{'view':22s} {'zoomed ms':>10s} {'answer ms':>10s} {'drawn ms':>9s} {'/ 300 ms':>9s}   (relayout -> plotly "
+          "redrew the old data -> the timeline figure's answer -> plotly drew it)")
+    rows = browser_side(trace, args.repeat)
+    for name, relaid, answered, drawn, _ in rows:
+        print(f"{name:22s} {relaid:10.1f} {answered:10.1f} {drawn:9.1f} {drawn / GOAL_MS:9.2f}")
+    print("requests the last relayout of each view fired (output: sent at +ms after the relayout, took ms, bytes):")
+    for name, *_, requests in rows:
+        print(f"  {name}: " + "; ".join(
+            f"{r['output'][:32]} +{r['sent']:.0f} " + ("pending" if r["ms"] is None else f"{r['ms']:.0f} ms")
+            + f" {r['bytes']:,d} B" for r in requests))
 
 
 if __name__ == "__main__":

@@ -64,6 +64,8 @@ class Ids:
     iteration: str = "zoom-iteration"
     reset: str = "zoom-reset"
     view: str = "view"
+    extent: str = "extent"
+    metric_range: str = "metric-range"
     view_info: str = "view-info"
     timeline: str = "timeline"
     metrics: str = "metrics"
@@ -115,32 +117,40 @@ LISTING_COLUMNS = [
 ]
 
 
-# -- relayout parsing --------------------------------------------------------------------------
-_RANGE_KEY = re.compile(r"^xaxis\d*\.range\[([01])\]$")
-_RANGE_LIST = re.compile(r"^xaxis\d*\.range$")
-_AUTORANGE = re.compile(r"^xaxis\d*\.autorange$")
-
-
-def parse_relayout(data: Optional[dict]) -> Optional[tuple[float, float] | str]:
-    """The x range a plotly ``relayoutData`` event asks for: ``(x0, x1)``, ``"reset"`` for an
-    autorange (double click), or None when the event is not an x zoom."""
-    if not isinstance(data, dict):
-        return None
-    bounds: dict[int, float] = {}
-    for key, value in data.items():
-        if _AUTORANGE.match(key) and value:
-            return "reset"
-        m = _RANGE_KEY.match(key)
-        if m and isinstance(value, (int, float)):
-            bounds[int(m.group(1))] = float(value)
-        elif _RANGE_LIST.match(key) and isinstance(value, (list, tuple)) and len(value) == 2:
-            bounds = {0: float(value[0]), 1: float(value[1])}
-    if 0 in bounds and 1 in bounds and bounds[1] > bounds[0]:
-        return bounds[0], bounds[1]
-    return None
+# A zoom, pan or double click (plotly's relayout event) sets the view store in the browser, without
+# a round trip through the server (a server answer to the event could also be superseded by a later,
+# non-zoom relayout of the same drag and lost): the x range of any linked axis, or for an autorange
+# the whole trace (``extent``, which the server sends with every change of A or B); any other
+# relayout (autosize, drag mode) or the unchanged range (``current``) changes nothing.
+RELAYOUT_TO_VIEW = """function(rel, current, extent) {
+        const none = window.dash_clientside.no_update;
+        if (!rel || typeof rel !== 'object') { return none; }
+        let x0 = null, x1 = null;
+        for (const [key, value] of Object.entries(rel)) {
+            if (/^xaxis\\d*\\.autorange$/.test(key) && value) {
+                if (!Array.isArray(extent)) { return none; }
+                [x0, x1] = extent;
+                break;
+            }
+            const m = /^xaxis\\d*\\.range\\[([01])\\]$/.exec(key);
+            if (m && typeof value === 'number') { if (m[1] === '0') { x0 = value; } else { x1 = value; } }
+            else if (/^xaxis\\d*\\.range$/.test(key) && Array.isArray(value) && value.length === 2) {
+                [x0, x1] = value.map(Number);
+            }
+        }
+        if (x0 === null || x1 === null || !isFinite(x0) || !isFinite(x1) || !(x1 > x0)) { return none; }
+        if (Array.isArray(current) && current[0] === x0 && current[1] === x1) { return none; }
+        return [x0, x1];
+    }"""
 
 
 # -- layout ------------------------------------------------------------------------------------
+def _metric_range(choice: str, view=None) -> dict:
+    """What the metric views depend on: the window choice, and the view range only for ``"view"``
+    (so a zoom or pan recomputes nothing when the metric window is ``steady`` or ``whole``)."""
+    return {"choice": choice, "view": view if choice == "view" else None}
+
+
 def _options(store: TraceStore) -> list[dict]:
     return [{"label": e.label, "value": e.id} for e in store.entries()]
 
@@ -320,7 +330,8 @@ def build_layout(store: TraceStore, kernels: Sequence[str], params: dict[str, tu
                  style={"color": "#666", "fontSize": "12px"}),
         headline, html.Div(id=ID.downloads, style={"fontSize": "12px"}),
         html.Div(id=ID.caveats, style={"fontSize": "12px"}), html.Div(id=ID.why), sources, whatif, view, tables, listing, instructions, valu, stalls,
-        dcc.Store(id=ID.view), dcc.Store(id=ID.selected), dcc.Store(id=ID.highlight), dcc.Store(id=ID.keys),
+        dcc.Store(id=ID.view), dcc.Store(id=ID.extent), dcc.Store(id=ID.metric_range, data=_metric_range("steady")),
+        dcc.Store(id=ID.selected), dcc.Store(id=ID.highlight), dcc.Store(id=ID.keys),
     ], style={"fontFamily": "sans-serif", "fontSize": "14px", "margin": "8px 16px"})
 
 
@@ -581,9 +592,13 @@ def _headline(store: TraceStore, a: Optional[str], b: Optional[str]) -> list:
     return lines
 
 
-def _window(choice, view_range, panels: dict) -> metrics.Window:
+def _window(metric_range, panels: dict) -> metrics.Window:
+    """The analyzer window of the metric-range store (:func:`_metric_range`), or a 400."""
+    if not isinstance(metric_range, dict):
+        raise BadRequest(f"metric range must be an object, got {str(metric_range)[:100]}")
     try:
-        return metrics.window_spec(choice, _range(view_range) or _full_view(list(panels.items())))
+        return metrics.window_spec(metric_range.get("choice"),
+                                   _range(metric_range.get("view")) or _full_view(list(panels.items())))
     except ValueError as exc:
         raise BadRequest(str(exc)) from exc
 
@@ -674,13 +689,12 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
         return _headline(store, a, b), ([html.B("Model caveats and guessed parameters"), *notes] if notes else "")
 
     @app.callback(Output(ID.downloads, "children"),
-                  Input(ID.trace_a, "value"), Input(ID.trace_b, "value"), Input(ID.window, "value"),
-                  Input(ID.view, "data"))
-    def show_downloads(a, b, choice, view_range):
+                  Input(ID.trace_a, "value"), Input(ID.trace_b, "value"), Input(ID.metric_range, "data"))
+    def show_downloads(a, b, metric_range):
         panels = dict(_panels(store, a, b))
         if "a" not in panels:
             return []
-        return download_links(a, b if "b" in panels else None, _window(choice, view_range, panels))
+        return download_links(a, b if "b" in panels else None, _window(metric_range, panels))
 
     # W/S zoom in/out, A/D pan (Perfetto's keys), on the timeline's x range; the relayout goes to
     # the server like a drag-zoom. Registered once, when the page is built.
@@ -712,31 +726,39 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
 
     # -- view range: zoom, iteration, reset ------------------------------------------------
     @app.callback(
-        Output(ID.view, "data"),
-        Input(ID.timeline, "relayoutData"), Input(ID.iteration, "value"), Input(ID.reset, "n_clicks"),
-        Input(ID.trace_a, "value"), Input(ID.trace_b, "value"),
+        Output(ID.view, "data"), Output(ID.extent, "data"),
+        Input(ID.iteration, "value"), Input(ID.reset, "n_clicks"), Input(ID.trace_a, "value"), Input(ID.trace_b, "value"),
         State(ID.view, "data"),
     )
-    def update_view(relayout, iteration, _reset, a, b, current):
+    def update_view(iteration, _reset, a, b, current):
         panels = _panels(store, a, b)
-        full = _full_view(panels)
-        trigger = ctx.triggered_id
-        if trigger == ID.timeline:
-            asked = parse_relayout(relayout)
-            if asked is None:
-                raise PreventUpdate
-            target = full if asked == "reset" else asked
-        elif trigger == ID.iteration and iteration is not None and panels:
+        full = [*_full_view(panels)]
+        target = full
+        if ctx.triggered_id == ID.iteration and iteration is not None and panels:
             try:
-                target = timeline.iteration_span(panels[0][1].trace, _int(iteration, "iteration"))
+                target = [float(v) for v in timeline.iteration_span(panels[0][1].trace, _int(iteration, "iteration"))]
             except ValueError as exc:
                 raise BadRequest(str(exc)) from exc
-        else:
-            target = full
-        target = [float(target[0]), float(target[1])]
-        if current == target:
-            raise PreventUpdate  # the timeline also listens to A and B, so it is redrawn anyway
-        return target
+        # an unchanged view is not sent again: the timeline also listens to A and B, so it is redrawn anyway
+        return (dash.no_update if current == target else target), full
+
+    app.clientside_callback(
+        RELAYOUT_TO_VIEW,
+        Output(ID.view, "data", allow_duplicate=True),
+        Input(ID.timeline, "relayoutData"), State(ID.view, "data"), State(ID.extent, "data"),
+        prevent_initial_call=True,
+    )
+
+    # the metric views depend on the view range only when the metric window is "view"
+    app.clientside_callback(
+        """function(choice, view, current) {
+            const next = {choice: choice, view: choice === 'view' ? view : null};
+            if (current && JSON.stringify(current) === JSON.stringify(next)) { return window.dash_clientside.no_update; }
+            return next;
+        }""",
+        Output(ID.metric_range, "data"), Input(ID.window, "value"), Input(ID.view, "data"),
+        State(ID.metric_range, "data"),
+    )
 
     @app.callback(
         Output(ID.iteration, "options"), Output(ID.iteration, "value"),
@@ -776,13 +798,12 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
 
     # -- metrics, VALU chart ------------------------------------------------------------------
     @app.callback(Output(ID.metrics, "children"), Output(ID.valu, "figure"), Output(ID.stalls, "figure"),
-                  Input(ID.trace_a, "value"), Input(ID.trace_b, "value"), Input(ID.window, "value"),
-                  Input(ID.view, "data"))
-    def metric_views(a, b, choice, view_range):
+                  Input(ID.trace_a, "value"), Input(ID.trace_b, "value"), Input(ID.metric_range, "data"))
+    def metric_views(a, b, metric_range):
         panels = dict(_panels(store, a, b))
         if "a" not in panels:
             return "choose trace A", figures.valu_figure([]), figures.stall_figure([])
-        window = _window(choice, view_range, panels)
+        window = _window(metric_range, panels)
         frame = metrics.table(panels["a"].trace, panels["b"].trace if "b" in panels else None, window)
         cols = [c for c in ("a", "b", "diff", "ratio") if c in frame.columns]
         head = html.Tr([html.Th("metric")] + [html.Th({"a": "A", "b": "B", "diff": "B − A"}.get(c, c)) for c in cols])
@@ -806,13 +827,12 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
 
     # -- why, instruction view, highlight ---------------------------------------------------------
     @app.callback(Output(ID.why, "children"),
-                  Input(ID.trace_a, "value"), Input(ID.trace_b, "value"), Input(ID.window, "value"),
-                  Input(ID.view, "data"))
-    def show_why(a, b, choice, view_range):
+                  Input(ID.trace_a, "value"), Input(ID.trace_b, "value"), Input(ID.metric_range, "data"))
+    def show_why(a, b, metric_range):
         panels = dict(_panels(store, a, b))
         if "a" not in panels or "b" not in panels:
             return ""
-        window = _window(choice, view_range, panels)
+        window = _window(metric_range, panels)
         explained, work = metrics.why(panels["a"].trace, panels["b"].trace, window)
         words = metrics.why_words(explained, work, panels["a"].trace.meta.kernel, panels["b"].trace.meta.kernel,
                                   window)
@@ -832,13 +852,12 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
     @app.callback(Output(ID.listing_a, "rowData"), Output(ID.listing_b, "rowData"), Output(ID.regions, "children"),
                   Output(ID.listing_info, "children"), Output(ID.listing_a, "columnDefs"),
                   Output(ID.listing_b, "columnDefs"),
-                  Input(ID.trace_a, "value"), Input(ID.trace_b, "value"), Input(ID.window, "value"),
-                  Input(ID.view, "data"))
-    def show_listing(a, b, choice, view_range):
+                  Input(ID.trace_a, "value"), Input(ID.trace_b, "value"), Input(ID.metric_range, "data"))
+    def show_listing(a, b, metric_range):
         panels = dict(_panels(store, a, b))
         if "a" not in panels:
             return [], [], "", "", LISTING_COLUMNS, LISTING_COLUMNS
-        window = _window(choice, view_range, panels)
+        window = _window(metric_range, panels)
         frames = {slot: metrics.listing(p.trace, window) for slot, p in panels.items()}
         cols = {slot: LISTING_COLUMNS[:-1] + [
             {"field": c, "headerName": c.replace("_", " "), "filter": "agNumberColumnFilter"}

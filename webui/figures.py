@@ -9,6 +9,8 @@ record (``row = -1`` for a merged segment).
 
 from __future__ import annotations
 
+import functools
+import json
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -91,47 +93,77 @@ def _hover(trace: Trace, seg: pd.DataFrame) -> list[str]:
     return out
 
 
+def _axes(row: int) -> dict:
+    """The axis references of subplot row ``row`` (1-based: ``x``, ``y`` for row 1, ``x3`` ...)."""
+    suffix = "" if row == 1 else str(row)
+    return {"xaxis": "x" + suffix, "yaxis": "y" + suffix}
+
+
+def _axis_key(axis: str, row: int) -> str:
+    return f"{axis}axis" + ("" if row == 1 else str(row))
+
+
+@functools.lru_cache(maxsize=16)
+def _subplot_layout(heights: tuple[int, ...], titles: tuple[str, ...]) -> str:
+    """plotly's stacked, x-linked subplot layout for these row heights and titles, as JSON (cached:
+    :func:`make_subplots` costs more than the rest of a redraw; a copy is taken per figure)."""
+    n_panels = len(heights) // 2
+    fig = make_subplots(rows=len(heights), cols=1, shared_xaxes=True, row_heights=list(heights),
+                        vertical_spacing=40 / sum(heights) / n_panels, subplot_titles=list(titles))
+    return json.dumps(fig.layout.to_plotly_json())
+
+
+def _compact(values) -> np.ndarray:
+    """Numbers as the smallest exact typed array plotly ships (int32 for cycles below 2^31)."""
+    values = np.asarray(values)
+    if values.dtype.kind in "iu" and values.size and -2 ** 31 <= values.min() and values.max() < 2 ** 31:
+        return values.astype(np.int32)
+    return values
+
+
 def schedule_figure(panels: Sequence[Panel], view: View, selected: Optional[tuple[int, int]] = None,
                     highlight: Optional[tuple[int, np.ndarray]] = None) -> go.Figure:
     """Timelines and strips of ``panels`` over ``view``; ``selected = (panel, row)`` is outlined;
-    ``highlight = (panel, rows)`` (every execution of one instruction) is drawn as outlined bars."""
+    ``highlight = (panel, rows)`` (every execution of one instruction) is drawn as outlined bars.
+
+    Traces and layout are built as plain dicts and wrapped without plotly's per-property validation
+    (which cost most of a redraw); the figure is the same."""
     if not panels:
         fig = go.Figure()
         fig.update_layout(height=200, annotations=[dict(text="no trace loaded", showarrow=False,
                                                         xref="paper", yref="paper", x=0.5, y=0.5)])
         return fig
-    layout_rows, heights, titles = [], [], []
+    heights, titles = [], []
     for p in panels:
         n_tracks = max(len(tracks(p.trace)), 1)
         n_simds = max(len({(t.cu, t.simd) for t in tracks(p.trace)}), 1)
-        layout_rows += [("timeline", p), ("strip", p)]
         heights += [n_tracks * TRACK_PX, 2 * n_simds * STRIP_PX]
         titles += [p.title, ""]
-    fig = make_subplots(rows=len(layout_rows), cols=1, shared_xaxes=True, row_heights=heights,
-                        vertical_spacing=40 / sum(heights) / len(panels), subplot_titles=titles)
+    layout = json.loads(_subplot_layout(tuple(heights), tuple(titles)))
+    data: list[dict] = []
     decimated_any = False
     in_legend: set[str] = set()
     for i, p in enumerate(panels):
         row_t, row_s = 2 * i + 1, 2 * i + 2
-        decimated_any |= _add_timeline(fig, p, i, row_t, view, in_legend)
-        _add_strip(fig, p, row_s, view)
+        decimated_any |= _add_timeline(data, layout, p, i, row_t, view, in_legend)
+        _add_strip(data, layout, p, row_s, view)
     if highlight is not None:
-        _highlight(fig, panels, view, *highlight)
-    if selected is not None:
-        _outline(fig, panels, selected)
-    fig.update_xaxes(range=[view.x0, view.x1], showspikes=True, spikemode="across", spikethickness=1)
-    fig.update_xaxes(title_text="cycle", row=len(layout_rows), col=1)
-    fig.update_layout(
+        _highlight(data, panels, view, *highlight)
+    for key in [k for k in layout if k.startswith("xaxis")]:
+        layout[key].update(range=[view.x0, view.x1], showspikes=True, spikemode="across", spikethickness=1)
+    layout[_axis_key("x", len(heights))]["title"] = {"text": "cycle"}
+    layout.update(
         barmode="overlay", height=sum(heights) + 60 * len(panels) + 120, margin=dict(l=110, r=20, t=40, b=90),
         hovermode="closest", legend=dict(orientation="h", y=0, yanchor="bottom", x=0, xanchor="left",
                                          traceorder="normal", yref="container"),
         uirevision="schedule", plot_bgcolor="white", clickmode="event",
-        meta={"decimated": decimated_any},
+        meta={"decimated": decimated_any}, shapes=outline_shapes(panels, selected),
     )
-    return fig
+    return go.Figure({"data": data, "layout": layout}, _validate=False)
 
 
-def _add_timeline(fig: go.Figure, panel: Panel, index: int, row: int, view: View, in_legend: set[str]) -> bool:
+def _add_timeline(data: list, layout: dict, panel: Panel, index: int, row: int, view: View,
+                  in_legend: set[str]) -> bool:
     """Bars of one panel; each unit enters the legend once (``in_legend`` collects them)."""
     trk = tracks(panel.trace)
     seg, decimated = segments(panel.trace, view)
@@ -141,91 +173,95 @@ def _add_timeline(fig: go.Figure, panel: Panel, index: int, row: int, view: View
         if not mask.any():
             continue
         part = seg[mask]
-        fig.add_trace(go.Bar(
-            orientation="h", base=part["start"], x=part["end"] - part["start"], y=part["track"] + lane_offset(unit),
+        start = part["start"].to_numpy()
+        data.append(dict(
+            type="bar", orientation="h", base=_compact(start), x=_compact(part["end"].to_numpy() - start),
+            y=(part["track"].to_numpy() + lane_offset(unit)).astype(np.float32),
             width=height, name=unit, legendgroup=unit, legendrank=len(UNIT_STYLE) - rank,
-            showlegend=unit not in in_legend, marker=dict(color=colour, line_width=0),
+            showlegend=unit not in in_legend, marker=dict(color=colour, line=dict(width=0)),
             customdata=encode(index, part["row"].to_numpy()),
-            hovertext=hover[mask], hovertemplate="%{hovertext}<extra>" + unit + "</extra>",
-        ), row=row, col=1)
+            hovertext=hover[mask].tolist(), hovertemplate="%{hovertext}<extra>" + unit + "</extra>", **_axes(row)))
         in_legend.add(unit)
-    _add_stalls(fig, panel, index, row, view, in_legend)
-    _add_markers(fig, panel, row, view, in_legend)
-    fig.update_yaxes(tickmode="array", tickvals=list(range(len(trk))), ticktext=[t.label for t in trk],
-                     range=[len(trk) - 0.5, -0.5], showgrid=False, row=row, col=1)
+    _add_stalls(data, panel, index, row, view, in_legend)
+    _add_markers(data, panel, row, view, in_legend)
+    layout[_axis_key("y", row)].update(tickmode="array", tickvals=list(range(len(trk))),
+                                       ticktext=[t.label for t in trk], range=[len(trk) - 0.5, -0.5],
+                                       showgrid=False)
     return decimated
 
 
-def _add_stalls(fig: go.Figure, panel: Panel, index: int, row: int, view: View, in_legend: set[str]) -> None:
+def _add_stalls(data: list, panel: Panel, index: int, row: int, view: View, in_legend: set[str]) -> None:
     """The cycles each wave waited before issuing, on the top lane of its row, coloured by reason."""
     st = stalls(panel.trace, view)
     for reason, part in st.groupby("reason", sort=True):
         colour = STALL_COLOURS.get(reason, STALL_COLOURS["other"])
         name = f"stall: {reason}"
-        fig.add_trace(go.Bar(
-            orientation="h", base=part["start"], x=part["end"] - part["start"], y=part["track"] + LANE_OFFSET["stall"],
+        start = part["start"].to_numpy()
+        data.append(dict(
+            type="bar", orientation="h", base=_compact(start), x=_compact(part["end"].to_numpy() - start),
+            y=(part["track"].to_numpy() + LANE_OFFSET["stall"]).astype(np.float32),
             width=STALL_WIDTH, name=name, legendgroup=name, showlegend=name not in in_legend,
-            marker=dict(color=colour, line_width=0), meta="stall",
+            marker=dict(color=colour, line=dict(width=0)), meta="stall",
             customdata=encode(index, part["row"].to_numpy()),
-            hovertemplate="waited %{x} cycles before issue (" + reason + ")<extra>stall</extra>",
-        ), row=row, col=1)
+            hovertemplate="waited %{x} cycles before issue (" + reason + ")<extra>stall</extra>", **_axes(row)))
         in_legend.add(name)
 
 
-def _add_markers(fig: go.Figure, panel: Panel, row: int, view: View, in_legend: set[str]) -> None:
+def _add_markers(data: list, panel: Panel, row: int, view: View, in_legend: set[str]) -> None:
     """Extrapolated loop periods (shaded, labelled; a dotted line where the trace states the point
     they were cut out at) and each wave's epilogue start (a tick)."""
     n = len(tracks(panel.trace))
     for m in markers(panel.trace):
         if m.kind == "skip":
             if view.x0 <= m.x0 < view.x1:
-                fig.add_trace(go.Scatter(
-                    x=[m.x0, m.x0], y=[-0.5, n - 0.5], mode="lines", line=dict(color="#AA0000", dash="dot", width=2),
+                data.append(dict(
+                    type="scatter", x=[m.x0, m.x0], y=[-0.5, n - 0.5], mode="lines",
+                    line=dict(color="#AA0000", dash="dot", width=2),
                     name="extrapolated (no records)", legendgroup="extrapolated", meta="marker",
-                    showlegend="extrapolated" not in in_legend, hoverinfo="text", text=m.label,
-                ), row=row, col=1)
+                    showlegend="extrapolated" not in in_legend, hoverinfo="text", text=m.label, **_axes(row)))
                 in_legend.add("extrapolated")
             continue
         if m.x1 <= view.x0 or m.x0 >= view.x1 or m.x1 <= m.x0:
             continue
-        fig.add_trace(go.Scatter(
-            x=[m.x0, m.x1, m.x1, m.x0, m.x0], y=[-0.5, -0.5, n - 0.5, n - 0.5, -0.5], fill="toself", mode="lines",
-            line=dict(color="#AA0000", dash="dot", width=1), fillcolor="rgba(170,0,0,0.08)",
+        data.append(dict(
+            type="scatter", x=[m.x0, m.x1, m.x1, m.x0, m.x0], y=[-0.5, -0.5, n - 0.5, n - 0.5, -0.5], fill="toself",
+            mode="lines", line=dict(color="#AA0000", dash="dot", width=1), fillcolor="rgba(170,0,0,0.08)",
             name="extrapolated (no records)", legendgroup="extrapolated", meta="marker",
             showlegend="extrapolated" not in in_legend, hoverinfo="text", text=m.label, hoveron="fills+points",
-        ), row=row, col=1)
+            **_axes(row)))
         in_legend.add("extrapolated")
     starts = [(t, x) for t, x in epilogue_starts(panel.trace) if view.x0 <= x < view.x1]
     if starts:
-        fig.add_trace(go.Scatter(
-            x=[x for _, x in starts], y=[t for t, _ in starts], mode="markers+text", text=["epilogue"] * len(starts),
-            textposition="middle right", textfont=dict(size=9, color="#444"),
-            marker=dict(symbol="line-ns-open", size=22, color="#444", line_width=2), name="epilogue starts",
+        data.append(dict(
+            type="scatter", x=[x for _, x in starts], y=[t for t, _ in starts], mode="markers+text",
+            text=["epilogue"] * len(starts), textposition="middle right", textfont=dict(size=9, color="#444"),
+            marker=dict(symbol="line-ns-open", size=22, color="#444", line=dict(width=2)), name="epilogue starts",
             legendgroup="epilogue", showlegend="epilogue" not in in_legend, meta="marker",
-            hovertemplate="epilogue starts at cycle %{x}<extra></extra>",
-        ), row=row, col=1)
+            hovertemplate="epilogue starts at cycle %{x}<extra></extra>", **_axes(row)))
         in_legend.add("epilogue")
 
 
-def _add_strip(fig: go.Figure, panel: Panel, row: int, view: View) -> None:
+def _add_strip(data: list, layout: dict, panel: Panel, row: int, view: View) -> None:
+    """Per SIMD two heatmap rows over the view's bins: MFMA busy and the ping-pong overlap, as whole
+    percentages (uint8: the strip is a few pixels high, a finer value is not visible)."""
     st = strip(panel.trace, view)
     if not st.simds:
         return
-    centres = (st.edges[:-1] + st.edges[1:]) / 2
     labels = []
     for cu, simd in st.simds:
         labels += [f"CU{cu} S{simd} MFMA busy", f"CU{cu} S{simd} overlap"]
     kinds = ((st.mfma, UNIT_COLOURS["MFMA"], "MFMA busy"),
              (st.overlap, OVERLAP_COLOUR, "MFMA overlapped by another wave's VALU"))
+    step = float(st.edges[1] - st.edges[0])
     for i in range(len(st.simds)):
         for offset, (values, colour, what) in enumerate(kinds):
-            fig.add_trace(go.Heatmap(
-                x=centres, y=[2 * i + offset], z=values[i:i + 1], zmin=0, zmax=1, showscale=False,
+            data.append(dict(
+                type="heatmap", x0=float(st.edges[0]) + step / 2, dx=step, y=[2 * i + offset],
+                z=np.rint(100 * np.clip(values[i:i + 1], 0, 1)).astype(np.uint8), zmin=0, zmax=100, showscale=False,
                 colorscale=[[0, "#FFFFFF"], [1, colour]], name=what,
-                hovertemplate="%{z:.0%} of cycles near %{x:.0f}<extra>" + what + "</extra>",
-            ), row=row, col=1)
-    fig.update_yaxes(tickmode="array", tickvals=list(range(len(labels))), ticktext=labels,
-                     range=[len(labels) - 0.5, -0.5], showgrid=False, tickfont=dict(size=10), row=row, col=1)
+                hovertemplate="%{z}% of cycles near %{x:.0f}<extra>" + what + "</extra>", **_axes(row)))
+    layout[_axis_key("y", row)].update(tickmode="array", tickvals=list(range(len(labels))), ticktext=labels,
+                                       range=[len(labels) - 0.5, -0.5], showgrid=False, tickfont=dict(size=10))
 
 
 def outline_shapes(panels: Sequence[Panel], selected: Optional[tuple[int, int]]) -> list[dict]:
@@ -248,12 +284,7 @@ def outline_shapes(panels: Sequence[Panel], selected: Optional[tuple[int, int]])
                  line=dict(color=HIGHLIGHT, width=2), fillcolor="rgba(0,0,0,0)")]
 
 
-def _outline(fig: go.Figure, panels: Sequence[Panel], selected: tuple[int, int]) -> None:
-    for shape in outline_shapes(panels, selected):
-        fig.add_shape(**shape)
-
-
-def _highlight(fig: go.Figure, panels: Sequence[Panel], view: View, index: int, rows: np.ndarray) -> None:
+def _highlight(data: list, panels: Sequence[Panel], view: View, index: int, rows: np.ndarray) -> None:
     """Outlined bars over the records ``rows`` of panel ``index`` that lie in ``view``."""
     if not 0 <= index < len(panels):
         return
@@ -266,12 +297,12 @@ def _highlight(fig: go.Figure, panels: Sequence[Panel], view: View, index: int, 
     y_of = {(t.cu, t.simd, t.wave): i for i, t in enumerate(trk)}
     y = [y_of[k] for k in zip(trace.column("cu")[rows].tolist(), trace.column("simd")[rows].tolist(),
                               trace.column("wave")[rows].tolist())]
-    fig.add_trace(go.Bar(
-        orientation="h", base=start, x=end - start, y=y, width=1.0, name="highlighted instruction",
+    data.append(dict(
+        type="bar", orientation="h", base=_compact(start), x=_compact(end - start), y=y, width=1.0,
+        name="highlighted instruction",
         marker=dict(color="rgba(255,0,0,0.25)", line=dict(color="#D00000", width=2)), showlegend=True,
-        customdata=encode(index, rows),
-        hovertemplate="highlighted instruction<extra></extra>",
-    ), row=2 * index + 1, col=1)
+        customdata=encode(index, rows), hovertemplate="highlighted instruction<extra></extra>",
+        **_axes(2 * index + 1)))
 
 
 def valu_figure(tables: Sequence[tuple[str, pd.DataFrame]]) -> go.Figure:

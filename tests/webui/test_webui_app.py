@@ -14,26 +14,12 @@ from zyfa.webui import metrics
 from zyfa.trace.cdna4 import power
 from zyfa.trace.schema import Trace
 from zyfa.webui.app import (GRAPH_CONFIG, ServerThread, create_app, default_pair, host_allowed, is_loopback,
-                            parse_relayout, positive_int)
+                            positive_int)
 from zyfa.webui.figures import Panel, decode, encode, schedule_figure, stall_figure, valu_figure
 from zyfa.webui.store import TraceStore
 from zyfa.webui.timeline import View
 from zyfa.webui.timeline import markers as timeline_markers
 from zyfa.webui.whatif import WhatIf
-
-
-@pytest.mark.parametrize("data, expected", [
-    ({"xaxis.range[0]": 10, "xaxis.range[1]": 20.5}, (10.0, 20.5)),
-    ({"xaxis3.range[0]": 1, "xaxis3.range[1]": 2}, (1.0, 2.0)),
-    ({"xaxis2.range": [5, 7]}, (5.0, 7.0)),
-    ({"xaxis.autorange": True}, "reset"),
-    ({"yaxis.range[0]": 1, "yaxis.range[1]": 2}, None),
-    ({"autosize": True}, None),
-    ({"xaxis.range[0]": 5, "xaxis.range[1]": 5}, None),
-    (None, None),
-])
-def test_parse_relayout(data, expected):
-    assert parse_relayout(data) == expected
 
 
 def test_is_loopback():

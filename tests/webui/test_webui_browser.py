@@ -17,7 +17,7 @@ from zyfa import analyzer
 from zyfa.shapes import AttnShape
 from zyfa.trace.cdna4 import power, tracer  # simulate + save: the path zyfa-trace kernel takes
 from zyfa.trace.schema import Trace
-from zyfa.webui.app import ServerThread, create_app
+from zyfa.webui.app import RELAYOUT_TO_VIEW, ServerThread, create_app
 from zyfa.webui.store import TraceStore
 from zyfa.webui.timeline import iteration_span, tracks
 from zyfa.webui.whatif import default_simulator
@@ -32,9 +32,10 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "webui"
 # answer, a DOM state), never a sleep, so a loaded box just waits longer
 TIMEOUT_MS = 300_000
 TRACK_LABEL = re.compile(r"^CU\d+ S\d+ w\d+$")
-# bars drawn for records (not stall lanes, markers or the highlight): one per record or merged segment
+# bars drawn for records (not stall lanes, markers or the highlight): one per record or merged segment;
+# counted by customdata, a plain list (base/x/y arrive as typed arrays, which plotly keeps encoded in gd.data)
 UNIT_BARS = ("gd.data.filter(t => t.type == 'bar' && !t.meta && t.name != 'highlighted instruction')"
-             ".reduce((n, t) => n + t.base.length, 0)")
+             ".reduce((n, t) => n + t.customdata.length, 0)")
 
 
 @pytest.fixture(scope="module")
@@ -407,7 +408,7 @@ def test_instruction_view_click_highlights_every_execution(browser, served):
     n = int((b.column("pc") == 0x200 + 8 * 3).sum())
     page.wait_for_function("(t) => (document.querySelector('#highlight-info') || {textContent: ''}).textContent.includes(t)",
                            arg=f"B: v_exp_f32 at pc 0x218: {n} executions highlighted", timeout=TIMEOUT_MS)
-    _wait_plot(page, "gd.data.some(t => t.name == 'highlighted instruction' && t.base.length == %d)" % n)
+    _wait_plot(page, "gd.data.some(t => t.name == 'highlighted instruction' && t.customdata.length == %d)" % n)
     drawn = page.evaluate("() => { const gd = document.querySelector('#timeline .js-plotly-plot');"
                           " const t = gd.data.find(t => t.name == 'highlighted instruction');"
                           " return Array.from(t.customdata).map(c => Math.floor(c / 4)); }")
@@ -527,3 +528,28 @@ def test_keys_wheel_downloads_caveats_and_patched_selection(browser, served):
 def _write(path: Path, data: bytes) -> Path:
     path.write_bytes(data)
     return path
+
+
+def test_relayout_to_view_in_the_browser(browser):
+    """The zoom parser runs in the page (no server round trip): x ranges of any axis, autorange ->
+    the whole trace, anything else or the unchanged range -> no update."""
+    cases = [
+        ({"xaxis.range[0]": 10, "xaxis.range[1]": 20.5}, None, [10, 20.5]),
+        ({"xaxis3.range[0]": 1, "xaxis3.range[1]": 2}, None, [1, 2]),
+        ({"xaxis2.range": [5, 7]}, None, [5, 7]),
+        ({"xaxis.autorange": True}, [3, 4], [0, 100]),
+        ({"yaxis.range[0]": 1, "yaxis.range[1]": 2}, None, "none"),
+        ({"autosize": True}, None, "none"),
+        ({"xaxis.range[0]": 5, "xaxis.range[1]": 5}, None, "none"),
+        ({"xaxis.range[0]": 5, "xaxis.range[1]": 9}, [5, 9], "none"),
+        (None, None, "none"),
+    ]
+    page = browser.new_page()
+    try:
+        page.evaluate("() => { window.dash_clientside = {no_update: 'none'}; }")
+        for rel, current, expected in cases:
+            got = page.evaluate("([rel, current, extent]) => (%s)(rel, current, extent)" % RELAYOUT_TO_VIEW,
+                                [rel, current, [0, 100]])
+            assert got == expected, (rel, current)
+    finally:
+        page.close()
