@@ -188,7 +188,9 @@ def static_of(program: Program) -> list:
     """The per-instruction static data of ``program`` (read-only during a simulation), built once
     per program object: the estimate simulates one program for several workgroups, and building
     it took ~20% of a 32K simulation. Held for the last few programs (the cache keeps each alive,
-    so its id cannot be reused while cached)."""
+    so its id cannot be reused while cached). It reads :mod:`zyfa.gfx950.timing`'s op classes and
+    ``wave_size`` / ``sleep_cycles_per_unit``, module constants: code that edits them at run time
+    must clear ``_STATIC``."""
     hit = _STATIC.get(id(program))
     if hit is not None and hit[0] is program:
         return hit[1]
