@@ -19,6 +19,8 @@ from zyfa.kernels import aiter
 
 REAL_FP8 = "aiter:fwd_hd128_fp8_causal"
 REAL_BF16 = "aiter:fwd_hd128_bf16_causal"
+# our kernels that stand in for AITER code, with what a reader must be told wherever they are shown
+RECONSTRUCTIONS = {"aiter-like-fp8": "aiter-like-fp8: OUR RECONSTRUCTION of AITER v3 FP8, not AITER's code"}
 
 
 @dataclass(frozen=True)
@@ -42,8 +44,7 @@ def default_pairs() -> tuple[list[Pair], str]:
                 f"baseline: AITER's real {REAL_FP8} ({known[REAL_FP8.removeprefix('aiter:')].source})")
     why = (f"AITER's real FP8 object is not resolvable here ({reason or 'not in the amd-aiter wheel'}; set "
            f"{aiter.ENV_DIR} or --aiter-dir to a ROCm/aiter checkout)")
-    pairs = [Pair("zyfa-fp8", "aiter-like-fp8", "aiter-like-fp8: OUR RECONSTRUCTION of AITER v3 FP8, not AITER's code",
-                  False)]
+    pairs = [Pair("zyfa-fp8", "aiter-like-fp8", RECONSTRUCTIONS["aiter-like-fp8"], False)]
     if REAL_BF16.removeprefix("aiter:") in known:
         pairs.insert(0, Pair("zyfa-bf16", REAL_BF16, "AITER's real v3 BF16 causal forward (amd-aiter wheel)", True))
     return pairs, why

@@ -34,12 +34,12 @@ from zyfa.analyzer import METRICS
 from zyfa.analyzer.listing import occurrences
 from zyfa.analyzer.perfetto import trace_events
 from zyfa.analyzer.report import render
+from zyfa.kernels import baseline
 from zyfa.trace.schema import COLUMNS, Trace, TraceError
 from zyfa.webui import figures, grid, metrics, timeline
 from zyfa.webui.store import TraceStore, UnsafePathError, UploadError
 from zyfa.webui.whatif import Simulator, WhatIf, default_simulator, generator_parameters
 
-DEFAULT_PAIR = ("zyfa-fp8", "aiter-like-fp8")  # simulated at start-up when no trace is given
 SLOTS = ("a", "b")
 # plotly modebar: no logo, and no button that uploads a chart to Plotly's cloud (Chart Studio)
 GRAPH_CONFIG = {"displaylogo": False, "showSendToCloud": False, "showEditInChartStudio": False,
@@ -155,8 +155,10 @@ def _options(store: TraceStore) -> list[dict]:
     return [{"label": e.label, "value": e.id} for e in store.entries()]
 
 
-def default_pair(store: TraceStore) -> tuple[Optional[str], Optional[str]]:
-    """A ZYFA trace and an AITER one when both exist, else the first two traces (or None)."""
+def default_pair(store: TraceStore, preferred: Sequence[tuple[str, str]] = ()) -> tuple[Optional[str], Optional[str]]:
+    """The traces of the first ``preferred`` ``(ours, baseline)`` kernel pair that are both in the
+    store (``zyfa.kernels.baseline.default_pairs``, as ``zyfa-trace kernel`` compares them), else a
+    ZYFA trace and an AITER one when both exist, else the first two traces (or None)."""
     entries = store.entries()
     kernels = {}
     for e in entries:
@@ -165,6 +167,11 @@ def default_pair(store: TraceStore) -> tuple[Optional[str], Optional[str]]:
         except (TraceError, UnsafePathError, KeyError):
             continue
     ids = list(kernels)
+    for ours, theirs in preferred:
+        a = next((i for i in ids if kernels[i] == ours.lower()), None)
+        b = next((i for i in ids if kernels[i] == theirs.lower()), None)
+        if a and b:
+            return a, b
     zyfa = next((i for i in ids if kernels[i].startswith("zyfa")), None)
     aiter = next((i for i in ids if "aiter" in kernels[i]), None)
     if zyfa and aiter:
@@ -199,8 +206,8 @@ def _definitions() -> html.Details:
 
 
 def build_layout(store: TraceStore, kernels: Sequence[str], params: dict[str, tuple],
-                 simulator_ready: bool) -> html.Div:
-    a, b = default_pair(store)
+                 simulator_ready: bool, pairs: Sequence[tuple[str, str]] = ()) -> html.Div:
+    a, b = default_pair(store, pairs)
     opts = _options(store)
     label = {"display": "inline-block", "marginRight": "6px", "fontWeight": "bold"}
     cell = {"display": "inline-block", "marginRight": "16px", "verticalAlign": "middle"}
@@ -337,14 +344,16 @@ def build_layout(store: TraceStore, kernels: Sequence[str], params: dict[str, tu
 
 # -- app ---------------------------------------------------------------------------------------
 def create_app(store: TraceStore, simulator: Optional[Simulator] = None, kernels: Sequence[str] = (),
-               params: Optional[dict[str, tuple]] = None, hosts: Sequence[str] = ()) -> dash.Dash:
+               params: Optional[dict[str, tuple]] = None, hosts: Sequence[str] = (),
+               pairs: Sequence[tuple[str, str]] = ()) -> dash.Dash:
     """The explorer over ``store``.
 
     ``simulator`` (``WhatIf -> Trace``) enables the what-if panel for ``kernels`` with the
     generator parameters ``params`` (name -> choices; default :func:`generator_parameters`).
     ``hosts``: host names the page may be reached by besides the loopback names (see
     :func:`host_allowed`); every other ``Host`` or ``Origin`` header is answered 403, so a web page
-    elsewhere cannot reach the server through DNS rebinding.
+    elsewhere cannot reach the server through DNS rebinding. ``pairs``: ``(ours, baseline)`` kernel
+    names shown as A and B first when their traces are in the store (:func:`default_pair`).
     """
     if not isinstance(store, TraceStore):
         raise TypeError(f"create_app: store must be a TraceStore, got {type(store).__name__}")
@@ -355,7 +364,8 @@ def create_app(store: TraceStore, simulator: Optional[Simulator] = None, kernels
     app = dash.Dash(__name__, title="zyfa schedule explorer", update_title=None)
     app.zyfa_store = store
     params = generator_parameters() if params is None else dict(params)
-    app.layout = lambda: build_layout(store, list(kernels), params, simulator is not None)
+    pairs = [(str(ours), str(theirs)) for ours, theirs in pairs]
+    app.layout = lambda: build_layout(store, list(kernels), params, simulator is not None, pairs)
     _register_host_check(app, tuple(hosts))
     _register_file_route(app, store)
     _register_downloads(app, store)
@@ -498,7 +508,9 @@ def _panels(store: TraceStore, a: Optional[str], b: Optional[str]) -> list[tuple
         if not trace_id:
             continue
         trace = _trace(store, trace_id)
-        out.append((slot, figures.Panel(figures.panel_title(slot.upper(), trace), trace)))
+        note = metrics.reconstruction_note(trace.meta.kernel)
+        title = figures.panel_title(slot.upper(), trace) + (f" · {note}" if note else "")
+        out.append((slot, figures.Panel(title, trace)))
     return out
 
 
@@ -555,6 +567,13 @@ def positive_int(value, name: str) -> int:
     return int(number)
 
 
+def _reconstruction(kernel: str) -> list:
+    """A warning after a kernel that stands in for AITER's code but is ours (empty otherwise)."""
+    note = metrics.reconstruction_note(kernel)
+    return [html.Span(f" · {note}", style={"color": "#a00", "fontWeight": "bold"},
+                      **{"data-field": "reconstruction"})] if note else []
+
+
 def _headline(store: TraceStore, a: Optional[str], b: Optional[str]) -> list:
     """Predicted time, TFLOP/s and clock per trace, and A's speed-up over B (meta.extra, as the CLI)."""
     heads = [(slot, metrics.headline(p.trace)) for slot, p in _panels(store, a, b)]
@@ -564,7 +583,8 @@ def _headline(store: TraceStore, a: Optional[str], b: Optional[str]) -> list:
     for slot, h in heads:
         if h.seconds is None:
             lines.append(html.Div([html.B(f"{slot.upper()}: {h.kernel}"),
-                                   f" — no whole-kernel prediction in this trace ({h.source})"],
+                                   f" — no whole-kernel prediction in this trace ({h.source})",
+                                   *_reconstruction(h.kernel)],
                                   **{"data-slot": slot}))
             continue
         lines.append(html.Div([
@@ -574,6 +594,7 @@ def _headline(store: TraceStore, a: Optional[str], b: Optional[str]) -> list:
             html.B(f"{h.tflops:,.1f} TFLOP/s" if h.tflops is not None else "— TFLOP/s", **{"data-field": "tflops"}),
             html.Span(f" · {h.clock_note}", **{"data-field": "clock"}),
             html.Span(f" · {h.source}", style={"color": "#666"}),
+            *_reconstruction(h.kernel),
         ], **{"data-slot": slot, "data-seconds": repr(h.seconds)}))
     if len(heads) == 2:
         up = metrics.speedup(heads[0][1], heads[1][1])
@@ -1080,19 +1101,27 @@ def prepare(args: argparse.Namespace) -> tuple[Optional[ServerThread], int]:
     simulator, kernels, why = default_simulator()
     if simulator is None:
         print(f"zyfa-ui: what-if disabled: {why}", file=sys.stderr)
+    pairs: list[tuple[str, str]] = []
     if not store.entries() and simulator is not None and getattr(args, "simulate", True):
-        for kernel in [k for k in DEFAULT_PAIR if k in kernels]:
-            request = WhatIf(kernel=kernel, seqlen=args.seqlen)
-            print(f"zyfa-ui: no trace given: simulating {request.label} on the CDNA4 cycle model ...", flush=True)
-            try:
-                store.add(simulator(request), f"simulated: {request.label}")
-            except Exception as exc:  # the simulator is another package: report and serve without it
-                print(f"zyfa-ui: simulating {kernel} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        # the comparisons zyfa-trace kernel makes by default (its source of truth): AITER's real FP8
+        # object where it resolves, else real BF16 and our aiter-like-fp8 reconstruction
+        defaults, note = baseline.default_pairs()
+        print(f"zyfa-ui: no trace given: simulating zyfa-trace kernel's default pairs ({note})", flush=True)
+        for pair in defaults:
+            pairs.append((pair.ours, pair.baseline))
+            for kernel in (pair.ours, pair.baseline):
+                request = WhatIf(kernel=kernel, seqlen=args.seqlen)
+                print(f"zyfa-ui: simulating {request.label} on the CDNA4 cycle model ...", flush=True)
+                what = f" ({pair.label})" if kernel == pair.baseline else ""
+                try:
+                    store.add(simulator(request), f"simulated: {request.label}{what}")
+                except Exception as exc:  # the simulator is another package: report and serve without it
+                    print(f"zyfa-ui: simulating {kernel} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
     if not is_loopback(args.host):
         print(f"zyfa-ui: warning: serving on {args.host}, reachable from other machines; the page has no "
               "authentication", file=sys.stderr)
     hosts = [*([] if is_loopback(args.host) else [args.host]), *getattr(args, "allow_host", [])]
-    app = create_app(store, simulator, kernels, hosts=hosts)
+    app = create_app(store, simulator, kernels, hosts=hosts, pairs=pairs)
     return ServerThread(app, args.host, args.port), 0
 
 

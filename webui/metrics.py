@@ -16,6 +16,7 @@ import pandas as pd
 
 from zyfa import analyzer
 from zyfa.analyzer import listing as analyzer_listing
+from zyfa.kernels import baseline
 from zyfa.trace.cdna4 import power
 from zyfa.trace.cdna4.estimate import EstimateConfig
 from zyfa.trace.schema import Trace
@@ -169,6 +170,12 @@ def headline(trace: Trace) -> Headline:
         seconds = float(cycles) / (mhz * 1e6)
         return Headline(trace.meta.kernel, trace.meta.label, seconds, float(cycles), shape.tflops(seconds), mhz, note)
     return _cached(trace, "webui.headline", compute)
+
+
+def reconstruction_note(kernel: str) -> str:
+    """What to say about a kernel that stands in for AITER's code but is ours
+    (:data:`zyfa.kernels.baseline.RECONSTRUCTIONS`; a what-if's ``name[param=...]`` counts), else ``""``."""
+    return baseline.RECONSTRUCTIONS.get(str(kernel).split("[", 1)[0], "")
 
 
 def speedup(a: Headline, b: Headline) -> Optional[float]:

@@ -10,6 +10,8 @@ import pandas as pd
 import pytest
 
 from zyfa import analyzer
+from zyfa.kernels import baseline
+from zyfa.webui import app as app_module
 from zyfa.webui import metrics
 from zyfa.trace.cdna4 import power
 from zyfa.trace.schema import Trace
@@ -33,6 +35,14 @@ def test_default_pair_prefers_zyfa_and_aiter(tmp_path, make_trace):
     make_trace("zyfa-fp8").save(tmp_path / "z")
     store = TraceStore([tmp_path])
     a, b = default_pair(store)
+    assert (store.get(a).meta.kernel, store.get(b).meta.kernel) == ("zyfa-fp8", "aiter-like-fp8")
+    # the CLI's default pairs come first, in their order, when both traces are there
+    make_trace("zyfa-bf16").save(tmp_path / "zb")
+    make_trace("aiter:fwd_hd128_bf16_causal").save(tmp_path / "ab")
+    store = TraceStore([tmp_path])
+    a, b = default_pair(store, [("zyfa-bf16", "aiter:fwd_hd128_bf16_causal"), ("zyfa-fp8", "aiter-like-fp8")])
+    assert (store.get(a).meta.kernel, store.get(b).meta.kernel) == ("zyfa-bf16", "aiter:fwd_hd128_bf16_causal")
+    a, b = default_pair(store, [("zyfa-bf16", "missing"), ("zyfa-fp8", "aiter-like-fp8")])
     assert (store.get(a).meta.kernel, store.get(b).meta.kernel) == ("zyfa-fp8", "aiter-like-fp8")
     # ids name files relatively: the browser never learns the server's absolute paths
     assert default_pair(TraceStore([], [tmp_path / "a0.parquet"])) == ("file:a0.parquet", None)
@@ -228,6 +238,22 @@ def test_headline_is_the_clis_prediction(make_trace):
     assert metrics.headline(forced).seconds == 3000 / 1.5e9
     assert metrics.headline(make_trace()).seconds is None  # no prediction (a hardware capture): no numbers
     assert metrics.speedup(ha, metrics.headline(make_trace())) is None
+
+
+def test_reconstruction_is_labelled_in_headline_and_panel_title(tmp_path, make_trace):
+    """aiter-like-fp8 is ours, not AITER's code: the headline and its timeline title say so."""
+    assert metrics.reconstruction_note("aiter-like-fp8") == baseline.RECONSTRUCTIONS["aiter-like-fp8"]
+    assert metrics.reconstruction_note("aiter-like-fp8[schedule=serial]") == baseline.RECONSTRUCTIONS["aiter-like-fp8"]
+    assert metrics.reconstruction_note("aiter:fwd_hd128_bf16_causal") == ""
+    make_trace("zyfa-fp8").save(tmp_path / "z")
+    make_trace("aiter-like-fp8").save(tmp_path / "a")
+    store = TraceStore([tmp_path])
+    a, b = default_pair(store)
+    lines = app_module._headline(store, a, b)
+    text = [str(line) for line in lines]
+    assert "OUR RECONSTRUCTION" in text[1] and "OUR RECONSTRUCTION" not in text[0]
+    titles = {slot: p.title for slot, p in app_module._panels(store, a, b)}
+    assert titles["b"].endswith(baseline.RECONSTRUCTIONS["aiter-like-fp8"]) and "RECONSTRUCTION" not in titles["a"]
 
 
 # -- request checks: Host / Origin, forged ids, grid requests --------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -13,7 +14,9 @@ import urllib.request
 import pytest
 
 from zyfa.cli import ui_main
+from zyfa.kernels.baseline import default_pairs
 from zyfa.webui.app import prepare
+from zyfa.webui.whatif import default_simulator
 
 
 def test_help_of_both_entry_points():
@@ -80,11 +83,13 @@ def test_serves_the_page_on_loopback(tmp_path, make_trace):
         proc.wait(timeout=30)
 
 
-def test_without_traces_starts_from_simulated_zyfa_and_aiter():
-    from zyfa.webui.whatif import default_simulator
-
+def test_without_traces_starts_from_the_clis_default_pairs():
+    """No trace: the page simulates zyfa-trace kernel's default pairs (zyfa.kernels.baseline.default_pairs,
+    computed here in the same environment), shows the first as A and B, and labels a reconstruction."""
     if default_simulator()[0] is None:
         pytest.skip("the CDNA4 cycle model is not available")
+    pairs, _ = default_pairs()
+    kernels = [k for pair in pairs for k in (pair.ours, pair.baseline)]
     proc = subprocess.Popen([sys.executable, "-m", "zyfa.cli.ui_main", "--port", "0", "--shape", "256"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -93,12 +98,33 @@ def test_without_traces_starts_from_simulated_zyfa_and_aiter():
             line = proc.stdout.readline()
             assert line, (lines, proc.stderr.read())
             lines.append(line)
-        assert "simulating zyfa-fp8 · b1 h1 s256 d128" in lines[0]
-        assert "simulating aiter-like-fp8 · b1 h1 s256 d128" in lines[1]
+        assert "default pairs" in lines[0]
+        simulated = [ln for ln in lines if "zyfa-ui: simulating " in ln]
+        assert [ln.split("zyfa-ui: simulating ")[1].split(" · ")[0] for ln in simulated] == kernels
+        assert all("b1 h1 s256 d128" in ln for ln in simulated)
         url = re.search(r"open (http://127\.0\.0\.1:\d+)/", lines[-1]).group(1)
         with urllib.request.urlopen(url + "/_dash-layout", timeout=30) as resp:
-            layout = resp.read().decode()
-        assert "simulated: zyfa-fp8" in layout and "simulated: aiter-like-fp8" in layout
+            layout = json.loads(resp.read().decode())
+        dropdowns = {}
+
+        def walk(node):
+            if isinstance(node, dict):
+                props = node.get("props") or {}
+                if props.get("id") in ("trace-a", "trace-b"):
+                    dropdowns[props["id"]] = props
+                for v in node.values():
+                    walk(v)
+            elif isinstance(node, list):
+                for v in node:
+                    walk(v)
+        walk(layout)
+        labels = {o["value"]: o["label"] for o in dropdowns["trace-a"]["options"]}
+        first = pairs[0]
+        assert labels[dropdowns["trace-a"]["value"]].startswith(f"simulated: {first.ours} ")
+        assert labels[dropdowns["trace-b"]["value"]].startswith(f"simulated: {first.baseline} ")
+        for pair in pairs:  # the baseline's label says what it is (a reconstruction says so)
+            assert any(label.startswith(f"simulated: {pair.baseline} ") and label.endswith(f"({pair.label})")
+                       for label in labels.values())
     finally:
         proc.terminate()
         proc.wait(timeout=30)
