@@ -12,6 +12,7 @@ import io
 import ipaddress
 import json
 import re
+import socket
 import sys
 import tempfile
 import threading
@@ -1096,6 +1097,10 @@ def prepare(args: argparse.Namespace) -> tuple[Optional[ServerThread], int]:
     except (TypeError, ValueError) as exc:
         print(f"zyfa-ui: {exc}", file=sys.stderr)
         return None, 2
+    refused = _bind_error(args.host, args.port)
+    if refused is not None:  # before the start-up simulation, which takes a while
+        print(f"zyfa-ui: {refused}", file=sys.stderr)
+        return None, 2
     for name, why in sorted(store.load_all().items()):  # one unreadable file must not stop the others
         print(f"zyfa-ui: skipped {name}: {why}", file=sys.stderr)
     simulator, kernels, why = default_simulator()
@@ -1123,6 +1128,19 @@ def prepare(args: argparse.Namespace) -> tuple[Optional[ServerThread], int]:
     hosts = [*([] if is_loopback(args.host) else [args.host]), *getattr(args, "allow_host", [])]
     app = create_app(store, simulator, kernels, hosts=hosts, pairs=pairs)
     return ServerThread(app, args.host, args.port), 0
+
+
+def _bind_error(host: str, port: int) -> Optional[str]:
+    """Why ``host:port`` cannot be listened on (an unknown name, an address of another machine, a
+    port in use), or None. Checked first: werkzeug's server prints the bare reason and exits 1."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as werkzeug's server does
+            probe.bind(address)
+    except OSError as exc:
+        return f"cannot listen on --host {host} --port {port}: {exc.strerror or exc}"
+    return None
 
 
 def serve(args: argparse.Namespace) -> int:

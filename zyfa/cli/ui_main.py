@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from zyfa.cli.errors import Parser, add_debug_flag, guarded, pop_debug
 from zyfa.shapes import parse_seqlen
 
 
@@ -52,11 +53,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="zyfa-ui", description=(__doc__ or "").strip().split("\n\n")[0],
-                                     epilog="\n\n".join((__doc__ or "").strip().split("\n\n")[1:]),
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    argv, debug = pop_debug(sys.argv[1:] if argv is None else list(argv))
+    parser = Parser(prog="zyfa-ui", description=(__doc__ or "").strip().split("\n\n")[0],
+                    epilog="\n\n".join((__doc__ or "").strip().split("\n\n")[1:]),
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)
-    return run(parser.parse_args(argv))
+    add_debug_flag(parser)
+    args = parser.parse_args(argv)
+    return guarded("zyfa-ui", lambda: run(args), debug)  # Ctrl-C during the start-up simulation: one line
 
 
 if __name__ == "__main__":
