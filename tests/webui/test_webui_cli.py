@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import urllib.error
@@ -133,3 +134,22 @@ def test_without_traces_starts_from_the_clis_default_pairs():
 def test_bad_shape_exits_2(capsys):
     assert ui_main.main(["--shape", "12q"]) == 2
     assert "bad sequence length" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("host", ["no-such-host.invalid", "192.0.2.1"])  # unknown name; TEST-NET-1, not ours
+def test_unusable_host_is_one_line_before_simulating(tmp_path, capsys, monkeypatch, host):
+    """werkzeug printed the bare reason (the resolver's or the kernel's words) and exited 1."""
+    monkeypatch.setattr("zyfa.webui.app.default_simulator", lambda: pytest.fail("simulated before refusing"))
+    assert ui_main.main(["--host", host, "--port", "0", "--trace-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"zyfa-ui: cannot listen on --host {host} --port 0: ")
+
+
+def test_port_in_use_is_one_line(tmp_path, capsys):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert ui_main.main(["--port", str(port), "--trace-dir", str(tmp_path), "--no-simulate"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"cannot listen on --host 127.0.0.1 --port {port}: Address already in use" in err
