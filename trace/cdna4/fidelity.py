@@ -99,6 +99,14 @@ class Result:
         return self.predicted / self.row.published
 
     @property
+    def gap_us(self) -> float:
+        """Published time minus predicted time in microseconds (the shape's FLOPs at each TFLOP/s):
+        a per-call cost outside the kernel, e.g. a benchmark harness's host overhead inside its
+        timed region, shows as a constant here rather than as a ratio."""
+        flops = self.row.shape.flops
+        return (flops / (self.row.published * 1e12) - flops / (self.predicted * 1e12)) * 1e6
+
+    @property
     def error(self) -> float:
         """Signed relative error of the prediction (predicted / published - 1)."""
         return self.ratio - 1
@@ -117,7 +125,8 @@ def simulate_rows(rows: list[Row], progress: Optional[Callable] = None) -> list[
         except ValueError as exc:
             out.append(Result(row, skipped=str(exc).splitlines()[0][:200]))
             continue
-        out.append(Result(row, tflops_peak=est.tflops, activity=power.activity(est.cu_result.records, est.cu_result.skipped_periods())))
+        activity = power.activity(est.cu_result.records, est.cu_result.skipped_periods())
+        out.append(Result(row, tflops_peak=est.tflops, activity=activity))
     return out
 
 
@@ -176,7 +185,7 @@ def fit(results: list[Result], e_mfma=(100.0, 8000.0), steps: int = 41, rounds: 
     return best[1]
 
 
-COLUMNS = ("source", "kernel", "shape", "published", "predicted", "ratio", "clock_mhz", "clock", "at_peak")
+COLUMNS = ("source", "kernel", "shape", "published", "predicted", "ratio", "gap_us", "clock_mhz", "clock", "at_peak")
 
 
 def table_rows(results: list[Result]) -> list[dict]:
@@ -184,10 +193,10 @@ def table_rows(results: list[Result]) -> list[dict]:
     for r in results:
         base = {"source": r.row.source, "kernel": r.row.kernel, "shape": r.row.label, "published": r.row.published}
         if r.clock is None:
-            out.append(base | {"predicted": None, "ratio": None, "clock_mhz": None, "clock": f"skipped: {r.skipped}",
-                               "at_peak": None})
+            out.append(base | {"predicted": None, "ratio": None, "gap_us": None, "clock_mhz": None,
+                               "clock": f"skipped: {r.skipped}", "at_peak": None})
         else:
-            out.append(base | {"predicted": r.predicted, "ratio": r.ratio, "clock_mhz": r.clock.mhz,
+            out.append(base | {"predicted": r.predicted, "ratio": r.ratio, "gap_us": r.gap_us, "clock_mhz": r.clock.mhz,
                                "clock": r.clock.label, "at_peak": r.tflops_peak})
     return out
 
@@ -208,18 +217,21 @@ def render(results: list[Result], fmt: str = "text", params: Optional[dict] = No
     num = lambda v, f="{:.0f}": "-" if v is None else f.format(v)
     lines = []
     if fmt == "markdown":
-        lines.append("| source | kernel | shape | published TFLOP/s | predicted TFLOP/s | ratio | predicted clock | at 2400 MHz |")
-        lines.append("|---|---|---|---|---|---|---|---|")
+        lines.append("| source | kernel | shape | published TFLOP/s | predicted TFLOP/s | ratio | time gap (us) | "
+                     "predicted clock | at 2400 MHz |")
+        lines.append("|---|---|---|---|---|---|---|---|---|")
         for row in rows:
             clock = row["clock"] if row["clock_mhz"] is None else f"{row['clock_mhz']:.0f} MHz ({row['clock']})"
             lines.append(f"| {row['source']} | {row['kernel']} | {row['shape']} | {num(row['published'], '{:.1f}')} | "
-                         f"{num(row['predicted'])} | {num(row['ratio'], '{:.2f}')} | {clock} | {num(row['at_peak'])} |")
+                         f"{num(row['predicted'])} | {num(row['ratio'], '{:.2f}')} | {num(row['gap_us'], '{:+.1f}')} | "
+                         f"{clock} | {num(row['at_peak'])} |")
     elif fmt == "text":
-        lines.append(f"{'kernel':34s} {'shape':38s} {'published':>9s} {'predicted':>9s} {'ratio':>6s}  clock")
+        lines.append(f"{'kernel':34s} {'shape':38s} {'published':>9s} {'predicted':>9s} {'ratio':>6s} {'gap us':>8s}  clock")
         for row in rows:
             clock = row["clock"] if row["clock_mhz"] is None else f"{row['clock_mhz']:.0f} MHz ({row['clock']})"
             lines.append(f"{row['kernel']:34s} {row['shape']:38s} {num(row['published'], '{:.1f}'):>9s} "
-                         f"{num(row['predicted']):>9s} {num(row['ratio'], '{:.2f}'):>6s}  {clock}")
+                         f"{num(row['predicted']):>9s} {num(row['ratio'], '{:.2f}'):>6s} "
+                         f"{num(row['gap_us'], '{:+.1f}'):>8s}  {clock}")
     else:
         raise ValueError(f"format must be 'text', 'markdown' or 'csv', got {fmt!r}")
     lines.append("")

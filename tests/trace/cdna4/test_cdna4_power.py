@@ -1,5 +1,6 @@
 """The clock/power model, the fidelity table and the default AITER baseline."""
 
+import dataclasses
 import math
 
 import pytest
@@ -96,6 +97,11 @@ def test_fit_recovers_known_coefficients_and_render_reports_errors():
     assert fitted == truth  # 1800 is a grid point
     fidelity.predict(results, fitted)
     assert all(r.ratio == pytest.approx(1.0) for r in results)
+    assert all(r.gap_us == pytest.approx(0.0, abs=1e-6) for r in results)
+    # gap by hand: published at half the predicted rate takes twice the predicted time
+    r0 = results[0]
+    half = fidelity.Result(dataclasses.replace(r0.row, published=r0.predicted / 2), r0.tflops_peak, r0.activity, r0.clock)
+    assert half.gap_us == pytest.approx(r0.row.shape.flops / (r0.predicted * 1e12) * 1e6)
     results.append(fidelity.Result(fidelity.Row("x", "aiter:missing", results[0].row.shape, 500.0), skipped="kernel unavailable"))
     text = fidelity.render(results, "text")
     assert "mean |error| 0.0%" in text and "5/5 within 15%" in text and "1 skipped" in text
