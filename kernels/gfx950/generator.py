@@ -200,6 +200,7 @@ class _Kernel:
         self.deferred: list = []  # emitters of out-of-line blocks, flushed after the loop
         self.priority = 0  # s_setprio level in force at the current point of the program
         self.prefetched: list[int] = []  # reads a prefetch cluster issued for the next MFMA stream
+        self.skip_labels: list[Label] = []  # skip_if_masked's branch targets
         self.group = 0
         self.k_loads, self.v_loads = loads_per_thread(config)
         # read ahead as far as the register budget allows (READ_AHEAD is the preference)
@@ -222,6 +223,10 @@ class _Kernel:
         self.hc = ra.take("s", "head_constants", 4, align=4)  # t, T8 (or 8t), dv, unused
         self.rsrc = {name: ra.take("s", f"rsrc_{name}", 4, align=4) for name in ("q", "k", "v", "o", "lse")}
         self.s = _take_fields(ScalarRegs, ra, "s")
+        if self.block:  # masked-MFMA skipping (skip_if_masked)
+            self.wave_key_limit = ra.take("s", "wave_key_limit", 1)  # keys < this are allowed for some row of the wave
+            self.tile_key_limit = ra.take("s", "tile_key_limit", 1)  # wave_key_limit - 128 j
+            self.pv_key_limit = ra.take("s", "pv_key_limit", 1)  # the same for tile j-1; 0 at j = 0
 
         self.tid = ra.at("v", "workitem_id", 0, 1)
         a_width = 8 if self.fp8 else 4
@@ -361,6 +366,13 @@ class _Kernel:
         self.make_rsrc(self.rsrc["lse"], "lse", [(self.wg[2], "lse_stride_b"), (self.wg[1], "lse_stride_h")], t3)
         self.tile_counts()
         self.lane_addresses()
+        if self.block:
+            # the wave's last row allows keys < min(q0 + 32 wave + 32 + mask_offset, seqlen_k)
+            e("s_lshl_b32", self.s.t0, self.s.wave, BLOCK_M.bit_length() - 1)
+            e("s_add_u32", self.s.t0, self.s.t0, self.s.q0)
+            e("s_add_i32", self.s.t0, self.s.t0, BLOCK_M)
+            e("s_add_i32", self.s.t0, self.s.t0, k("mask_offset"))
+            e("s_min_i32", self.wave_key_limit, self.s.t0, k("seqlen_k"))
         self.load_q()
         self.init_state()
         e("s_waitcnt", "lgkmcnt(0)")
@@ -775,12 +787,47 @@ class _Kernel:
                 def mfma(slot, t=t, ch=ch):
                     acc = self.S[16 * t:16 * t + 16]
                     q = self.Q[width * ch:width * ch + width]
+                    skip = self.skip_if_masked(32 * t)
                     if self.folded:  # y = 2^a q'.k + (120.5 - 8 ref): the Lean P argument itself
                         self.e(c.qk_opcode, acc, slot, q, acc if ch else self.qk_init, self.v.one127, self.q_scale)
                     else:
                         self.e(c.mfma_opcode, acc, slot, q, acc if ch else 0)
+                    self.skip_end(skip)
                 steps.append((reads, mfma, "QK_j"))
         return steps
+
+    def set_tile_key_limit(self):
+        """Block-scaled kernels, for the MFMA stream of tile j (QK_j, PV_j-1; the tail's PV with
+        j = n), set before the loop and at the end of each body: ``tile_key_limit = wave_key_limit - 128 j`` for QK_j and ``pv_key_limit =
+        min(tile_key_limit + 128, 128 j)`` for PV_j-1, which is 0 at j = 0: PV_-1 (zero P times
+        the zeroed V^T buffer) is skipped whole (5 SALU)."""
+        if self.block:
+            e = self.e
+            e("s_lshl_b32", self.s.t0, self.s.j, BLOCK_N.bit_length() - 1)
+            e("s_sub_i32", self.tile_key_limit, self.wave_key_limit, self.s.t0)
+            e("s_add_i32", self.pv_key_limit, self.tile_key_limit, BLOCK_N)
+            e("s_min_i32", self.pv_key_limit, self.pv_key_limit, self.s.t0)
+
+    def skip_if_masked(self, first_key: int, pv: bool = False) -> Optional[Label]:
+        """Block-scaled kernels: branch over the next MFMA when every key from ``first_key`` on
+        is masked for every row of the wave (``limit <= first_key``; ``limit`` = tile_key_limit
+        for an S tile of 32 keys of tile j, with ``pv`` pv_key_limit for a 64-key P block of
+        tile j-1). The
+        skipped QK leaves stale scores that mask_j sets to -inf (it runs: such a tile crosses the
+        diagonal); a skipped PV or row sum would have added P = 0 times V (V's NaN codes are
+        zeroed on diagonal tiles; at j = 0 P and the V^T buffer are zero), i.e. +0 to an
+        accumulator that is never -0: the same bits. 2 SALU per MFMA, not taken off the diagonal."""
+        if not self.block:
+            return None
+        label = Label(f".L_skip{len(self.skip_labels)}")
+        self.skip_labels.append(label)
+        self.e("s_cmp_le_i32", self.pv_key_limit if pv else self.tile_key_limit, first_key)
+        self.e("s_cbranch_scc1", label)
+        return label
+
+    def skip_end(self, label: Optional[Label]):
+        if label is not None:
+            self.asm.items.append(label)
 
     def pv_steps(self, v_buf: int) -> list:
         """O^T (head dim x queries) += V^T (head dim x keys) P^T, plus the row-sum MFMAs."""
@@ -797,19 +844,23 @@ class _Kernel:
                         return [("ds_read_b128", (slot[0:4], self.v.v_rd), (f"offset:{base}",)),
                                 ("ds_read_b128", (slot[4:8], self.v.v_rd), (f"offset:{base + 32}",))]
 
-                    def mfma(slot, u=u, p=p, sc=sc):
+                    def mfma(slot, u=u, p=p, sc=sc, beta=beta):
                         acc = self.O[16 * u:16 * u + 16]
+                        skip = self.skip_if_masked(SCALE_BLOCK * beta, pv=True)  # tile j-1
                         if c.pv_opcode.startswith("v_mfma_scale"):
                             self.e(c.pv_opcode, acc, slot, p, acc, self.v.one127, sc)
                         else:
                             self.e(c.pv_opcode, acc, slot, p, acc)
+                        self.skip_end(skip)
                     steps.append((reads, mfma, "PV_j-1"))
                 if self.block:
-                    def rowsum(slot, p=p, sc=sc):
+                    def rowsum(slot, p=p, sc=sc, beta=beta):
+                        skip = self.skip_if_masked(SCALE_BLOCK * beta, pv=True)
                         if c.rowsum_opcode.startswith("v_mfma_scale"):
                             self.e(c.rowsum_opcode, self.L, self.ones, p, self.L, self.v.one127, sc)
                         else:  # folded: P unscaled, the selector operand (rowsum_selector)
                             self.e(c.rowsum_opcode, self.L, self.ones, p, self.L)
+                        self.skip_end(skip)
                     steps.append((lambda slot: [], rowsum, "PV_j-1"))
             if self.block:
                 # the row-sum MFMAs read no LDS: first, they cover the operand reads of the first
@@ -1192,7 +1243,7 @@ class _Kernel:
         ids = [self.begin(cl) for cl in run]
         steps = [step for cl in run for step in self.emitters()[cl.emitter](cl, parity, tag)]
         fill = [self.captured(cl, parity, tag) for cl in spread]
-        chunks = spread_items([item for items in fill for item in items], len(steps))
+        chunks = spread_items([item for items in fill for item in items], len(steps), glue_scc=self.block)
         if inline is not None:
             if inline.before_end >= len(steps):
                 raise ValueError(f"{self.c.name}: {inline.name} before_end={inline.before_end} but the MFMA run "
@@ -1209,7 +1260,8 @@ class _Kernel:
 
         At j = 0 PV_j-1 multiplies the zeroed P by the zeroed V^T buffer 1 (prologue), so the loop
         body needs no branch for it."""
-        for interval in barrier_intervals(schedule(self.c, self.group)):
+        intervals = barrier_intervals(schedule(self.c, self.group))
+        for interval in intervals:
             spread = [cl for cl in interval if cl.spread]
             run: list[Cluster] = []
             for cluster in interval:
@@ -1235,8 +1287,14 @@ class _Kernel:
             for cluster in spread:  # an interval without MFMAs: in table order at its end
                 self.set_priority(cluster.priority)
                 self.emit_cluster(cluster, parity, tag)
+            if self.block and interval is intervals[-1]:
+                # next tile's j and key limits while this wave's partner runs its MFMAs, not in
+                # the next MFMA phase's start-up
+                self.e("s_add_u32", self.s.j, self.s.j, 1)
+                self.set_tile_key_limit()
             self.hand_over()
-        self.e("s_add_u32", self.s.j, self.s.j, 1)
+        if not self.block:
+            self.e("s_add_u32", self.s.j, self.s.j, 1)
 
     def loop(self, group: int):
         """Tiles j = 0 .. n-1, unrolled by two so the LDS buffer offsets stay immediates."""
@@ -1289,6 +1347,7 @@ class _Kernel:
         for cluster in schedule(self.c, group):  # tile 0's operands, as the loop's prefetch does for the next
             if cluster.emitter == "prefetch":
                 self.emit_cluster(cluster, 1, f"g{group}pre")
+        self.set_tile_key_limit()  # for tile 0; each body sets them for the next tile (j = n for the tail)
         self.loop(group)
         self.prefetched = []  # the last tile's prefetch feeds no stream: the tail reads its own
         self.tail(group)
@@ -1436,34 +1495,61 @@ class _Kernel:
         self.epilogue()
 
 
-def spread_items(items: list, steps: int) -> list[list]:
+def spread_items(items: list, steps: int, glue_scc: bool = False) -> list[list]:
     """``items`` (instructions with their cluster marks) cut into ``steps`` consecutive chunks of
     ``ceil(instructions / steps)`` instructions (trailing chunks may be empty); a mark stays with
-    the instruction after it (an end mark with the one before)."""
+    the instruction after it (an end mark with the one before), and with ``glue_scc`` an
+    instruction that reads SCC (``s_addc_u32`` of a 64-bit add) with the one before it: needed
+    where the MFMA stream between chunks writes SCC (:meth:`_Kernel.skip_if_masked`)."""
     if steps <= 0:
         raise ValueError(f"cannot spread over {steps} MFMA steps")
     count = sum(isinstance(item, Instr) for item in items)
     per = max(1, -(-count // steps))
     chunks: list[list] = [[] for _ in range(steps)]
-    placed = 0
+    placed, last = 0, 0
     for item in items:
         index = min(placed // per, steps - 1)
         if isinstance(item, _Mark) and item.kind == "end" and placed:
             index = min((placed - 1) // per, steps - 1)
+        if glue_scc and isinstance(item, Instr) and item.opcode in SCC_READERS:
+            index = last
         chunks[index].append(item)
-        placed += isinstance(item, Instr)
+        if isinstance(item, Instr):
+            placed += 1
+            last = index
     return chunks
+
+
+SCC_READERS = ("s_addc_u32", "s_subb_u32", "s_cselect_b32", "s_cbranch_scc0", "s_cbranch_scc1")
+SHORT_SKIP = 2  # instructions a forward branch may jump over and still count as a short skip
+
+
+def _short_skips(items: list) -> set:
+    """ids of the instructions that a forward conditional branch jumps over when its label
+    follows within SHORT_SKIP instructions."""
+    labels = {item.name: k for k, item in enumerate(items) if isinstance(item, Label)}
+    out = set()
+    for k, item in enumerate(items):
+        if isinstance(item, Instr) and item.opcode.startswith("s_cbranch") and isinstance(item.operands[0], Label):
+            target = labels.get(item.operands[0].name, -1)
+            between = [x for x in items[k + 1:target] if isinstance(x, Instr)] if target > k else []
+            if 0 < len(between) <= SHORT_SKIP:
+                out.update(id(x) for x in between)
+    return out
 
 
 def pad_hazards(asm: Asm) -> int:
     """Insert ``s_nop`` so that every MFMA/VALU register hazard of the machine description
     (:func:`zyfa.gfx950.hazards.required_wait_states`, rules ``zyfa.gfx950.timing.HAZARDS``) is
     covered in program order: each instruction is checked against the last writer of every vector
-    register it reads. Branch paths are verified separately by ``zyfa.gfx950.hazards.check_hazards``
-    (tests). Returns the nops inserted."""
+    register it reads. An instruction that a forward branch may jump over within
+    ``SHORT_SKIP`` instructions (:meth:`_Kernel.skip_if_masked`) counts no wait state, so the
+    padding also holds on the path that skips it. Other branch paths are verified separately by
+    ``zyfa.gfx950.hazards.check_hazards`` (tests). Returns the nops inserted."""
     clock = 0  # wait states issued so far
     last: dict[int, tuple[int, Instruction]] = {}  # vector register -> (clock after its producer, producer)
     out, inserted = [], 0
+    skippable = _short_skips(asm.items)
     for item in asm.items:
         if not isinstance(item, Instr):
             out.append(item)
@@ -1485,7 +1571,8 @@ def pad_hazards(asm: Asm) -> int:
             need -= n
             inserted += 1
         out.append(item)
-        clock += item.operands[0] + 1 if item.opcode == "s_nop" else 1
+        if id(item) not in skippable:
+            clock += item.operands[0] + 1 if item.opcode == "s_nop" else 1
         for reg in inst.defs:
             if not is_vector_key(reg):
                 continue

@@ -85,6 +85,20 @@ def test_aiter_schedule_race_free_over_many_tiles():
     _check(a)
 
 
+@pytest.mark.parametrize("kernel", ["zyfa-fp8", "zyfa-fp8-folded"])
+def test_masked_mfmas_are_skipped(kernel):
+    """b1 h1 s256 causal, one workgroup: wave w (rows 32w..32w+31) runs the QK MFMAs of the
+    w + 1 S tiles of 32 keys it needs (2 head-dim chunks each) and, per 64-key P block it needs,
+    4 PV MFMAs + 1 row sum; PV of tile -1 (zero P) and every fully masked S tile / P block are
+    branched over. Bit-exact all the same."""
+    result = emulate_kernel(kernel, _shape(kernel, 256, heads=1))
+    _check(result)
+    qk = sum(2 * (w + 1) for w in range(8))
+    pv = sum(5 * -(-(32 * w + 32) // 64) for w in range(8))
+    executed = sum(n for op, n in result.stats.executed.items() if op.startswith("v_mfma"))
+    assert (qk, pv) == (72, 100) and executed == qk + pv
+
+
 def test_folded_fixup_path_bit_exact_when_the_row_max_grows_mid_sequence():
     """zyfa-fp8-folded's out-of-line fix-up runs on the first tile (every row leaves the initial
     reference) and again where a later tile's scores overflow the e4m3 code: keys 256.. are
