@@ -12,7 +12,9 @@ Pure functions (no UI): the web UI's instruction view and headline call them; th
   ATT-imported hardware traces are grouped too.
 * :func:`mfma_pipe_budget` and :func:`explain`: the MFMA pipe's time per key block split into
   terms that add up exactly, and two traces' terms ranked by how much of the cycle difference
-  each explains.
+  each explains; :func:`pipe_intervals`: the cycle ranges behind one term (what a UI shades).
+* :func:`iteration_phases`: per main-loop iteration, one wave's MFMA phase, one wave's softmax
+  (VALU + TRANS) phase and the MFMA pipe's idle cycles at hand-overs between waves.
 """
 
 from __future__ import annotations
@@ -146,14 +148,9 @@ def mfma_pipe_budget(trace: Trace, window: WindowSpec = "steady") -> dict[str, O
     w = resolve_window(trace, window)
     n_blocks = blocks(trace, w)
     keys = ["total", *BUDGET_TERMS]
-    mf = np.flatnonzero(a.unit_mask("MFMA") & (a.end > w.start) & (a.start < w.end))
+    mf, s, e, same_simd, gap, handover = _mfma_sequence(trace, w)
     if not n_blocks or mf.size == 0 or a.n_simd == 0:
         return dict.fromkeys(keys)
-    mf = mf[np.lexsort((a.start[mf], a.simd_id[mf]))]
-    s, e = np.clip(a.start[mf], w.start, w.end), np.clip(a.end[mf], w.start, w.end)
-    same_simd = a.simd_id[mf[1:]] == a.simd_id[mf[:-1]]
-    gap = np.where(same_simd, np.maximum(s[1:] - e[:-1], 0), 0)
-    handover = same_simd & (a.wave_id[mf[1:]] != a.wave_id[mf[:-1]])
     busy = float((e - s).sum())
     hand = float(gap[handover].sum())
     same = float(gap[~handover].sum())
@@ -161,6 +158,96 @@ def mfma_pipe_budget(trace: Trace, window: WindowSpec = "steady") -> dict[str, O
     per = 1.0 / n_blocks
     return {"total": total * per, "mfma_busy": busy * per, "handover_gap": hand * per, "same_wave_gap": same * per,
             "edge": (total - busy - hand - same) * per}
+
+
+def _mfma_sequence(trace: Trace, w):
+    """Each SIMD's MFMA records in W ordered by start (``mf``, rows), clipped to W (``s``, ``e``);
+    for each consecutive pair: whether both are on one SIMD, the idle gap between them (0 across
+    SIMDs) and whether it is a hand-over (two waves)."""
+    a = arrays_of(trace)
+    mf = np.flatnonzero(a.unit_mask("MFMA") & (a.end > w.start) & (a.start < w.end))
+    mf = mf[np.lexsort((a.start[mf], a.simd_id[mf]))]
+    s, e = np.clip(a.start[mf], w.start, w.end), np.clip(a.end[mf], w.start, w.end)
+    same_simd = a.simd_id[mf[1:]] == a.simd_id[mf[:-1]]
+    gap = np.where(same_simd, np.maximum(s[1:] - e[:-1], 0), 0)
+    handover = same_simd & (a.wave_id[mf[1:]] != a.wave_id[mf[:-1]])
+    return mf, s, e, same_simd, gap, handover
+
+
+def pipe_intervals(trace: Trace, term: str, window: WindowSpec = "steady") -> pd.DataFrame:
+    """The cycle ranges behind one term of :func:`mfma_pipe_budget` in W, as ``[start, end)`` on
+    the row of a wave: ``mfma_busy`` each MFMA (clipped to W); ``handover_gap`` and
+    ``same_wave_gap`` each gap before an MFMA, on that MFMA's wave; ``edge`` each SIMD's cycles
+    before its first / after its last MFMA, on that MFMA's wave (a SIMD without MFMA has no wave
+    to draw on and is left out, though the budget counts it). Their lengths summed over SIMDs and
+    divided by the blocks in W are the budget's term (``edge``: up to those SIMDs).
+
+    Columns: cu, simd, wave, start, end.
+    """
+    if term not in BUDGET_TERMS:
+        raise ValueError(f"term must be one of {list(BUDGET_TERMS)}, got {term!r}")
+    a = arrays_of(trace)
+    w = resolve_window(trace, window)
+    mf, s, e, same_simd, gap, handover = _mfma_sequence(trace, w)
+    if term == "mfma_busy":
+        rows, x0, x1 = mf, s, e
+    elif term in ("handover_gap", "same_wave_gap"):
+        pick = np.flatnonzero((gap > 0) & (handover if term == "handover_gap" else same_simd & ~handover))
+        rows, x0, x1 = mf[pick + 1], e[pick], s[pick + 1]
+    else:  # edge: before each SIMD's first MFMA, after its last
+        first = np.r_[True, ~same_simd] if mf.size else np.zeros(0, bool)
+        last = np.r_[~same_simd, True] if mf.size else np.zeros(0, bool)
+        rows = np.r_[mf[first], mf[last]]
+        x0 = np.r_[np.full(int(first.sum()), w.start), e[last]]
+        x1 = np.r_[s[first], np.full(int(last.sum()), w.end)]
+    keep = x1 > x0
+    rows, x0, x1 = rows[keep], x0[keep], x1[keep]
+    return pd.DataFrame({"cu": a.cu[rows], "simd": a.simd[rows], "wave": a.wave[rows],
+                         "start": x0.astype(np.int64), "end": x1.astype(np.int64)})
+
+
+PHASES = {
+    "mfma_phase": "one wave's MFMA busy cycles on the key block (mean over the waves that ran it)",
+    "softmax_phase": "one wave's VALU + TRANS busy cycles on the key block (its softmax; in a ping-pong it runs "
+                     "while the partner wave's MFMA phase does)",
+    "handover_gap": "MFMA pipe idle at hand-overs between waves, before an MFMA of the key block (mean per SIMD): "
+                    "the partner's softmax phase was not done",
+}
+
+
+def iteration_phases(trace: Trace, window: WindowSpec = "whole") -> pd.DataFrame:
+    """Per main-loop iteration (key block) in W: the :data:`PHASES` in cycles.
+
+    Records count by issue in W and by their ``iteration``; records without one are left out. A
+    ping-pong hides the softmax phase under the partner's MFMA phase while it is the shorter one;
+    where it is longer, the difference shows up as hand-over gap. Columns: iteration, mfma_phase,
+    softmax_phase, handover_gap; empty without ``iteration`` or MFMA.
+    """
+    cols = ["iteration", *PHASES]
+    a = arrays_of(trace)
+    w = resolve_window(trace, window)
+    it = trace.column("iteration", fill=-1) if len(trace) else np.empty(0, np.int64)
+    inside = (a.issue >= w.start) & (a.issue < w.end) & (it >= 0)
+    mfma, soft = a.unit_mask("MFMA"), a.unit_mask("VALU", "TRANS")
+    if not (inside & mfma).any():
+        return pd.DataFrame(columns=cols)
+    busy = (a.end - a.start).astype(np.float64)
+
+    def per_wave(mask: np.ndarray) -> pd.Series:
+        rows = np.flatnonzero(mask)
+        frame = pd.DataFrame({"iteration": it[rows], "wave": a.wave_id[rows], "busy": busy[rows]})
+        return frame.groupby(["iteration", "wave"])["busy"].sum().groupby("iteration").mean()
+
+    mf, _, _, _, gap, handover = _mfma_sequence(trace, w)
+    at_handover = handover & (gap > 0)
+    nxt = mf[1:][at_handover]  # the MFMA after each gap: its key block owns the gap
+    hand = pd.DataFrame({"iteration": it[nxt], "gap": gap[at_handover].astype(np.float64)})
+    hand = hand[hand["iteration"] >= 0].groupby("iteration")["gap"].sum() / max(a.n_simd, 1)
+    iterations = np.unique(it[inside])
+    out = pd.DataFrame({"mfma_phase": per_wave(inside & mfma), "softmax_phase": per_wave(inside & soft),
+                        "handover_gap": hand}).reindex(iterations).fillna(0.0)
+    out.index.name = "iteration"
+    return out.reset_index()[cols]
 
 
 def explain(a: Trace, b: Trace, window: WindowSpec = "steady") -> pd.DataFrame:

@@ -32,7 +32,7 @@ from werkzeug.exceptions import BadRequest
 from werkzeug.serving import WSGIRequestHandler, make_server
 
 from zyfa.analyzer import METRICS
-from zyfa.analyzer.listing import occurrences
+from zyfa.analyzer.listing import BUDGET_TERMS, occurrences
 from zyfa.analyzer.perfetto import trace_events
 from zyfa.analyzer.report import render
 from zyfa.kernels import baseline
@@ -79,6 +79,9 @@ class Ids:
     grid_purged: str = "grid-purged"
     definitions: str = "metric-definitions"
     why: str = "why"
+    phases: str = "phases"
+    shade: str = "shade"
+    shade_info: str = "shade-info"
     downloads: str = "downloads"
     caveats: str = "caveats"
     keys: str = "keys"
@@ -100,6 +103,7 @@ class Ids:
 
 ID = Ids()
 PARAM_TYPE = "whatif-param"  # pattern-matching id type of the generator-parameter controls
+WHY_TERM = "why-term"  # pattern-matching id type of the "why" table's clickable terms
 
 
 # instruction-view columns (per-reason stall columns are added per trace)
@@ -337,9 +341,15 @@ def build_layout(store: TraceStore, kernels: Sequence[str], params: dict[str, tu
         html.Div("Cycle-model traces are simulated (CDNA4 cycle model), not measured.",
                  style={"color": "#666", "fontSize": "12px"}),
         headline, html.Div(id=ID.downloads, style={"fontSize": "12px"}),
-        html.Div(id=ID.caveats, style={"fontSize": "12px"}), html.Div(id=ID.why), sources, whatif, view, tables, listing, instructions, valu, stalls,
+        html.Div(id=ID.caveats, style={"fontSize": "12px"}), html.Div(id=ID.why),
+        html.Div(id=ID.shade_info, role="status", style={"color": "#a00"}),
+        _section("Per iteration (simulated; zyfa.analyzer.listing.iteration_phases): one wave's MFMA phase vs one wave's "
+                 "softmax (VALU + TRANS) phase, which a ping-pong runs under the partner wave's MFMA phase, and the MFMA "
+                 "pipe's idle cycles at hand-overs between waves; A solid, B dashed",
+                 dcc.Graph(id=ID.phases, config=GRAPH_CONFIG)),
+        sources, whatif, view, tables, listing, instructions, valu, stalls,
         dcc.Store(id=ID.view), dcc.Store(id=ID.extent), dcc.Store(id=ID.metric_range, data=_metric_range("steady")),
-        dcc.Store(id=ID.selected), dcc.Store(id=ID.highlight), dcc.Store(id=ID.keys),
+        dcc.Store(id=ID.selected), dcc.Store(id=ID.shade), dcc.Store(id=ID.highlight), dcc.Store(id=ID.keys),
     ], style={"fontFamily": "sans-serif", "fontSize": "14px", "margin": "8px 16px"})
 
 
@@ -795,9 +805,9 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
     @app.callback(
         Output(ID.timeline, "figure"), Output(ID.view_info, "children"),
         Input(ID.view, "data"), Input(ID.selected, "data"), Input(ID.trace_a, "value"), Input(ID.trace_b, "value"),
-        Input(ID.highlight, "data"),
+        Input(ID.highlight, "data"), Input(ID.shade, "data"), Input(ID.metric_range, "data"),
     )
-    def draw_timeline(view_range, selected, a, b, highlight):
+    def draw_timeline(view_range, selected, a, b, highlight, shade, metric_range):
         panels = _panels(store, a, b)
         x0, x1 = _range(view_range) or _full_view(panels)
         view = timeline.View(x0, x1)
@@ -813,7 +823,12 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
         if isinstance(highlight, dict) and highlight.get("slot") in slots:
             index = slots.index(highlight["slot"])
             lit = (index, occurrences(panels[index][1].trace, _int(highlight.get("pc"), "pc"), highlight.get("opcode")))
-        fig = figures.schedule_figure([p for _, p in panels], view, sel, lit)
+        shaded = None
+        if isinstance(shade, dict) and shade.get("term") in BUDGET_TERMS and panels:
+            window = _window(metric_range, dict(panels))
+            shaded = (BUDGET_TERMS[shade["term"]], [metrics.term_intervals(p.trace, shade["term"], window)
+                                                    for _, p in panels])
+        fig = figures.schedule_figure([p for _, p in panels], view, sel, lit, shaded)
         mode = "merged segments (zoom in for single instructions)" if fig.layout.meta["decimated"] else \
             "every instruction"
         return fig, f"cycles {x0:,.0f}–{x1:,.0f}: {mode}"
@@ -859,7 +874,13 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
         words = metrics.why_words(explained, work, panels["a"].trace.meta.kernel, panels["b"].trace.meta.kernel,
                                   window)
         head = html.Tr([html.Th(h) for h in ("rank", "term", "A", "B", "B − A", "share of difference")])
-        body = [html.Tr([html.Td("" if r.term == "total" else str(i + 1)), html.Td(r.meaning, title=r.term),
+        link = {"background": "none", "border": "none", "padding": "0", "color": "#0645AD", "textDecoration": "underline",
+                "cursor": "pointer", "textAlign": "left", "font": "inherit"}
+        body = [html.Tr([html.Td("" if r.term == "total" else str(i + 1)),
+                         html.Td(r.meaning if r.term == "total" else
+                                 html.Button(r.meaning, id={"type": WHY_TERM, "term": r.term}, n_clicks=0, style=link,
+                                             title="shade these cycles on the timeline (click again to clear)"),
+                                 title=r.term),
                          *[html.Td(metrics.fmt(v, "cycles"), style={"textAlign": "right", "padding": "0 8px"})
                            for v in (r.a, r.b, r.diff)],
                          html.Td(metrics.fmt(r.share, "fraction"), style={"textAlign": "right"})],
@@ -870,6 +891,41 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
                         html.P(words, id="why-words"),
                         html.Table([html.Thead(head), html.Tbody(body)], id="why-table",
                                    style={"borderCollapse": "collapse"}))
+
+    @app.callback(Output(ID.phases, "figure"), Input(ID.trace_a, "value"), Input(ID.trace_b, "value"))
+    def show_phases(a, b):
+        return figures.phase_figure([(f"{slot.upper()}: {p.trace.meta.kernel}", metrics.phases(p.trace))
+                                     for slot, p in _panels(store, a, b)])
+
+    @app.callback(Output(ID.shade, "data"), Output(ID.shade_info, "children"),
+                  Input({"type": WHY_TERM, "term": ALL}, "n_clicks"), Input(ID.trace_a, "value"),
+                  Input(ID.trace_b, "value"), Input(ID.metric_range, "data"), State(ID.shade, "data"),
+                  prevent_initial_call=True)
+    def choose_shade(_clicks, a, b, metric_range, current):
+        """A click on a term of the "why" table shades its cycles on the timeline (again: clears);
+        new traces clear it; a new metric window redraws it for that window."""
+        if ctx.triggered_id in (ID.trace_a, ID.trace_b):
+            return None, ""
+        if ctx.triggered_id == ID.metric_range:
+            term = current.get("term") if isinstance(current, dict) else None
+        else:
+            if not isinstance(ctx.triggered_id, dict) or not ctx.triggered or not ctx.triggered[0].get("value"):
+                raise PreventUpdate  # the table was (re)drawn: its buttons start at 0 clicks
+            term = ctx.triggered_id.get("term")
+            if term not in BUDGET_TERMS:
+                raise BadRequest(f"unknown why term {str(term)[:50]!r}")
+            if isinstance(current, dict) and current.get("term") == term:
+                return None, ""
+        if term is None:
+            raise PreventUpdate
+        panels = dict(_panels(store, a, b))
+        window = _window(metric_range, panels)
+        parts = []
+        for slot, p in panels.items():
+            ranges = metrics.term_intervals(p.trace, term, window)
+            parts.append(f"{slot.upper()}: {len(ranges)} ranges, {int((ranges['end'] - ranges['start']).sum()):,d} cycles")
+        counts = " · ".join(parts)
+        return {"term": term}, f"shaded on the timeline: {BUDGET_TERMS[term]} (window {window}; {counts})"
 
     @app.callback(Output(ID.listing_a, "rowData"), Output(ID.listing_b, "rowData"), Output(ID.regions, "children"),
                   Output(ID.listing_info, "children"), Output(ID.listing_a, "columnDefs"),

@@ -19,6 +19,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from zyfa.analyzer.listing import PHASES
 from zyfa.trace.schema import Trace
 from zyfa.webui.timeline import (LANE_OFFSET, STALL_COLOURS, STALL_WIDTH, UNIT_COLOURS, UNIT_STYLE, View,
                                  epilogue_starts, lane_offset, markers, segments, stalls, strip, tracks)
@@ -122,9 +123,12 @@ def _compact(values) -> np.ndarray:
 
 
 def schedule_figure(panels: Sequence[Panel], view: View, selected: Optional[tuple[int, int]] = None,
-                    highlight: Optional[tuple[int, np.ndarray]] = None) -> go.Figure:
+                    highlight: Optional[tuple[int, np.ndarray]] = None,
+                    shade: Optional[tuple[str, Sequence[pd.DataFrame]]] = None) -> go.Figure:
     """Timelines and strips of ``panels`` over ``view``; ``selected = (panel, row)`` is outlined;
-    ``highlight = (panel, rows)`` (every execution of one instruction) is drawn as outlined bars.
+    ``highlight = (panel, rows)`` (every execution of one instruction) is drawn as outlined bars;
+    ``shade = (label, ranges per panel)`` (the cycles behind a "why" term, columns cu, simd, wave,
+    start, end) is drawn see-through over the rows.
 
     Traces and layout are built as plain dicts and wrapped without plotly's per-property validation
     (which cost most of a redraw); the figure is the same."""
@@ -147,6 +151,9 @@ def schedule_figure(panels: Sequence[Panel], view: View, selected: Optional[tupl
         row_t, row_s = 2 * i + 1, 2 * i + 2
         decimated_any |= _add_timeline(data, layout, p, i, row_t, view, in_legend)
         _add_strip(data, layout, p, row_s, view)
+    if shade is not None:
+        for i, (p, ranges) in enumerate(zip(panels, shade[1])):
+            _add_shade(data, p, 2 * i + 1, view, shade[0], ranges)
     if highlight is not None:
         _highlight(data, panels, view, *highlight)
     for key in [k for k in layout if k.startswith("xaxis")]:
@@ -205,6 +212,28 @@ def _add_stalls(data: list, panel: Panel, index: int, row: int, view: View, in_l
             customdata=encode(index, part["row"].to_numpy()),
             hovertemplate="waited %{x} cycles before issue (" + reason + ")<extra>stall</extra>", **_axes(row)))
         in_legend.add(name)
+
+
+SHADE = "rgba(230,97,0,0.45)"  # the cycles behind a clicked "why" term (Tol orange, see-through)
+SHADE_BUDGET = 5000  # most shaded ranges drawn per panel (the first ones in the view)
+
+
+def _add_shade(data: list, panel: Panel, row: int, view: View, label: str, ranges: pd.DataFrame) -> None:
+    """Ranges ``(cu, simd, wave, start, end)`` over the whole height of their wave's row."""
+    if ranges is None or ranges.empty:
+        return
+    keep = ranges[(ranges["end"] > view.x0) & (ranges["start"] < view.x1)]
+    total = len(keep)
+    keep = keep.head(SHADE_BUDGET)
+    y_of = {(t.cu, t.simd, t.wave): i for i, t in enumerate(tracks(panel.trace))}
+    y = [y_of.get(k, -1) for k in zip(keep["cu"].tolist(), keep["simd"].tolist(), keep["wave"].tolist())]
+    name = f"why: {label}" + (f" (first {SHADE_BUDGET} of {total} in view)" if total > SHADE_BUDGET else "")
+    start = keep["start"].to_numpy()
+    data.append(dict(
+        type="bar", orientation="h", base=_compact(start), x=_compact(keep["end"].to_numpy() - start), y=y,
+        width=0.96, name=name, legendgroup="why", showlegend=True, meta="shade",
+        marker=dict(color=SHADE, line=dict(width=0)),
+        hovertemplate="%{x} cycles: " + label + "<extra>why</extra>", **_axes(row)))
 
 
 def _add_markers(data: list, panel: Panel, row: int, view: View, in_legend: set[str]) -> None:
@@ -303,6 +332,30 @@ def _highlight(data: list, panels: Sequence[Panel], view: View, index: int, rows
         marker=dict(color="rgba(255,0,0,0.25)", line=dict(color="#D00000", width=2)), showlegend=True,
         customdata=encode(index, rows), hovertemplate="highlighted instruction<extra></extra>",
         **_axes(2 * index + 1)))
+
+
+PHASE_COLOURS = {"mfma_phase": "#0072B2", "softmax_phase": "#E69F00", "handover_gap": "#CC3311"}
+
+
+def phase_figure(tables: Sequence[tuple[str, pd.DataFrame]]) -> go.Figure:
+    """Per loop iteration: MFMA phase, softmax phase and hand-over gap (cycles), one line each per
+    trace (the first solid, the next dashed). ``tables``: ``(trace label,
+    zyfa.analyzer.listing.iteration_phases frame)``."""
+    fig = go.Figure()
+    for k, (label, frame) in enumerate(tables):
+        for phase, meaning in PHASES.items():
+            fig.add_trace(go.Scatter(
+                x=frame["iteration"], y=frame[phase], mode="lines+markers", name=f"{label}: {phase.replace('_', ' ')}",
+                line=dict(color=PHASE_COLOURS[phase], dash="solid" if k == 0 else "dash"),
+                marker=dict(symbol="circle" if k == 0 else "square"), meta=phase,
+                hovertemplate="iteration %{x}: %{y:,.0f} cycles<br>" + meaning + "<extra>" + label + "</extra>"))
+    fig.update_layout(height=320, margin=dict(l=60, r=20, t=30, b=60), plot_bgcolor="white",
+                      xaxis_title="main-loop iteration (key block)", yaxis_title="cycles",
+                      legend=dict(orientation="h", y=1.02, yanchor="bottom"))
+    if not tables or all(frame.empty for _, frame in tables):
+        fig.add_annotation(text="no loop iterations with MFMA in these traces", showarrow=False,
+                           xref="paper", yref="paper", x=0.5, y=0.5)
+    return fig
 
 
 def valu_figure(tables: Sequence[tuple[str, pd.DataFrame]]) -> go.Figure:

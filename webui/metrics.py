@@ -200,6 +200,17 @@ def why(a: Trace, b: Trace, window: Window) -> tuple[pd.DataFrame, pd.DataFrame]
     return cached[1], cached[2]
 
 
+def phases(trace: Trace) -> pd.DataFrame:
+    """``zyfa.analyzer.listing.iteration_phases`` over the whole trace (every iteration), cached."""
+    return _cached(trace, "webui.phases", lambda: analyzer_listing.iteration_phases(trace, "whole"))
+
+
+def term_intervals(trace: Trace, term: str, window: Window) -> pd.DataFrame:
+    """``zyfa.analyzer.listing.pipe_intervals``: the cycles behind one term of the "why", cached."""
+    return _cached(trace, f"webui.term_intervals.{term}.{window}",
+                   lambda: analyzer_listing.pipe_intervals(trace, term, window))
+
+
 def why_words(explained: pd.DataFrame, work: pd.DataFrame, a_label: str, b_label: str, window: Window) -> str:
     """One paragraph naming the term that explains most of the difference, with cycles."""
     if explained.empty:

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from zyfa.analyzer import listing
+from zyfa.analyzer.metrics import blocks
 from zyfa.trace.schema import Trace, TraceMeta
 
 META = TraceMeta(kernel="k", arch="gfx950", source="model", clock_mhz=2400.0)
@@ -79,3 +80,32 @@ def test_explain_ranks_the_term_that_differs():
     assert top["diff"] == pytest.approx(7 * 10 / 8)
     same = listing.explain(a, a, "whole")
     assert (same["diff"] == 0).all() and np.isnan(same["share"].iloc[0])
+
+
+def test_pipe_intervals_are_the_cycles_behind_each_budget_term():
+    t = pingpong(iterations=4, gap=4)
+    gaps = listing.pipe_intervals(t, "handover_gap", "whole")
+    # 8 MFMA phases alternate between the two waves: 7 hand-overs of 4 cycles, each on the row of the
+    # wave that takes over, right after the other wave's last MFMA
+    assert len(gaps) == 7 and ((gaps.end - gaps.start) == 4).all()
+    assert list(gaps.wave) == [1, 0, 1, 0, 1, 0, 1]
+    assert list(gaps.start[:2]) == [32, 68]
+    budget = listing.mfma_pipe_budget(t, "whole")
+    n_blocks = blocks(t, "whole")
+    for term in listing.BUDGET_TERMS:
+        iv = listing.pipe_intervals(t, term, "whole")
+        assert (iv.end - iv.start).sum() / n_blocks == pytest.approx(budget[term]), term
+    assert listing.pipe_intervals(t, "same_wave_gap", "whole").empty
+    with pytest.raises(ValueError, match="term must be one of"):
+        listing.pipe_intervals(t, "busy", "whole")
+
+
+def test_iteration_phases_per_key_block():
+    t = pingpong(iterations=4, gap=4)
+    out = listing.iteration_phases(t).set_index("iteration")
+    assert list(out.index) == [0, 1, 2, 3]
+    assert (out["mfma_phase"] == 32).all()  # 2 MFMAs of 16 per wave and block
+    assert (out["softmax_phase"] == 16).all()  # 2 VALUs of 8
+    # hand-overs belong to the block of the MFMA after the gap: block 0 has w0 -> w1, the others two
+    assert list(out["handover_gap"]) == [4, 8, 8, 8]
+    assert listing.iteration_phases(pingpong(iterations=2, gap=0))["handover_gap"].eq(0).all()

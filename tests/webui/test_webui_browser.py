@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from zyfa import analyzer
+from zyfa.analyzer import listing
 from zyfa.shapes import AttnShape
 from zyfa.trace.cdna4 import power, tracer  # simulate + save: the path zyfa-trace kernel takes
 from zyfa.trace.schema import Trace
@@ -575,3 +576,42 @@ def test_relayout_to_view_in_the_browser(browser):
             assert got == expected, (rel, current)
     finally:
         page.close()
+
+
+def test_why_term_click_shades_its_cycles_and_phase_chart(browser, served):
+    """Per-iteration phases of A and B are charted; clicking a ranked term of the "why" shades the
+    cycles behind it (zyfa.analyzer.listing.pipe_intervals) on both timelines; again: cleared."""
+    server, store, _ = served
+    a, b = store.get("file:zyfa.parquet"), store.get("file:aiter.parquet")
+    want = {slot: len(listing.pipe_intervals(t, "handover_gap", "steady")) for slot, t in (("a", a), ("b", b))}
+    assert want["b"] > 0
+    page = browser.new_page(viewport={"width": 1500, "height": 2000})
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(server.url, timeout=TIMEOUT_MS)
+    page.wait_for_selector("#why-table [data-term=handover_gap] button", timeout=TIMEOUT_MS)
+    page.wait_for_function("() => { const gd = document.querySelector('#phases .js-plotly-plot');"
+                           " return gd && gd.data && gd.data.length == 6; }", timeout=TIMEOUT_MS)
+    names = page.evaluate("() => document.querySelector('#phases .js-plotly-plot').data.map(t => t.name)")
+    assert names == [f"{s}: {k}: {p}" for s, k in (("A", "zyfa-fp8"), ("B", "aiter-like-fp8"))
+                     for p in ("mfma phase", "softmax phase", "handover gap")]
+    phases_b = listing.iteration_phases(b)
+    drawn = page.evaluate("() => Array.from(document.querySelector('#phases .js-plotly-plot')._fullData[5].y)")
+    assert drawn == pytest.approx(phases_b["handover_gap"].tolist())
+    _settled(page)
+    with page.expect_response(_is_update("timeline.figure", "handover_gap"), timeout=TIMEOUT_MS):
+        page.locator("#why-table [data-term=handover_gap] button").click()
+    page.wait_for_function("() => (document.querySelector('#shade-info') || {textContent: ''}).textContent"
+                           ".startsWith('shaded on the timeline')", timeout=TIMEOUT_MS)
+    _wait_plot(page, "gd.data.filter(t => t.meta == 'shade').length == %d" % sum(1 for n in want.values() if n))
+    shaded = page.evaluate("() => document.querySelector('#timeline .js-plotly-plot').data"
+                           ".filter(t => t.meta == 'shade').map(t => [t.yaxis, t.y.length])")
+    assert sorted(n for _, n in shaded) == sorted(n for n in want.values() if n)
+    assert f"B: {want['b']} ranges" in page.locator("#shade-info").text_content()
+    page.screenshot(path=str(ARTIFACTS / "11-why-shaded.png"), full_page=True)
+    _settled(page)
+    with page.expect_response(_is_update("timeline.figure", "shade"), timeout=TIMEOUT_MS):
+        page.locator("#why-table [data-term=handover_gap] button").click()
+    _wait_plot(page, "gd.data.filter(t => t.meta == 'shade').length == 0")
+    assert errors == []
+    page.close()
