@@ -9,8 +9,11 @@ by a recorder, and keys every launch with Triton's own argument specialisation
 (``native_specialize_impl``: an int is ``1``, ``% 16 == 0`` or neither, unless the kernel leaves it
 unspecialised). Two modes are counted:
 
-- default: the autotuner (key: the kernel's autotune key and dtypes) compiles every candidate of the
-  problem's tier per specialisation, and times them once per autotune key;
+- default: the autotuner runs once per length bucket (``_common.BucketedAutotune``: power-of-two
+  buckets of both lengths, the rest of the kernel's autotune key, dtypes) and compiles every candidate
+  of the problem's tier at that launch's specialisation; a later launch in a tuned bucket compiles
+  only the winner, at most once per specialisation and bucket (an upper bound: two buckets may share
+  a winner);
 - fixed (``ZYFA_TRITON_FIXED_CONFIG=1``): one compile per specialisation of the length-agnostic twin.
 
 The counts are an estimate: pointer alignment is taken as 16-byte (torch allocations and the views the
@@ -67,13 +70,17 @@ def calls(item) -> list[tuple]:
 
 
 class _Recorder:
-    """Stands in for a Triton kernel: ``kernel[grid](*args, **kwargs)`` records the launch."""
+    """Stands in for a Triton kernel: ``kernel[grid](*args, **kwargs)`` records the launch, with the
+    autotune bucket (``_common.BucketedAutotune.key``) for the autotuned kernels."""
 
-    def __init__(self, kernel, launches, name):
-        self.kernel, self.launches, self.name = kernel, launches, name
+    def __init__(self, kernel, launches, name, bucketed=None):
+        self.kernel, self.launches, self.name, self.bucketed = kernel, launches, name, bucketed
 
     def __getitem__(self, grid):
-        return lambda *args, **kwargs: self.launches.append((self.name, self.kernel, args, kwargs))
+        def record(*args, **kwargs):
+            bucket = self.bucketed.key(args, kwargs) if self.bucketed else None
+            self.launches.append((self.name, self.kernel, args, kwargs, bucket))
+        return record
 
 
 def _spec(jit_fn, args) -> tuple:
@@ -91,14 +98,16 @@ def _spec(jit_fn, args) -> tuple:
 def launches(items, fixed: bool) -> list[tuple]:
     """Every kernel launch of ``items``: (kernel name, JIT function, args, kwargs), with fixed mode on or off."""
     recorded: list[tuple] = []
-    saved = {(m, n): getattr(m, n) for m, n in ((attn_bf16, "_attn_fwd_bf16"), (attn_bf16, "_attn_fwd_bf16_any_len"),
-                                                (attn_fp8, "_attn_fwd_fp8"), (attn_fp8, "_attn_fwd_fp8_any_len"))}
+    saved = {(m, n): getattr(m, n) for m, n in ((attn_bf16, "_attn_fwd_bf16_bucketed"),
+                                                (attn_bf16, "_attn_fwd_bf16_any_len"),
+                                                (attn_fp8, "_attn_fwd_fp8_bucketed"), (attn_fp8, "_attn_fwd_fp8_any_len"))}
     old_env = os.environ.get(_common.FIXED_CONFIG_ENV)
     old_arch = _common.device_arch
     try:
         for (module, name), kernel in saved.items():
-            jit = kernel.fn if hasattr(kernel, "configs") else kernel
-            setattr(module, name, _Recorder(jit, recorded, name))
+            bucketed = kernel if isinstance(kernel, _common.BucketedAutotune) else None
+            jit = bucketed.kernel.fn if bucketed else kernel
+            setattr(module, name, _Recorder(jit, recorded, name, bucketed))
         os.environ[_common.FIXED_CONFIG_ENV] = "1" if fixed else "0"
         _common.device_arch = lambda device=None: "sm_90"  # the H200's tier tables
         for item in items:
@@ -126,19 +135,21 @@ def launches(items, fixed: bool) -> list[tuple]:
 def estimate(items) -> dict:
     """Compiles and autotuner runs in the default and the fixed mode for the selected ``items``."""
     result = {"cases": len(items)}
-    tuned = collections.defaultdict(set)  # (kernel, specialisation) -> the tier's candidates
-    tune_keys = set()
-    for name, jit, args, kwargs in launches(items, fixed=False):
+    compiled, tuned = set(), set()  # (kernel, specialisation, config) compiled; buckets tuned
+    for name, jit, args, kwargs, bucket in launches(items, fixed=False):
         named = dict(zip([p.name for p in jit.params], args), **kwargs)
         spec = (name, _spec(jit, args), tuple(sorted(kwargs.items())))
-        fp8 = name.endswith("fp8")
-        tuned[spec] = _common.tier_configs(fp8, "sm_90", named["HEAD_DIM_PAD"], named["HEAD_DIM_V_PAD"])
-        keys = ("SEQ_Q", "SEQ_K", "HEAD_DIM", "HEAD_DIM_V", "IS_CAUSAL")
-        tune_keys.add((name, *(named[k] for k in keys), *(str(a.dtype) for a in args if isinstance(a, torch.Tensor))))
-    result["default_compiles"] = sum(len(c) for c in tuned.values())
-    result["default_autotune_runs"] = len(tune_keys)
+        tier = _common.tier_configs(name.startswith("_attn_fwd_fp8"), "sm_90", named["HEAD_DIM_PAD"],
+                                    named["HEAD_DIM_V_PAD"])
+        if (name, bucket) not in tuned:  # the bucket's first launch times (so compiles) every candidate
+            tuned.add((name, bucket))
+            compiled.update((spec, c) for c in tier)
+        elif not all((spec, c) in compiled for c in tier):  # later ones compile the bucket's winner
+            compiled.add((spec, bucket))
+    result["default_compiles"] = len(compiled)
+    result["default_autotune_runs"] = len(tuned)
     fixed = {(name, _spec(jit, args), tuple(sorted((k, str(v)) for k, v in kwargs.items())))
-             for name, jit, args, kwargs in launches(items, fixed=True)}
+             for name, jit, args, kwargs, _ in launches(items, fixed=True)}
     result["fixed_compiles"] = len(fixed)
     per = collections.Counter(name for name, _, _ in fixed)
     result["fixed_compiles_per_kernel"] = dict(per)

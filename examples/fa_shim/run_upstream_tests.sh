@@ -11,7 +11,7 @@
 # ZYFA_FA_SUITES (default "fa3 fa2"), ZYFA_FA_WORKERS (pytest-xdist processes; default 0 = one process),
 # ZYFA_TRITON_FIXED_CONFIG (default 1 here: zyfa's Triton kernels run one fixed, untuned tile per head
 # dim through a twin that is not specialised on the sequence lengths, so the ~2700 cases need ~100
-# compiles instead of ~1800 compiles and ~700 autotuner runs (compile_estimate.py); 0 tests the
+# compiles instead of ~1400 compiles and ~430 autotuner runs (compile_estimate.py); 0 tests the
 # autotuned launch). The fixed tile is a test mode, not a production setting: it is not the fast one.
 # On a machine without a GPU, ZYFA_FA_ESTIMATE=1 with --collect-only prints that estimate.
 set -uo pipefail

@@ -165,6 +165,44 @@ def fixed_config(fp8: bool, headdim_pad: int, headdim_v_pad: int, arch: str | No
     return tier_configs(fp8, arch or device_arch(), headdim_pad, headdim_v_pad)[0]
 
 
+def length_bucket(n: int) -> int:
+    """The autotune bucket of a sequence length: the next power of two (0 and 1 stay themselves)."""
+    return n if n <= 1 else triton.next_power_of_2(n)
+
+
+class BucketedAutotune:
+    """``kernel[grid](*args, **kwargs)`` for a ``triton.autotune``d kernel, tuned once per length bucket.
+
+    Triton's autotune key holds the exact ``SEQ_Q`` and ``SEQ_K``, so a prefill of every new prompt
+    length would time all candidates again (and compile each of them per length class). Here the
+    first launch of each (power-of-two bucket of both lengths, the rest of the kernel's key, argument
+    dtypes) runs the autotuner; later launches in that bucket reuse its winner (``best_config``)
+    untimed, through the kernel's ``fn`` exactly as the autotuner launches it.
+    """
+
+    LENGTHS = ("SEQ_Q", "SEQ_K")
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+        self.winners: dict[tuple, triton.Config] = {}
+
+    def key(self, args: tuple, kwargs: dict) -> tuple:
+        named = dict(zip(self.kernel.arg_names, args), **kwargs)
+        key = tuple(length_bucket(named[k]) if k in self.LENGTHS else named.get(k) for k in self.kernel.keys)
+        return key + tuple(str(a.dtype) for a in args if hasattr(a, "dtype"))
+
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            key = self.key(args, kwargs)
+            winner = self.winners.get(key)
+            if winner is None:
+                self.kernel[grid](*args, **kwargs)
+                self.winners[key] = self.kernel.best_config
+            else:
+                self.kernel.fn[grid](*args, **kwargs, **winner.all_kwargs())
+        return launch
+
+
 def _with_ws(configs) -> list[TileConfig]:
     configs = list(configs)
     if os.environ.get("ZYFA_TRITON_WS", "0") == "1":

@@ -13,8 +13,8 @@ import triton
 import triton.language as tl
 
 from zyfa.kernels.triton._common import (
-    LOG2E, TileConfig, autotune_configs, fixed_config, fixed_config_mode, interpreting, key_ranges, padded_headdim,
-    prune_for_headdim,
+    LOG2E, BucketedAutotune, TileConfig, autotune_configs, fixed_config, fixed_config_mode, interpreting, key_ranges,
+    padded_headdim, prune_for_headdim,
 )
 
 _INTERPRET = interpreting()
@@ -131,6 +131,9 @@ def _attn_fwd_bf16(Q, K, V, Out, Lse, t,
     tl.store(Lse + off_b * stride_lb + off_h * stride_lh + offs_m, lse, mask=offs_m < SEQ_Q)
 
 
+# what attention_bf16 launches by default: autotuned once per power-of-two bucket of the lengths
+_attn_fwd_bf16_bucketed = BucketedAutotune(_attn_fwd_bf16)
+
 # The fixed-config mode's twin (``ZYFA_TRITON_FIXED_CONFIG=1``, _common): the same kernel with the
 # arguments that change with the sequence lengths not specialised, so one compile serves every length
 _attn_fwd_bf16_any_len = triton.jit(_attn_fwd_bf16.fn.fn,
@@ -158,12 +161,12 @@ def attention_bf16(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_sc
     lse = torch.empty(b, h, s_q, dtype=torch.float32, device=q.device)
     grid = lambda meta: (triton.cdiv(s_q, meta["BLOCK_M"]), b * h)  # noqa: E731
     launch = dict(IS_CAUSAL=causal, INTERPRET=_INTERPRET, NAN_CHECKS=nan_checks)
-    kernel = _attn_fwd_bf16
+    kernel = _attn_fwd_bf16_bucketed
     if config is None and fixed_config_mode():
         config = fixed_config(False, padded_headdim(d), padded_headdim(d_v))
         kernel = _attn_fwd_bf16_any_len
     if config is not None:
-        kernel = _attn_fwd_bf16.fn if kernel is _attn_fwd_bf16 else kernel
+        kernel = _attn_fwd_bf16.fn if kernel is _attn_fwd_bf16_bucketed else kernel
         launch.update(config.meta(fp8=False), num_warps=config.num_warps, num_stages=config.num_stages)
     kernel[grid](
         q, k, v, out, lse, softmax_scale * LOG2E,

@@ -31,8 +31,8 @@ import triton.language as tl
 import triton.profiler.language as pl
 
 from zyfa.kernels.triton._common import (
-    AUTOTUNE_CONFIGS, LOG2E, TileConfig, autotune_configs, device_arch, fixed_config, fixed_config_mode, interpreting,
-    key_ranges, padded_headdim, prune_for_headdim,
+    AUTOTUNE_CONFIGS, LOG2E, BucketedAutotune, TileConfig, autotune_configs, device_arch, fixed_config,
+    fixed_config_mode, interpreting, key_ranges, padded_headdim, prune_for_headdim,
 )
 from zyfa.numerics import LEANP_BIAS_V2, RECIPES
 
@@ -204,7 +204,8 @@ def _attn_fwd_fp8_inner(acc, l_i, m_i, nan_i, q, k_base, v_base, t, T8,
 
 
 @triton.autotune(configs=autotune_configs(fp8=True), prune_configs_by={"early_config_prune": prune_for_headdim(fp8=True)},
-                 key=["SEQ_Q", "SEQ_K", "HEAD_DIM", "HEAD_DIM_V", "IS_CAUSAL", "NAN_CHECKS"],
+                 key=["SEQ_Q", "SEQ_K", "HEAD_DIM", "HEAD_DIM_V", "IS_CAUSAL", "NAN_CHECKS",
+                      "RECIPE_V2"],  # v1 and v2 are different kernels: one winner each
                  cache_results=not _INTERPRET)
 @triton.jit
 def _attn_fwd_fp8(Q, K, V, Out, Lse, T, DV,
@@ -283,6 +284,9 @@ def _attn_fwd_fp8(Q, K, V, Out, Lse, T, DV,
     tl.store(Lse + off_b * stride_lb + off_h * stride_lh + offs_m, lse, mask=offs_m < SEQ_Q)
 
 
+# what attention_fp8 launches by default: autotuned once per power-of-two bucket of the lengths
+_attn_fwd_fp8_bucketed = BucketedAutotune(_attn_fwd_fp8)
+
 # The fixed-config mode's twin (``ZYFA_TRITON_FIXED_CONFIG=1``, _common): the same kernel with the
 # arguments that change with the sequence lengths not specialised (V transposed: stride_vd = seqlen_k,
 # stride_vh = headdim_v * seqlen_k), so one compile serves every length
@@ -335,7 +339,7 @@ def attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_sca
         raise ValueError(f"recipe must be one of {RECIPES}, got {recipe!r}")
     b, s_q, h, d = q.shape
     _, s_k, h_k, d_v = v.shape
-    kernel = _attn_fwd_fp8
+    kernel = _attn_fwd_fp8_bucketed
     if config is None and fixed_config_mode():
         config = fixed_config(True, padded_headdim(d, fp8=True), padded_headdim(d_v, fp8=True))
         kernel = _attn_fwd_fp8_any_len
@@ -369,7 +373,7 @@ def attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_sca
     grid = lambda meta: (triton.cdiv(s_q, meta["BLOCK_M"]), b * h)  # noqa: E731
     launch = dict(IS_CAUSAL=causal, INTERPRET=_INTERPRET, RECIPE_V2=recipe == "zyfa-v2", NAN_CHECKS=nan_checks)
     if config is not None:
-        kernel = _attn_fwd_fp8.fn if kernel is _attn_fwd_fp8 else kernel
+        kernel = _attn_fwd_fp8.fn if kernel is _attn_fwd_fp8_bucketed else kernel
         launch.update(config.meta(fp8=True), PROTON=proton_scopes, num_warps=config.num_warps,
                       num_stages=config.num_stages)
     kernel[grid](

@@ -136,3 +136,8 @@ def test_fixed_config_mode_gives_the_default_bits(results, case):
     # ZYFA_TRITON_FIXED_CONFIG=1 (FlashAttention's upstream tests through examples/fa_shim) launches
     # the length-agnostic twin of the kernel with a fixed config: same code, same results
     assert results[case] == {"out_equal": True, "lse_equal": True}
+
+
+def test_default_launch_reuses_the_winner_of_a_tuned_length_bucket(results):
+    # _common.BucketedAutotune: 100 x 120 keys after 70 x 90 (both in bucket 128 x 128) tune nothing new
+    assert results["bucketed_reuse_fp8"] == {"new_buckets": 0, "out_equal": True, "lse_equal": True}

@@ -12,7 +12,8 @@ import os
 import torch
 
 from zyfa import flash_attn_func, numerics
-from zyfa.kernels.triton._common import FIXED_CONFIG_ENV, TileConfig
+from zyfa.kernels.triton import attn_fp8 as attn_fp8_module
+from zyfa.kernels.triton._common import FIXED_CONFIG_ENV, INTERPRET_CONFIG, TileConfig
 from zyfa.kernels.triton.attn_bf16 import attention_bf16
 from zyfa.kernels.triton.attn_fp8 import attention_fp8
 from zyfa.kernels.triton.hadamard_fp8 import hadamard_quantize_fp8
@@ -246,6 +247,16 @@ def fixed_config_cases():
             del os.environ[FIXED_CONFIG_ENV]
         out[f"fixed_config_{name}"] = {"out_equal": bool(torch.equal(fixed[0], default[0])),
                                        "lse_equal": bool(torch.equal(fixed[1], default[1]))}
+    # the default launch tunes once per power-of-two bucket of the lengths: 100 x 120 falls in the bucket
+    # 70 x 90 tuned above (128 x 128), so it reuses that winner untimed; same bits as an explicit config
+    q2, k2, v2 = torch.randn(1, 100, 4, 32), torch.randn(1, 120, 2, 32), torch.randn(1, 120, 2, 32)
+    (q8, dq), (k8, dk), (v8, dv) = quantise(q2, 2), quantise(k2, 2), quantise(v2, 2)
+    before = len(attn_fp8_module._attn_fwd_fp8_bucketed.winners)
+    got = attention_fp8(q8, k8, v8, 32 ** -0.5, True, dq, dk, dv, out_dtype=torch.float32)
+    want = attention_fp8(q8, k8, v8, 32 ** -0.5, True, dq, dk, dv, out_dtype=torch.float32, config=INTERPRET_CONFIG)
+    out["bucketed_reuse_fp8"] = {"new_buckets": len(attn_fp8_module._attn_fwd_fp8_bucketed.winners) - before,
+                                 "out_equal": bool(torch.equal(got[0], want[0])),
+                                 "lse_equal": bool(torch.equal(got[1], want[1]))}
     return out
 
 
