@@ -1,10 +1,14 @@
-"""AITER's real gfx950 BF16 forward code objects (``fmha_v3_fwd``) in the emulator.
+"""AITER's real gfx950 forward code objects (``fmha_v3_fwd``, BF16 and FP8) in the emulator.
 
 The code object, its disassembly and its kernel-argument layout come from the cycle model's
-resolver (``zyfa.kernels.aiter``: the ``amd-aiter`` wheel, ``fmha_fwd_v3_args`` values as
-AITER's host dispatcher sets them); the five pointer arguments (R, Q, K, V, LSE) are replaced
-by this emulator's buffers (each followed by ``_TAIL_ROWS`` zero rows). Tensors are BSHD bf16, LSE (b, h, s_q) fp32 natural log. The
-reference is ``zyfa.numerics.bf16_attention``.
+resolver (``zyfa.kernels.aiter``: the ``amd-aiter`` wheel or a ROCm/aiter checkout, the field
+values AITER's host dispatcher sets); the pointer arguments (O, Q, K, V, LSE and, for FP8, the
+three descales) are replaced by this emulator's buffers, found by field name in
+``aiter.layout`` (each tensor followed by ``_TAIL_ROWS`` zero rows). Tensors are BSHD (bf16, or
+float8_e4m3fn with one fp32 descale per tensor, as AITER's Python FP8 API passes them), O bf16,
+LSE (b, h, s_q) fp32 natural log. The references are ``zyfa.numerics.bf16_attention`` and, for
+FP8, ``zyfa.numerics.zyfa_fp8_attention(variant="naive")``: AITER v3's numerics (running fp32
+max, exact exp2, P unscaled to e4m3, l from the unrounded p) in 128-key blocks.
 """
 
 from __future__ import annotations
@@ -42,7 +46,8 @@ def _program(name: str):
 
 def emulate_aiter(name: str, shape: AttnShape, seed: int = 0, quantum: int | None = 1
                   ) -> EmulationResult:
-    """Run AITER code object ``name`` (e.g. ``fwd_hd128_bf16_causal``) on ``shape``.
+    """Run AITER code object ``name`` (e.g. ``fwd_hd128_bf16_causal``, ``fwd_hd128_fp8_causal``)
+    on ``shape`` (its dtype must be the object's).
 
     ``quantum`` as in :func:`zyfa.trace.emu.attention.emulate_kernel`. AITER's causal kernel
     needs the default interleaving: run to barrier (None), rows 193-255 of the first query tile
@@ -54,29 +59,45 @@ def emulate_aiter(name: str, shape: AttnShape, seed: int = 0, quantum: int | Non
     path, cdna4_program, program = _program(name)
     spec = aiter.spec(f"aiter:{name}")
     spec.check(shape)
-    inputs = make_inputs(shape, seed)
     b, sq, h, dv = shape.batch, shape.seqlen_q, shape.heads, shape.headdim_v
-    host = {"Q": inputs["q"], "K": inputs["k"], "V": inputs["v"],
-            "R": torch.zeros(b, sq, h, dv, dtype=torch.bfloat16),
-            "LSE": torch.zeros(b, h, sq, dtype=torch.float32)}
+    fp8 = shape.dtype == "fp8"
+    inputs = make_inputs(shape, seed, granularity="tensor")
+    host = {"ptr_q": inputs["q"], "ptr_k": inputs["k"], "ptr_v": inputs["v"],
+            "ptr_o": torch.zeros(b, sq, h, dv, dtype=torch.bfloat16),
+            "ptr_lse": torch.zeros(b, h, sq, dtype=torch.float32)}
+    if fp8:  # one fp32 descale per tensor (strides 0 in the kernel arguments)
+        host |= {f"ptr_{t}_descale": inputs[f"{t}_descale"][:1, :1].contiguous() for t in "qkv"}
     memory = Memory()
     args = bytearray(aiter.kernargs(cdna4_program, path, shape))
     addresses = {}
-    for arg in cdna4_program.descriptor.args:
-        if arg.name in host:
-            tensor = host[arg.name].contiguous()
-            raw = tensor.view(torch.int16 if tensor.element_size() == 2 else torch.int32).numpy()
-            addresses[arg.name] = memory.put(raw, tail=_TAIL_ROWS * raw.nbytes // raw.shape[1])
-            struct.pack_into("<Q", args, arg.offset, addresses[arg.name])
+    for field, offset, _ in aiter.layout(cdna4_program, path):
+        if field in host:
+            raw = _raw(host[field])
+            tail = _TAIL_ROWS * raw.nbytes // raw.shape[1] if raw.ndim > 2 else 0
+            addresses[field] = memory.put(raw, tail=tail)
+            struct.pack_into("<Q", args, offset, addresses[field])
     start = time.perf_counter()
     stats = run_kernel(program, Launch(aiter.grid(path, shape), (spec.workgroup_size, 1, 1)),
                        bytes(args), memory, quantum=quantum)
     seconds = time.perf_counter() - start
-    out = torch.from_numpy(memory.get(addresses["R"], host["R"].numel() * 2).view(np.int16).copy())
-    lse = torch.from_numpy(memory.get(addresses["LSE"], host["LSE"].numel() * 4).view(np.float32)
+    out = torch.from_numpy(memory.get(addresses["ptr_o"], host["ptr_o"].numel() * 2).view(np.int16).copy())
+    lse = torch.from_numpy(memory.get(addresses["ptr_lse"], host["ptr_lse"].numel() * 4).view(np.float32)
                            .copy())
-    ref_out, ref_lse = numerics.bf16_attention(inputs["q"], inputs["k"], inputs["v"],
-                                               causal=shape.causal)
+    if fp8:
+        ref_out, ref_lse = numerics.zyfa_fp8_attention(
+            inputs["q"], inputs["k"], inputs["v"], inputs["q_descale"], inputs["k_descale"], inputs["v_descale"],
+            causal=shape.causal, variant="naive", block=AITER_KEY_TILE)
+        reference = f"zyfa.numerics.zyfa_fp8_attention(variant='naive', block={AITER_KEY_TILE})"
+    else:
+        ref_out, ref_lse = numerics.bf16_attention(inputs["q"], inputs["k"], inputs["v"], causal=shape.causal)
+        reference = "zyfa.numerics.bf16_attention(block=64)"
     return EmulationResult(f"aiter:{name}", shape, out.view(torch.bfloat16).reshape(b, sq, h, dv),
-                           lse.reshape(b, h, sq), ref_out, ref_lse, stats, seconds, inputs,
-                           "zyfa.numerics.bf16_attention(block=64)")
+                           lse.reshape(b, h, sq), ref_out, ref_lse, stats, seconds, inputs, reference)
+
+
+AITER_KEY_TILE = 128  # keys per loop tile of AITER v3's forward: the running max moves once per tile
+
+
+def _raw(x: torch.Tensor) -> np.ndarray:
+    view = {1: torch.uint8, 2: torch.int16, 4: torch.int32}[x.element_size()]
+    return x.contiguous().view(view).numpy()

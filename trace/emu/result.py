@@ -67,15 +67,16 @@ class EmulationResult:
         return int(sum(self.stats.lds_conflict_cycles.values()))
 
 
-def make_inputs(shape: AttnShape, seed: int = 0) -> dict:
-    """Gaussian q, k, v (FA layout), quantised per (batch, kv head) for fp8 kernels."""
+def make_inputs(shape: AttnShape, seed: int = 0, granularity: str = "head") -> dict:
+    """Gaussian q, k, v (FA layout), quantised per (batch, kv head) for fp8 kernels
+    (``granularity="tensor"``: one scale per tensor, as AITER's Python FP8 API passes them)."""
     g = torch.Generator().manual_seed(seed)
     q = torch.randn(shape.batch, shape.seqlen_q, shape.heads, shape.headdim, generator=g)
     k = torch.randn(shape.batch, shape.seqlen_k, shape.heads_k, shape.headdim, generator=g)
     v = torch.randn(shape.batch, shape.seqlen_k, shape.heads_k, shape.headdim_v, generator=g)
     if shape.dtype == "bf16":
         return {"q": q.bfloat16(), "k": k.bfloat16(), "v": v.bfloat16()}
-    q8, dq = numerics.quantize_fp8(q, nheads_k=shape.heads_k)
-    k8, dk = numerics.quantize_fp8(k)
-    v8, dv = numerics.quantize_fp8(v)
+    q8, dq = numerics.quantize_fp8(q, granularity, nheads_k=shape.heads_k)
+    k8, dk = numerics.quantize_fp8(k, granularity)
+    v8, dv = numerics.quantize_fp8(v, granularity)
     return {"q": q8, "k": k8, "v": v8, "q_descale": dq, "k_descale": dk, "v_descale": dv}

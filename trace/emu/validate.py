@@ -14,7 +14,7 @@ import argparse
 import numpy as np
 import torch
 
-from zyfa.kernels import registry
+from zyfa.kernels import aiter, registry
 from zyfa.shapes import AttnShape
 from zyfa.trace.emu import formats as F
 from zyfa.trace.emu import triton_refs as T
@@ -100,7 +100,8 @@ def main(argv=None) -> int:
     parser.add_argument("--heads", type=int, default=2)
     parser.add_argument("--skip-triton", action="store_true")
     parser.add_argument("--skip-aiter", action="store_true",
-                        help="skip AITER's code objects (needs the amd-aiter wheel locally)")
+                        help="skip AITER's code objects (needs the amd-aiter wheel locally; the FP8 "
+                             "ones a ROCm/aiter checkout in ZYFA_AITER_DIR)")
     args = parser.parse_args(argv)
     print(f"{'case':<48} {'exact':>8} {'max_err':>10} {'extra':>12}")
     if not args.skip_triton:
@@ -117,7 +118,13 @@ def main(argv=None) -> int:
                   f"{r.max_abs_err:>10.3g} {r.max_lse_err:>12.3g}  (lse max_err; "
                   f"{r.lds_conflict_cycles} LDS conflict cycles, {r.seconds:.1f} s)")
     if not args.skip_aiter:
-        for name in ("fwd_hd128_bf16_causal", "fwd_hd128_bf16"):
+        names = ["fwd_hd128_bf16_causal", "fwd_hd128_bf16"]
+        try:  # the FP8 objects only from a ROCm/aiter checkout (ZYFA_AITER_DIR)
+            aiter.resolve("fwd_hd128_fp8_causal")
+            names += ["fwd_hd128_fp8_causal", "fwd_hd128_fp8"]
+        except (aiter.AiterUnavailable, ValueError) as exc:
+            print(f"(AITER FP8 objects skipped: {str(exc).splitlines()[0][:120]})")
+        for name in names:
             spec = registry.spec_of(f"aiter:{name}")  # dtype and mask from AITER's selector table
             for s in args.seqlen:
                 shape = spec.fit(AttnShape(batch=1, heads=1, heads_k=1, seqlen_q=s, seqlen_k=s))
