@@ -61,7 +61,7 @@ def emulate_kernel(kernel, shape: AttnShape, inputs: Optional[dict] = None, seed
                    softmax_scale: Optional[float] = None, quantum: Optional[int] = 1
                    ) -> EmulationResult:
     """Run registered kernel ``kernel`` (a name, a ``KernelSpec`` or ``aiter:NAME`` for AITER's
-    BF16 forward code objects, see :mod:`zyfa.trace.emu.aiter_fwd`) on ``shape`` in the emulator.
+    v3 BF16 and FP8 forward code objects, see :mod:`zyfa.trace.emu.aiter_fwd`) on ``shape`` in the emulator.
 
     ``inputs``: dict as :func:`make_inputs` returns (q, k, v and, for fp8, the three descales);
     default: Gaussian data from ``seed``. The reference is ``zyfa.numerics.zyfa_fp8_attention``
