@@ -8,7 +8,8 @@ three descales) are replaced by this emulator's buffers, found by field name in
 float8_e4m3fn with one fp32 descale per tensor, as AITER's Python FP8 API passes them), O bf16,
 LSE (b, h, s_q) fp32 natural log. The references are ``zyfa.numerics.bf16_attention`` and, for
 FP8, ``zyfa.numerics.zyfa_fp8_attention(variant="naive")``: AITER v3's numerics (running fp32
-max, exact exp2, P unscaled to e4m3, l from the unrounded p) in 128-key blocks.
+max, exact exp2, P unscaled to e4m3, l from the unrounded p) in blocks of the object's key tile
+(``ts_kv`` of ``fmha_fwd.csv``: 128 for hd128, 64 for hd256).
 """
 
 from __future__ import annotations
@@ -83,19 +84,18 @@ def emulate_aiter(name: str, shape: AttnShape, seed: int = 0, quantum: int | Non
     out = torch.from_numpy(memory.get(addresses["ptr_o"], host["ptr_o"].numel() * 2).view(np.int16).copy())
     lse = torch.from_numpy(memory.get(addresses["ptr_lse"], host["ptr_lse"].numel() * 4).view(np.float32)
                            .copy())
-    if fp8:
+    if fp8:  # the running max moves once per key tile: the reference's block is the object's ts_kv
+        block = aiter.for_path(path).ts_kv
         ref_out, ref_lse = numerics.zyfa_fp8_attention(
             inputs["q"], inputs["k"], inputs["v"], inputs["q_descale"], inputs["k_descale"], inputs["v_descale"],
-            causal=shape.causal, variant="naive", block=AITER_KEY_TILE)
-        reference = f"zyfa.numerics.zyfa_fp8_attention(variant='naive', block={AITER_KEY_TILE})"
+            causal=shape.causal, variant="naive", block=block)
+        reference = f"zyfa.numerics.zyfa_fp8_attention(variant='naive', block={block})"
     else:
         ref_out, ref_lse = numerics.bf16_attention(inputs["q"], inputs["k"], inputs["v"], causal=shape.causal)
         reference = "zyfa.numerics.bf16_attention(block=64)"
     return EmulationResult(f"aiter:{name}", shape, out.view(torch.bfloat16).reshape(b, sq, h, dv),
                            lse.reshape(b, h, sq), ref_out, ref_lse, stats, seconds, inputs, reference)
 
-
-AITER_KEY_TILE = 128  # keys per loop tile of AITER v3's forward: the running max moves once per tile
 
 
 def _raw(x: torch.Tensor) -> np.ndarray:
