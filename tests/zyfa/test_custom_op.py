@@ -214,3 +214,18 @@ def test_descale_values_are_checked_on_both_paths(grad):
     q8.requires_grad_(grad)
     with pytest.raises(ValueError, match="k_descale contains non-finite"):
         zyfa.flash_attn_func(q8, k8, v8, causal=True, backend="reference", **scales)
+
+
+def test_valid_descales_are_checked_in_one_pass(monkeypatch):
+    # one combined check (one host sync on a GPU) for valid descales; the per-descale checks, which
+    # name the offender, run only when one is bad
+    calls = []
+    real = zyfa.interface._check_descale_values
+    monkeypatch.setattr(zyfa.interface, "_check_descale_values", lambda name, d: (calls.append(name), real(name, d)))
+    (q8, k8, v8), scales = inputs("fp8", b=1, sq=8, sk=8)
+    zyfa.flash_attn_func(q8, k8, v8, causal=True, backend="reference", **scales)
+    assert calls == []
+    scales["v_descale"] = -scales["v_descale"]
+    with pytest.raises(ValueError, match="v_descale must be positive"):
+        zyfa.flash_attn_func(q8, k8, v8, causal=True, backend="reference", **scales)
+    assert calls == ["q_descale", "k_descale", "v_descale"]
