@@ -19,7 +19,9 @@ export PYTHONSAFEPATH=1  # python3 -P for pytest-xdist's workers too: the checko
 cat "$RES/env.txt"
 
 echo "=== 1. repository GPU tests, autotuned per length bucket (<= 150 s) ==="
-timeout 150 python3 -m pytest tests/kernels/triton/test_triton_gpu.py \
+# a session still alive at 150 s gets SIGABRT (timeout signals the whole process group): with
+# PYTHONFAULTHANDLER=1 the controller and every xdist worker print their threads' stacks into the log
+PYTHONFAULTHANDLER=1 timeout -s ABRT 150 python3 -m pytest tests/kernels/triton/test_triton_gpu.py \
   tests/zyfa/test_custom_op.py::test_triton_fake_matches_real \
   tests/integrations/test_transformers.py::test_gpu_fp8_path_uses_the_fused_quantiser_bit_identically \
   -n 8 -rA -q -p no:cacheprovider -p no:benchmark -o faulthandler_timeout=120 \
