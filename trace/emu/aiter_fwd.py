@@ -72,7 +72,11 @@ def emulate_aiter(name: str, shape: AttnShape, seed: int = 0, quantum: int | Non
     args = bytearray(aiter.kernargs(cdna4_program, path, shape))
     addresses = {}
     for field, offset, _ in aiter.layout(cdna4_program, path):
-        if field in host:
+        if field.startswith(("ptr_qseq", "ptr_kseq")) and aiter.for_path(path).group:
+            # group (varlen) mode: seqstart arrays of b + 1 int32, every sequence the shape's length
+            length = shape.seqlen_q if field.startswith("ptr_qseq") else shape.seqlen_k
+            struct.pack_into("<Q", args, offset, memory.put(np.arange(b + 1, dtype=np.int32) * length))
+        elif field in host:
             raw = _raw(host[field])
             tail = _TAIL_ROWS * raw.nbytes // raw.shape[1] if raw.ndim > 2 else 0
             addresses[field] = memory.put(raw, tail=tail)
