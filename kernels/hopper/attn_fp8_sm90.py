@@ -848,7 +848,7 @@ def _cute_tensor(x, leading_dim: int, element_type=None):
 def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=None, k_descale=None,
                        v_descale=None, out_dtype=None, pingpong: bool = True, q_in_regs: bool = False,
                        pbuf: bool = False, v_prepared=None, timeline=None, n128: bool = False, lpt: bool = True,
-                       exact: bool = False):
+                       exact: bool = False, kv_stages: int = 4):
     """ZYFA FP8 forward on Hopper. q, k, v: float8_e4m3fn ``(b, s, h, d)`` on an sm_90 GPU; descales
     float32 ``(b, h_k)`` (None: 1). Returns ``out`` ``(b, s_q, h, d_v)`` (bfloat16, or ``out_dtype``
     float32 for conformance tests) and ``softmax_lse`` float32 ``(b, h, s_q)``.
@@ -860,6 +860,7 @@ def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=No
     ``pbuf=True`` double-buffers P so the softmax waits for the previous PV GEMM only to merge it.
     ``n128=True`` computes S over 128-key tiles (two 64-key scaling blocks per softmax pass);
     ``lpt=False`` launches causal query tiles lightest first instead of heaviest first.
+    ``kv_stages``: K/V pipeline depth (n128: 4 means two 128-key stages, the same bytes).
     ``exact=True`` sums every 32-wide tensor-core partial product in IEEE fp32 (slow; conformance:
     equal to :func:`zyfa.numerics.zyfa_fp8_attention` bit for bit where fp32 sums are exact).
     ``timeline``: an int64 tensor ``(ctas, 2, n_blocks + 2, 4)`` (``ctas`` = query tiles x heads x
@@ -891,11 +892,12 @@ def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=No
             _cute_tensor(t.permute(1, 0), 0), _cute_tensor(dv.permute(1, 0), 0),
             _cute_tensor(tl.permute(3, 2, 1, 0), 0), Int32(s_q), Int32(s_k), cuda.CUstream(torch.cuda.current_stream(q.device).cuda_stream))
     key = (d, d_v, bool(causal), bool(pingpong), bool(q_in_regs), bool(pbuf), timeline is not None, out_dtype,
-           bool(n128), bool(lpt), bool(exact))
+           bool(n128), bool(lpt), bool(exact), int(kv_stages))
     fn = _COMPILED.get(key)
     if fn is None:
         fn = cute.compile(LeanPAttentionSm90(d, d_v, causal, pingpong=pingpong, q_in_regs=q_in_regs, pbuf=pbuf,
-                                             timeline=timeline is not None, n128=n128, lpt=lpt, exact=exact), *args)
+                                             timeline=timeline is not None, n128=n128, lpt=lpt, exact=exact,
+                                             kv_stages=kv_stages), *args)
         _COMPILED[key] = fn
     fn(*args)
     return out, lse
