@@ -6,8 +6,8 @@ H200 it ran 1.30-1.42x the Triton FP8 kernel at the same error in every measured
 32/8, 16k and 32k; benchmarks/results/h200_run8/bench.csv; 5.0-5.3x in run 11, where the Triton
 kernel took 3.3x its run-8 time); it implements recipe zyfa-v1 only, so ``auto`` picks it for FP8
 calls with ``recipe="zyfa-v1"`` on sm_90 where the DSL is installed. It runs the kernel's fastest
-measured schedule: 128-key S tiles without ping-pong (run 11: 794-845 TFLOP/s vs 738-780 for the
-64-key default, same bits; still 0.89-0.93x FlashAttention-3 FP8, which is not a zyfa backend).
+measured schedule: 128-key S tiles without ping-pong (runs 11-12: 794-845 TFLOP/s vs 738-780 for
+the 64-key default, same bits; still 0.90-0.93x FlashAttention-3 FP8, which is not a zyfa backend).
 """
 
 from __future__ import annotations
