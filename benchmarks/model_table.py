@@ -52,6 +52,8 @@ def _row(name: str, shape, forced_clock=None):
     if name in gfx950.VARIANTS:
         counts = tile_counts(generate(gfx950.config_for(name, shape)))
         static = str(counts.valu_cycles)
+        if counts.rowsum_valu_cycles:
+            static += f" (+{counts.rowsum_valu_cycles} row sum)"
         # MFMA cycles are proportional to FLOPs for these fp8 shapes (64 cycles per 32x32x64, 32 per 16x16x128)
         work += f" ({est.flops_ratio * (counts.mfma_cycles - counts.rowsum_cycles) / counts.mfma_cycles:.3f})"
     clock = power.predict_clock(power.activity(est.cu_result.records, est.cu_result.skipped_periods()), shape.dtype)

@@ -235,12 +235,16 @@ class _Kernel:
         self.ahead = ahead
         self.ring = [ra.take("v", f"operand_ring{i}", a_width, align=4) for i in range(self.ahead + 1)]
         self.stage = ra.take("v", "global_to_lds_stage", 4 * (self.k_loads + self.v_loads), align=4)
+        self.valu_rowsum = c.rowsum == "valu"
+        self.L = None
         if self.block:
             # A operand of the row-sum MFMA: e4m3 ones (folded: the 16x16x128 selector, see rowsum_selector)
-            self.ones = ra.take("v", "fp8_ones_operand", 8, align=4)
+            if not self.valu_rowsum:
+                self.ones = ra.take("v", "fp8_ones_operand", 8, align=4)
             self.O = ra.take("a", "O_accumulator", 64, align=16)
             rows = 4 if self.folded else 16  # D of the 16x16x128 / 32x32x64 row-sum MFMA
-            self.L = ra.take("a", "rowsum_accumulator", rows, align=rows)
+            if not self.valu_rowsum:  # else the row sum is v.l (rowsum_valu)
+                self.L = ra.take("a", "rowsum_accumulator", rows, align=rows)
         else:
             self.O = ra.take("v", "O_accumulator", 64, align=16)
         if self.folded:
@@ -537,14 +541,16 @@ class _Kernel:
             e("v_mov_b32", self.Tp[0], scale)
             e("v_mov_b32", self.Tp[1], scale)
         if self.block:
-            if self.folded:
+            if self.valu_rowsum:
+                pass
+            elif self.folded:
                 self.rowsum_selector()
             else:
                 for i in range(8):
                     e("v_mov_b32", self.ones[i], FP8_ONES)
             for i in range(self.O.count):
                 e("v_accvgpr_write_b32", self.O[i], 0)
-            for i in range(self.L.count):
+            for i in range(self.L.count if self.L else 0):
                 e("v_accvgpr_write_b32", self.L[i], 0)
         else:
             for i in range(self.O.count):
@@ -853,7 +859,7 @@ class _Kernel:
                             self.e(c.pv_opcode, acc, slot, p, acc)
                         self.skip_end(skip)
                     steps.append((reads, mfma, "PV_j-1"))
-                if self.block:
+                if self.block and not self.valu_rowsum:
                     def rowsum(slot, p=p, sc=sc, beta=beta):
                         skip = self.skip_if_masked(SCALE_BLOCK * beta, pv=True)
                         if c.rowsum_opcode.startswith("v_mfma_scale"):
@@ -1056,6 +1062,35 @@ class _Kernel:
         for beta in range(BLOCK_N // SCALE_BLOCK):
             self.code_bytes(beta)
 
+    def rowsum_valu(self):
+        """rowsum="valu" (folded only): ``l += sum P`` per 64-key block on the VALU instead of a
+        row-sum MFMA. Each lane decodes its 32 codes of a block (``v_cvt_pk_f32_fp8``, 2 values
+        per op) and adds them (every partial sum of e4m3 values below 2^15 is exact in fp32, so
+        the order does not matter); one lane-half exchange for both blocks (swap, add, mov, swap)
+        gives every lane both block sums, then ``l = (l + S0) + S1``: the rounding of the MFMA
+        path and of zyfa.numerics. 16 + 31 ops per block + 4 + 2 = 100 VALU ops per tile."""
+        e, x = self.e, self.S[16:20]  # scores 16.. are dead once P is built
+        sums = (self.S[20], self.S[21])
+        for beta in range(BLOCK_N // SCALE_BLOCK):
+            acc = sums[beta]
+            for a in range(8):
+                word = self.S[8 * beta + a]
+                e("v_cvt_pk_f32_fp8", x[0:2], word)
+                e("v_cvt_pk_f32_fp8_sdwa", x[2:4], word, mods=("src0_sel:WORD_1",))
+                if a == 0:
+                    e("v_add_f32", acc, x[0], x[1])
+                else:
+                    e("v_add_f32", acc, acc, x[0])
+                    e("v_add_f32", acc, acc, x[1])
+                e("v_add_f32", acc, acc, x[2])
+                e("v_add_f32", acc, acc, x[3])
+        e("v_permlane32_swap_b32", sums[0], sums[1])
+        e("v_add_f32", sums[0], sums[0], sums[1])
+        e("v_mov_b32", sums[1], sums[0])
+        e("v_permlane32_swap_b32", sums[0], sums[1])
+        e("v_add_f32", self.v.l, sums[0], self.v.l)
+        e("v_add_f32", self.v.l, sums[1], self.v.l)
+
     def fold_fixup(self):
         """Out of line (rare): per row (both lane halves), when the row max ``M`` of y fails the
         check and is finite: ``d = ceil(fp32(M - 120.5) / 8)``, ``y = fma(d, -8, y)``, ``ref += d``,
@@ -1150,11 +1185,13 @@ class _Kernel:
         e = self.e
         e("v_sub_f32", self.v.tmp2, self.v.ref, self.v.tmp)
         e("v_cvt_i32_f32", self.v.kk, self.v.tmp2)
-        for acc in (self.O, self.L):
+        for acc in (self.O, self.L) if self.L else (self.O,):
             for i in range(acc.count):
                 e("v_accvgpr_read_b32", self.v.tmp2, acc[i])
                 e("v_ldexp_f32", self.v.tmp2, self.v.tmp2, self.v.kk)
                 e("v_accvgpr_write_b32", acc[i], self.v.tmp2)
+        if self.valu_rowsum:
+            e("v_ldexp_f32", self.v.l, self.v.l, self.v.kk)
         e("v_mov_b32", self.v.ref, self.v.tmp)
 
     def emit_softmax(self, cluster: Cluster, label_id: str):
@@ -1174,6 +1211,7 @@ class _Kernel:
             "qk": lambda cl, parity, tag: self.qk_steps(parity),
             "mask": lambda cl, parity, tag: self.mask(),
             "softmax": lambda cl, parity, tag: self.emit_softmax(cl, tag),
+            "rowsum": lambda cl, parity, tag: self.rowsum_valu(),
             "rescale": lambda cl, parity, tag: self.rescale_o(),
             "load_issue": lambda cl, parity, tag: self.issue_loads(),
             "lds_store": lambda cl, parity, tag: self.store_lds(1 - parity, parity, tag=tag),
@@ -1362,7 +1400,8 @@ class _Kernel:
         e("s_waitcnt", "vmcnt(0) lgkmcnt(0)")
         x = self.S
         if self.block:
-            e("v_accvgpr_read_b32", self.v.l, self.L[0])
+            if self.L:
+                e("v_accvgpr_read_b32", self.v.l, self.L[0])
             # the NaN flags of both lane halves (each saw one block's maxima) into l: l + 0 = l
             e("v_mov_b32", self.v.tmp, self.nan_flag)
             e("v_permlane32_swap_b32", self.v.tmp, self.nan_flag)

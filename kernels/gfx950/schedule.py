@@ -30,6 +30,7 @@ SOFTMAX = ("lean", "exact", "folded")
 SCALING = ("block", "none")
 SCHEDULES = ("pingpong", "serial", "aiter")
 FMA_FORMS = ("scalar", "packed")
+ROWSUMS = ("mfma", "valu")
 DTYPES = ("fp8", "bf16")
 
 
@@ -61,10 +62,11 @@ class KernelConfig:
     headdim_v: int = 128
     rescale_threshold: int = 0
     fma: str = "scalar"
+    rowsum: str = "mfma"
 
     def __post_init__(self):
         for field_name, allowed in (("dtype", DTYPES), ("softmax", SOFTMAX), ("scaling", SCALING),
-                                    ("schedule", SCHEDULES), ("fma", FMA_FORMS)):
+                                    ("schedule", SCHEDULES), ("fma", FMA_FORMS), ("rowsum", ROWSUMS)):
             value = getattr(self, field_name)
             if value not in allowed:
                 raise ValueError(f"Unknown KernelConfig.{field_name}: {value!r} (expected one of {allowed})")
@@ -81,6 +83,8 @@ class KernelConfig:
         if isinstance(self.rescale_threshold, bool) or not isinstance(self.rescale_threshold, int) \
                 or not 0 <= self.rescale_threshold <= 64:
             raise ValueError(f"KernelConfig.rescale_threshold must be an int in [0, 64], got {self.rescale_threshold!r}")
+        if self.rowsum == "valu" and self.softmax != "folded":
+            raise ValueError("KernelConfig: rowsum='valu' needs softmax='folded' (unscaled P)")
         if self.softmax == "folded" and self.headdim != 128:
             raise ValueError(f"KernelConfig: softmax='folded' is implemented for headdim 128 only (its 16-VGPR "
                              f"accumulator-start block does not fit beside a {self.headdim}-wide Q operand), "
@@ -110,7 +114,7 @@ class KernelConfig:
     @property
     def rowsum_mfmas(self) -> int:
         """Extra MFMAs per tile for the rounded-P row sum: one per 64-key scaling block."""
-        return BLOCK_N // SCALE_BLOCK if self.scaling == "block" else 0
+        return BLOCK_N // SCALE_BLOCK if self.scaling == "block" and self.rowsum == "mfma" else 0
 
     @property
     def mfma_opcode(self) -> str:
@@ -137,7 +141,7 @@ class KernelConfig:
         return "v_mfma_f32_16x16x128_f8f6f4" if self.softmax == "folded" else self.pv_opcode
 
 
-EMITTERS = ("pv", "qk", "mask", "softmax", "rescale", "load_issue", "lds_store", "prefetch",
+EMITTERS = ("pv", "qk", "mask", "softmax", "rowsum", "rescale", "load_issue", "lds_store", "prefetch",
             # the "aiter" schedule's softmax in three barrier intervals, and an interval of its own with nothing
             "softmax_max", "softmax_exp", "softmax_cvt", "idle")
 # emitters that produce MFMA steps: consecutive clusters of these kinds form ONE operand-read
@@ -256,6 +260,7 @@ def schedule(config: KernelConfig, wave_group: int) -> tuple[Cluster, ...]:
         mfma_side,
         Cluster("mask_j", "mask", only="diagonal"),
         Cluster("softmax_j", "softmax", nested=rescale),
+        *((Cluster("rowsum_j", "rowsum"),) if config.rowsum == "valu" else ()),
         *tail,
     )
 
@@ -317,7 +322,8 @@ def barrier_intervals(table: tuple[Cluster, ...]) -> list[tuple[Cluster, ...]]:
 # -- the registered variants -------------------------------------------------------------------------
 VARIANTS: dict[str, KernelConfig] = {
     "zyfa-fp8": KernelConfig("zyfa-fp8", softmax="lean", scaling="block", schedule="pingpong"),
-    "zyfa-fp8-folded": KernelConfig("zyfa-fp8-folded", softmax="folded", scaling="block", schedule="pingpong"),
+    "zyfa-fp8-folded": KernelConfig("zyfa-fp8-folded", softmax="folded", scaling="block", schedule="pingpong",
+                                    rowsum="valu"),
     "zyfa-fp8-exact": KernelConfig("zyfa-fp8-exact", softmax="exact", scaling="block", schedule="pingpong"),
     "aiter-like-fp8": KernelConfig("aiter-like-fp8", softmax="exact", scaling="none", schedule="aiter",
                                    fma="packed"),

@@ -210,7 +210,8 @@ def _print_summary(r: dict, brief: bool = False, label: str = "") -> None:
         if static is not None:
             print(f"  static per 32x128 tile (from the generated code): softmax {static.valu_cycles} VALU + "
                   f"{static.trans_cycles} TRANS cycles, mask {static.mask_cycles} (diagonal tiles), "
-                  f"{static.mfma} MFMAs ({static.mfma_rowsum} row-sum)")
+                  f"{static.mfma} MFMAs ({static.mfma_rowsum} row-sum)"
+                  + (f", row sum on the VALU {static.rowsum_valu_cycles} cycles" if static.rowsum_valu_cycles else ""))
     print(f"  predicted time       {r['seconds'] * 1e3:.3f} ms  ({r['cycles']} cycles at {r['mhz']:.0f} MHz)")
     print(f"  predicted TFLOP/s    {r['tflops']:.0f}  {r['clock_text']}; {r['tflops_peak']:.0f} at "
           f"2400 MHz (simulated; FLOPs = {shape.flops:.4g}, causal halved)")

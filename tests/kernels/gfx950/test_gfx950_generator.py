@@ -300,12 +300,18 @@ def test_folded_lean_p_static_count_is_within_the_write_ups_budget(generated):
     assert folded.valu_cycles == 4 * (32 + 2 + 64) == 392 <= 400
     assert folded.valu_by_opcode == {"v_maximum3_f32": 4 * 32, "v_add_f32": 4, "v_cmp_nlt_f32": 4,
                                      "v_cvt_u32_f32_sdwa": 4 * 64}
-    # the row sum: two unscaled 16x16x128 MFMAs (32 cycles each) into 4 AGPRs, PV unscaled
-    assert (folded.mfma, folded.mfma_rowsum, folded.mfma_cycles, folded.rowsum_cycles) == (18, 2, 16 * 64 + 64, 64)
+    # the registered variant sums P on the VALU (rowsum_j: 2 x (16 converts + 31 adds) + 6 = 100 ops),
+    # so its tile has the 16 MFMAs of QK and PV only, PV unscaled
+    assert (folded.mfma, folded.mfma_rowsum, folded.mfma_cycles, folded.rowsum_valu_cycles) == (16, 0, 16 * 64, 400)
     gen = generated["zyfa-fp8-folded"]
     pv = [i for i in gen.instructions if i.cluster == "PV_j-1" and i.opcode.startswith("v_mfma")]
-    assert {i.opcode for i in pv} == {"v_mfma_f32_32x32x64_f8f6f4", "v_mfma_f32_16x16x128_f8f6f4"}
-    assert gen.registers["rowsum_accumulator"] == "a[64:67]" and gen.read_ahead == 3
+    assert {i.opcode for i in pv} == {"v_mfma_f32_32x32x64_f8f6f4"} and "rowsum_accumulator" not in gen.registers
+    # rowsum="mfma": two unscaled 16x16x128 MFMAs (32 cycles each) into 4 AGPRs
+    mfma = generate(replace(VARIANTS["zyfa-fp8-folded"], name="folded-mfma-rowsum", rowsum="mfma"))
+    counts = tile_counts(mfma)
+    assert (counts.mfma, counts.mfma_rowsum, counts.mfma_cycles, counts.rowsum_cycles) == (18, 2, 16 * 64 + 64, 64)
+    assert counts.valu_cycles == 392 and counts.rowsum_valu_cycles == 0
+    assert mfma.registers["rowsum_accumulator"] == "a[64:67]" and mfma.read_ahead == 3
     qk = [i for i in gen.instructions if i.cluster == "QK_j" and i.opcode.startswith("v_mfma")]
     offset = gen.registers["qk_offset_block"]
     assert {i.opcode for i in qk} == {"v_mfma_scale_f32_32x32x64_f8f6f4"}

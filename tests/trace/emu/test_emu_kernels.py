@@ -10,8 +10,12 @@ differ from the reference by one bf16 ulp plus the fp32 summation-order bound
 2 fp32 ulps, and at least 99.9% of the outputs are bit-identical.
 """
 
+from dataclasses import replace
+
 import pytest
 import torch
+
+from zyfa.kernels import gfx950, registry
 
 from zyfa.shapes import AttnShape
 from zyfa.trace.emu import emulate_kernel, make_inputs
@@ -19,7 +23,7 @@ from zyfa.trace.emu import emulate_kernel, make_inputs
 pytest.importorskip("zyfa.kernels.gfx950")
 
 
-BIT_EXACT = ("zyfa-fp8", "zyfa-fp8-folded", "zyfa-fp8-exact")
+BIT_EXACT = ("zyfa-fp8", "zyfa-fp8-folded", "folded-mfma-rowsum", "zyfa-fp8-exact")
 
 
 def _shape(kernel, seqlen, heads=2, heads_k=None, batch=1):
@@ -93,10 +97,22 @@ def test_masked_mfmas_are_skipped(kernel):
     branched over. Bit-exact all the same."""
     result = emulate_kernel(kernel, _shape(kernel, 256, heads=1))
     _check(result)
+    per_block = 4 if kernel == "zyfa-fp8-folded" else 5  # folded sums P on the VALU
     qk = sum(2 * (w + 1) for w in range(8))
-    pv = sum(5 * -(-(32 * w + 32) // 64) for w in range(8))
+    pv = sum(per_block * -(-(32 * w + 32) // 64) for w in range(8))
     executed = sum(n for op, n in result.stats.executed.items() if op.startswith("v_mfma"))
-    assert (qk, pv) == (72, 100) and executed == qk + pv
+    assert qk == 72 and executed == qk + pv
+
+
+def test_folded_with_the_mfma_row_sum_bit_exact():
+    """zyfa-fp8-folded with rowsum="mfma" (two 16x16x128 MFMAs per tile and a selector operand
+    instead of the VALU sum) computes the same recipe: bit-exact too."""
+    spec = registry.get_kernel("zyfa-fp8-folded")
+    config = replace(gfx950.VARIANTS["zyfa-fp8-folded"], name="folded-mfma-rowsum", rowsum="mfma")
+    spec = replace(spec, name=config.name, build=lambda shape: gfx950.build_config(config), variant=config)
+    result = emulate_kernel(spec, _shape("zyfa-fp8-folded", 300))
+    assert result.stats.executed["v_mfma_f32_16x16x128_f8f6f4"] > 0
+    _check(result)
 
 
 def test_folded_fixup_path_bit_exact_when_the_row_max_grows_mid_sequence():
