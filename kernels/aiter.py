@@ -32,7 +32,10 @@ the fields):
   Grid ``(ceil(ceil(s_q / ts_qo) / tg_div), heads, batch)``, tg_div = 2 for causal (a workgroup
   takes a pair of query tiles); group mode ``(heads, batch, ceil(...) / tg_div)`` with
   ``ptr_qseq``/``ptr_kseq`` (and the ``_padding`` twins) = the ``seqstart`` arrays (b + 1 int32,
-  placed in the kernel-argument segment after the struct so the scalar model can read them).
+  placed in the kernel-argument segment after the struct so the scalar model can read them),
+  packed ``(total tokens, heads, dim)`` tensors with every batch stride 0 and ``s_lse_Hs`` =
+  total_q x 4 (``asm_mha_varlen_fwd.cu``; with the BSHD batch strides the FP8 group objects read
+  the second sequence from the wrong rows, found in the functional emulator).
   Block 512 threads (256 for hd192/hd128).
 - v4 (``FmhaV4Kernarg``, 656 bytes, one raw ``_kernarg_raw`` block in the metadata; ROCm/aiter
   ``csrc/py_itfs_cu/asm_mha_v4_fwd.cu``): the same field order in 16-byte slots, strides in
@@ -412,17 +415,20 @@ def _values(k: AiterKernel, shape: AttnShape, seqstart_q: int, seqstart_k: int) 
     ptrs = {"ptr_o": _POINTERS["o"], "ptr_q": _POINTERS["q"], "ptr_k": _POINTERS["k"], "ptr_v": _POINTERS["v"],
             "ptr_lse": 0 if v4 else _POINTERS["lse"]}
     group = k.group
+    # group (varlen) mode: packed (total tokens, heads, dim) tensors found through the seqstart
+    # arrays, every batch stride 0, lse (heads, total_q) (asm_mha_varlen_fwd.cu)
+    per_batch = 0 if group else 1
     return {
         **ptrs,
         "scalar": _f32_bits(1.0 / math.sqrt(d)),
         "s_seq_len": sq, "s_kv_seq_len": sk,
-        "s_Seqs": q_row * inb, "s_Ts": k.ts_qo * q_row * inb, "s_Hs": d * inb, "s_Bs": sq * q_row * inb,
+        "s_Seqs": q_row * inb, "s_Ts": k.ts_qo * q_row * inb, "s_Hs": d * inb, "s_Bs": per_batch * sq * q_row * inb,
         "s_gqa": h // hk,
-        "s_k_Seqs": k_row * inb, "s_k_Hs": d * inb, "s_k_Bs": sk * k_row * inb,
-        "s_v_Seqs": v_row * inb, "s_v_Hs": dv * inb, "s_v_Bs": sk * v_row * inb,
-        "s_o_Seqs": o_row * outb, "s_o_Hs": dv * outb, "s_o_Bs": sq * o_row * outb,
+        "s_k_Seqs": k_row * inb, "s_k_Hs": d * inb, "s_k_Bs": per_batch * sk * k_row * inb,
+        "s_v_Seqs": v_row * inb, "s_v_Hs": dv * inb, "s_v_Bs": per_batch * sk * v_row * inb,
+        "s_o_Seqs": o_row * outb, "s_o_Hs": dv * outb, "s_o_Bs": per_batch * sq * o_row * outb,
         "s_opt": tune_opt, "s_lse": 0 if v4 else 1, "s_qk_head_dim": d, "s_v_head_dim": dv, "s_q_head_num": h,
-        "s_lse_Hs": 0 if v4 else sq * 4,
+        "s_lse_Hs": 0 if v4 else (b if group else 1) * sq * 4,
         "ptr_qseq": seqstart_q if group else 0, "ptr_kseq": seqstart_k if group else 0,
         "ptr_qseq_padding": seqstart_q if group else 0, "ptr_kseq_padding": seqstart_k if group else 0,
         "ptr_q_descale": _POINTERS["q_descale"] if k.dtype == "fp8" else 0,

@@ -88,6 +88,8 @@ def emulate_aiter(name: str, shape: AttnShape, seed: int = 0, quantum: int | Non
     out = torch.from_numpy(memory.get(addresses["ptr_o"], host["ptr_o"].numel() * 2).view(np.int16).copy())
     lse = torch.from_numpy(memory.get(addresses["ptr_lse"], host["ptr_lse"].numel() * 4).view(np.float32)
                            .copy())
+    if aiter.for_path(path).group:  # varlen lse is (heads, total_q): to (b, h, s_q)
+        lse = lse.reshape(h, b, sq).permute(1, 0, 2).contiguous()
     if fp8:  # the running max moves once per key tile: the reference's block is the object's ts_kv
         block = aiter.for_path(path).ts_kv
         ref_out, ref_lse = numerics.zyfa_fp8_attention(

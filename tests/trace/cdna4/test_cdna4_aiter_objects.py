@@ -200,6 +200,9 @@ def test_group_mode_seqstart_arrays_are_read_by_the_kernel(fake_aiter):
     assert launch.meta["work_axis"] == 2
     ptr = _u64(launch.kernargs, "ptr_qseq")
     assert ptr and ptr == _u64(launch.kernargs, "ptr_qseq_padding")
+    # asm_mha_varlen_fwd.cu: packed (total, heads, dim) tensors, batch strides 0, lse (heads, total_q)
+    assert all(_u32(launch.kernargs, f) == 0 for f in ("s_Bs", "s_k_Bs", "s_v_Bs", "s_o_Bs"))
+    assert _u32(launch.kernargs, "s_lse_Hs") == 2 * 4096 * 4
     result = CUSim(launch.program, launch.kernargs, [(0, 1, 0)], 64).run()  # batch 1: rows 4096..8192
     assert sum(result.counts[i] for i, inst in enumerate(launch.program.instructions) if inst.unit == "MFMA") == 16
 

@@ -128,11 +128,15 @@ def test_aiter_fp8_batch_gqa_and_lengths(name, kw):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name,causal", [("fwd_hd128_bf16_group", False), ("fwd_hd128_bf16_causal_group", True)])
-def test_aiter_bf16_group_mode_two_sequences(name, causal):
-    """Group (varlen) mode: the seqstart arrays AITER's host code passes (b + 1 int32, here two
-    sequences of 256 tokens) placed in memory; both sequences within the bound (measured
-    >= 99.96% identical bits)."""
+@pytest.mark.parametrize("name,causal,dtype", [
+    ("fwd_hd128_bf16_group", False, "bf16"), ("fwd_hd128_bf16_causal_group", True, "bf16"),
+    pytest.param("fwd_hd128_fp8_group", False, "fp8", marks=needs_fp8),
+    pytest.param("fwd_hd128_fp8_causal_group", True, "fp8", marks=needs_fp8)])
+def test_aiter_group_mode_two_sequences_two_heads(name, causal, dtype):
+    """Group (varlen) mode as AITER's varlen host code packs it (seqstart arrays of b + 1 int32,
+    every batch stride 0, lse (heads, total_q)): both sequences and both heads within the bound
+    (measured >= 99.95% identical bits; with BSHD batch strides the FP8 objects read the second
+    sequence from the wrong rows)."""
     from zyfa.trace.emu.aiter_fwd import emulate_aiter
-    shape = AttnShape(batch=2, heads=1, heads_k=1, seqlen_q=256, seqlen_k=256, causal=causal, dtype="bf16")
+    shape = AttnShape(batch=2, heads=2, heads_k=2, seqlen_q=256, seqlen_k=256, causal=causal, dtype=dtype)
     _check(emulate_aiter(name, shape), min_bitwise=0.999)
