@@ -8,8 +8,8 @@ three descales) are replaced by this emulator's buffers, found by field name in
 float8_e4m3fn with one fp32 descale per tensor, as AITER's Python FP8 API passes them), O bf16,
 LSE (b, h, s_q) fp32 natural log. The references are ``zyfa.numerics.bf16_attention`` and, for
 FP8, ``zyfa.numerics.zyfa_fp8_attention(variant="naive")``: AITER v3's numerics (running fp32
-max, exact exp2, P unscaled to e4m3, l from the unrounded p) in blocks of the object's key tile
-(``ts_kv`` of ``fmha_fwd.csv``: 128 for hd128, 64 for hd256).
+max, exact exp2, P unscaled to e4m3, l from the unrounded p), both in blocks of the object's key
+tile (``ts_kv`` of ``fmha_fwd.csv``: bf16 hd128 64, hd192 128; fp8 hd128 128, hd256 64).
 """
 
 from __future__ import annotations
@@ -90,15 +90,16 @@ def emulate_aiter(name: str, shape: AttnShape, seed: int = 0, quantum: int | Non
                            .copy())
     if aiter.for_path(path).group:  # varlen lse is (heads, total_q): to (b, h, s_q)
         lse = lse.reshape(h, b, sq).permute(1, 0, 2).contiguous()
-    if fp8:  # the running max moves once per key tile: the reference's block is the object's ts_kv
-        block = aiter.for_path(path).ts_kv
+    block = aiter.for_path(path).ts_kv  # the running max moves once per key tile: the reference's block
+    if fp8:
         ref_out, ref_lse = numerics.zyfa_fp8_attention(
             inputs["q"], inputs["k"], inputs["v"], inputs["q_descale"], inputs["k_descale"], inputs["v_descale"],
             causal=shape.causal, variant="naive", block=block)
         reference = f"zyfa.numerics.zyfa_fp8_attention(variant='naive', block={block})"
     else:
-        ref_out, ref_lse = numerics.bf16_attention(inputs["q"], inputs["k"], inputs["v"], causal=shape.causal)
-        reference = "zyfa.numerics.bf16_attention(block=64)"
+        ref_out, ref_lse = numerics.bf16_attention(inputs["q"], inputs["k"], inputs["v"], causal=shape.causal,
+                                                   block=block)
+        reference = f"zyfa.numerics.bf16_attention(block={block})"
     return EmulationResult(f"aiter:{name}", shape, out.view(torch.bfloat16).reshape(b, sq, h, dv),
                            lse.reshape(b, h, sq), ref_out, ref_lse, stats, seconds, inputs, reference)
 

@@ -35,10 +35,12 @@ def _check(result, min_bitwise=0.0):
     assert ((result.lse - result.ref_lse).abs() <= 2 * 2.0**-23 * result.ref_lse.abs().clamp(min=1)).all()
 
 
-@pytest.mark.parametrize("name,causal", [("fwd_hd128_bf16_causal", True), ("fwd_hd128_bf16", False)])
-def test_aiter_bf16_one_query_tile(name, causal):
+@pytest.mark.parametrize("name,causal,d", [("fwd_hd128_bf16_causal", True, 128), ("fwd_hd128_bf16", False, 128),
+                                            ("fwd_hd192_hd128_bf16", False, 192)])
+def test_aiter_bf16_one_query_tile(name, causal, d):
+    # hd192/128 runs 128-key tiles (ts_kv), hd128 64: the reference's block follows the object
     from zyfa.trace.emu.aiter_fwd import emulate_aiter
-    shape = AttnShape(batch=1, heads=1, heads_k=1, seqlen_q=256, seqlen_k=256, causal=causal,
+    shape = AttnShape(batch=1, heads=1, heads_k=1, seqlen_q=256, seqlen_k=256, headdim=d, causal=causal,
                       dtype="bf16")
     _check(emulate_aiter(name, shape), min_bitwise=0.999)
 
