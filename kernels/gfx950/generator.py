@@ -976,24 +976,35 @@ class _Kernel:
         (exec-masked) to the out-of-line ``rescale`` cluster that ``cluster`` nests; the common
         path falls through. 2 VALU ops (+1 with a threshold), 3 SALU."""
         c, e = self.c, self.e
-        nested = [cl for cl in cluster.nested if cl.emitter == "rescale"]
-        if len(nested) != 1:
-            raise ValueError(f"{c.name}: cluster {cluster.name} must nest exactly one 'rescale' cluster "
-                             f"(block scaling rescales O out of line), has {[cl.name for cl in cluster.nested]}")
+        nested = self.nested_rescale(cluster)
         e("v_max_f32", self.v.tmp, bm[0], bm[1])
         limit = self.v.ref
         if c.rescale_threshold:
             limit = self.v.tmp2
             e("v_add_f32", limit, float(c.rescale_threshold), self.v.ref)
         e("v_cmp_gt_f32", "vcc", self.v.tmp, limit)
+        self.branch_out_of_line(nested, label_id, self.rescale_o)
+
+    def nested_rescale(self, cluster: Cluster) -> Cluster:
+        """The one ``rescale`` cluster that ``cluster`` nests (its out-of-line rare path)."""
+        nested = [cl for cl in cluster.nested if cl.emitter == "rescale"]
+        if len(nested) != 1:
+            raise ValueError(f"{self.c.name}: cluster {cluster.name} must nest exactly one 'rescale' cluster "
+                             f"(its rare path runs out of line), has {[cl.name for cl in cluster.nested]}")
+        return nested[0]
+
+    def branch_out_of_line(self, nested: Cluster, label_id: str, body):
+        """Lanes with VCC set branch (exec-masked) to ``body``, emitted after the loop as the
+        ``nested`` cluster; the common path falls through ``s_cbranch_execnz`` (3 SALU)."""
+        e = self.e
         e("s_and_saveexec_b64", self.s.saved_exec, "vcc")
-        rescale, back = Label(f".L_rescale_{label_id}"), Label(f".L_rescaled_{label_id}")
-        e("s_cbranch_execnz", rescale)  # rare: the common path falls through
+        rare, back = Label(f".L_rescale_{label_id}"), Label(f".L_rescaled_{label_id}")
+        e("s_cbranch_execnz", rare)  # rare: the common path falls through
 
         def out_of_line():
-            self.asm.items.append(rescale)
-            cluster_id = self.begin(nested[0])
-            self.rescale_o()
+            self.asm.items.append(rare)
+            cluster_id = self.begin(nested)
+            body()
             self.end(cluster_id)
             e("s_branch", back)
         self.deferred.append(out_of_line)
@@ -1039,26 +1050,11 @@ class _Kernel:
         per tile, no FMA, no block exponent, no scale byte (P is unscaled: PV and the row sum use
         plain MFMAs, and the epilogue's lse takes ``ref - 8``)."""
         e, mx = self.e, self.v.mx0
-        nested = [cl for cl in cluster.nested if cl.emitter == "rescale"]
-        if len(nested) != 1:
-            raise ValueError(f"{self.c.name}: cluster {cluster.name} must nest exactly one 'rescale' cluster "
-                             f"(the folded fix-up runs out of line), has {[cl.name for cl in cluster.nested]}")
+        nested = self.nested_rescale(cluster)
         self.reduce3("v_maximum3_f32", [self.S[i] for i in range(self.S.count)], mx)
         e("v_add_f32", self.v.tmp, -FOLD_MID, mx)
         e("v_cmp_nlt_f32", "vcc", Abs(self.v.tmp), self.fold_half)
-        e("s_and_saveexec_b64", self.s.saved_exec, "vcc")
-        fixup, back = Label(f".L_rescale_{label_id}"), Label(f".L_rescaled_{label_id}")
-        e("s_cbranch_execnz", fixup)  # rare: the common path falls through
-
-        def out_of_line():
-            self.asm.items.append(fixup)
-            cluster_id = self.begin(nested[0])
-            self.fold_fixup()
-            self.end(cluster_id)
-            e("s_branch", back)
-        self.deferred.append(out_of_line)
-        self.asm.items.append(back)
-        e("s_or_b64", "exec", "exec", self.s.saved_exec)
+        self.branch_out_of_line(nested, label_id, self.fold_fixup)
         for beta in range(BLOCK_N // SCALE_BLOCK):
             self.code_bytes(beta)
 
