@@ -214,7 +214,7 @@ class LeanPAttentionSm90:
 
     def __init__(self, head_dim: int, head_dim_v: int, causal: bool, pingpong: bool = True,
                  kv_stages: int = 4, q_in_regs: bool = False, pbuf: bool = False, timeline: bool = False,
-                 n128: bool = False, lpt: bool = True, exact: bool = False, prefetch: bool = False):
+                 n128: bool = False, lpt: bool = True, exact: bool = False):
         if head_dim % 32 or head_dim > 256:
             raise ValueError(f"head_dim must be a multiple of 32 up to 256, got {head_dim}")
         if head_dim_v % 8 or head_dim_v + ONES_ROWS > 256:
@@ -242,15 +242,6 @@ class LeanPAttentionSm90:
         # summed in IEEE fp32 (as Triton's max_num_imprecise_acc=0): no running sum in the tensor core's
         # reduced-precision adder. Waits after every k-step: a conformance mode, not a fast one.
         self.exact = exact
-        # prefetch (64-key tiles, no ping-pong): S double-buffered; block j+1's Q K^T is issued with block
-        # j-1's PV, before block j's softmax, and waited for after it: it runs on the tensor cores under
-        # the softmax instead of in front of it. No wgmma stays in flight across an iteration (ptxas
-        # serialises every wgmma when one does: C7514, seen on the CPU box). The producer loads one extra
-        # K tile (a copy of the last) so that every block issues the next Q K^T without a branch; that
-        # last product is discarded.
-        self.prefetch = prefetch
-        if prefetch and (n128 or pingpong or q_in_regs or pbuf or timeline):
-            raise ValueError("prefetch runs 64-key tiles without ping-pong, q_in_regs, pbuf or timeline")
         self.threads = 128 * (NUM_MMA_WG + 1)
         self.producer_regs = 24
         self.mma_regs = 240
@@ -370,19 +361,11 @@ class LeanPAttentionSm90:
                     pipe_v.producer_acquire(state_kv)
                     cute.copy(tma_v, tVgV[None, j], tVsV[None, state_kv.index],
                               tma_bar_ptr=pipe_v.producer_get_barrier(state_kv))
-                if const_expr(self.prefetch):
-                    if n_blocks > 0:  # the K tile of the discarded Q K^T after the last block
-                        state_kv = stage(n_blocks, self.kv_stages, True)
-                        pipe_k.producer_acquire(state_kv)
-                        cute.copy(tma_k, tKgK[None, n_blocks - 1], tKsK[None, state_kv.index],
-                                  tma_bar_ptr=pipe_k.producer_get_barrier(state_kv))
         else:
             cute.arch.setmaxregister_increase(self.mma_regs)
             grid_m, grid_h, _ = cute.arch.grid_dim()
             cta = m_block + grid_m * (head + grid_h * batch)
             consumer = self.consumer_n128 if const_expr(self.n128) else self.consumer
-            if const_expr(self.prefetch):
-                consumer = self.consumer_pf
             consumer(tiled_mma_qk, tiled_mma_pv, sQ, sK, sV, pipe_q, pipe_k, pipe_v, mO, mLse,
                           mT[head_k, batch], mDv[head_k, batch], mTL, cta, m_block, head, batch, wg_idx - 1,
                           n_blocks, offset, seqlen_q, seqlen_k)
@@ -419,18 +402,8 @@ class LeanPAttentionSm90:
         t8 = t * 8.0
         bref = cute.make_rmem_tensor(cute.make_layout(2), Float32)  # per row half: bm of the reference block
         scale = cute.make_rmem_tensor(cute.make_layout(2), Float32)  # acc *= scale before the next PV
-        for h in cutlass.range_constexpr(2):
-            bref[h] = -Float32.inf
-            scale[h] = 1.0
-        acc_o.fill(0.0)
-        tl = mTL[None, None, wg, cta] if const_expr(self.timeline) else mTL  # (event, block) of this warpgroup
+        tl = self.consumer_begin(mTL, wg, cta, bref, scale, acc_o)
         n_tl = cute.size(mTL.shape[1]) - 2
-        if const_expr(self.timeline):
-            tl[0, n_tl + 1] = Int64(cute.arch.smid())
-
-        if const_expr(self.pingpong):
-            if wg == 0:  # the first warpgroup's first turn needs the other's arrival: arrive once for it
-                cute.arch.barrier_arrive(barrier_id=2, number_of_threads=256)
 
         pipe_q.consumer_wait(stage(0, 1, False))
         q_slice = tSrQ[None, None, None, wg]
@@ -440,19 +413,8 @@ class LeanPAttentionSm90:
             q_slice = cute.make_rmem_tensor(tSsQ[None, None, None, 0].shape, cutlass.Float8E4M3FN)
             cute.autovec_copy(tSsQ[None, None, None, wg], q_slice)
 
-        # first block: S only (no PV yet)
-        if n_blocks > 0:
-            state = stage(0, self.kv_stages, False)
-            pipe_k.consumer_wait(state)
-            self.turn_begin(wg)
-            self.stamp(tl, 0, 0)
-            self.gemm(False, acc_s, q_slice, tSrK[None, None, None, state.index], zero_init=True)
-            warpgroup.commit_group()
-            self.turn_end(wg)
-            warpgroup.wait_group(0)
-            self.stamp(tl, 1, 0)
-            self.stamp(tl, 2, 0)
-            pipe_k.consumer_release(state)
+        if n_blocks > 0:  # first block: S only (no PV yet)
+            self.first_qk(acc_s, q_slice, tSrK, pipe_k, wg, tl)
             self.softmax_block(acc_s, tScS, tOrP32, acc_o, acc_t, bref, scale, t, t8, row0, 0, offset,
                                seqlen_k, self.block_needs_mask(0, row0, offset, seqlen_k), tl, merge=False)
             self.stamp(tl, 3, 0)
@@ -489,104 +451,60 @@ class LeanPAttentionSm90:
         self.epilogue(acc_o, tOcO, bref, dv, mO, mLse, row0, head, batch, seqlen_q)
 
     @cute.jit
-    def consumer_pf(self, tiled_mma_qk: cute.TiledMma, tiled_mma_pv: cute.TiledMma, sQ: cute.Tensor,
-                    sK: cute.Tensor, sV: cute.Tensor, pipe_q, pipe_k, pipe_v, mO: cute.Tensor,
-                    mLse: cute.Tensor, t: Float32, dv: Float32, mTL: cute.Tensor, cta: Int32, m_block: Int32,
-                    head: Int32, batch: Int32, wg: Int32, n_blocks: Int32, offset: Int32, seqlen_q: Int32,
-                    seqlen_k: Int32):
-        """As :meth:`consumer` (64-key blocks, no ping-pong) with S double-buffered: S_{j+1} is computed
-        under block j's softmax. Two blocks per loop trip, so each S buffer keeps a fixed role."""
-        tidx, _, _ = cute.arch.thread_idx()
-        wg_tidx = tidx % 128
-        thr_qk = tiled_mma_qk.get_slice(wg_tidx)
-        thr_pv = tiled_mma_pv.get_slice(wg_tidx)
-        tSrQ = tiled_mma_qk.make_fragment_A(thr_qk.partition_A(sQ))
-        tSrK = tiled_mma_qk.make_fragment_B(thr_qk.partition_B(sK))
-        tOrV = tiled_mma_pv.make_fragment_B(thr_pv.partition_B(sV))
-        s0 = thr_qk.make_fragment_C(thr_qk.partition_shape_C((BLOCK_M, BLOCK_N)))
-        s1 = thr_qk.make_fragment_C(thr_qk.partition_shape_C((BLOCK_M, BLOCK_N)))
-        acc_o = thr_pv.make_fragment_C(thr_pv.partition_shape_C((BLOCK_M, self.vrows)))
-        acc_t = thr_pv.make_fragment_C(thr_pv.partition_shape_C((BLOCK_M, self.vrows)))
-        tOrP = cute.make_rmem_tensor(thr_pv.partition_shape_A((BLOCK_M, BLOCK_N)), cutlass.Float8E4M3FN)
-        tOrP32 = cute.recast_tensor(tOrP, Uint32)
-        row0 = m_block * (BLOCK_M * NUM_MMA_WG) + wg * BLOCK_M
-        tScS = thr_qk.partition_C(cute.make_identity_tensor((BLOCK_M, BLOCK_N)))
-        tOcO = thr_pv.partition_C(cute.make_identity_tensor((BLOCK_M, self.vrows)))
-        t8 = t * 8.0
-        bref = cute.make_rmem_tensor(cute.make_layout(2), Float32)
-        scale = cute.make_rmem_tensor(cute.make_layout(2), Float32)
+    def consumer_begin(self, mTL: cute.Tensor, wg: Int32, cta: Int32, bref: cute.Tensor, scale: cute.Tensor,
+                       acc_o: cute.Tensor) -> cute.Tensor:
+        """Initial state of a consumer warpgroup (no reference block, scales 1, acc 0), its SM id in the
+        timeline, the ping-pong's first arrival; returns this warpgroup's (event, block) timeline slice."""
         for h in cutlass.range_constexpr(2):
             bref[h] = -Float32.inf
-            scale[h] = 1.0
+        for i in cutlass.range_constexpr(cute.size(scale)):
+            scale[i] = 1.0
         acc_o.fill(0.0)
-        tl = mTL  # no timeline in this variant
-        pipe_q.consumer_wait(stage(0, 1, False))
-        q_slice = tSrQ[None, None, None, wg]
-        sm = (tSrK, tOrV, q_slice, acc_o, acc_t, tScS, tOrP32, tOrP, bref, scale, pipe_k, pipe_v, t, t8, row0,
-              offset, seqlen_k, wg, tl)
-        if n_blocks > 0:
-            state = stage(0, self.kv_stages, False)
-            pipe_k.consumer_wait(state)
-            self.gemm(False, s0, q_slice, tSrK[None, None, None, state.index], zero_init=True)
-            warpgroup.commit_group()
-            state_n = stage(1, self.kv_stages, False)  # the extra K tile when n_blocks == 1
-            pipe_k.consumer_wait(state_n)
-            self.gemm(False, s1, q_slice, tSrK[None, None, None, state_n.index], zero_init=True)
-            warpgroup.commit_group()
-            warpgroup.wait_group(1)
-            pipe_k.consumer_release(state)
-            self.softmax_block(s0, tScS, tOrP32, acc_o, acc_t, bref, scale, t, t8, row0, 0, offset, seqlen_k,
-                               self.block_needs_mask(0, row0, offset, seqlen_k), tl, merge=False)
-            self.wait_after_codes(tOrP32, scale, wg)
-            n_full = self.first_masked_block(row0, offset, seqlen_k, n_blocks)
-            n_even = cutlass.max(1 + 2 * ((n_full - 1) // 2), 1)  # blocks [1, n_even) unmasked, in pairs
-            for j in cutlass.range(1, n_even, 2, unroll=1):
-                self.key_block_pf(j, s1, s0, sm, masked=False)
-                self.key_block_pf(j + 1, s0, s1, sm, masked=False)
-            n_odd = cutlass.max(n_blocks - n_even, 0) // 2 * 2 + n_even  # masked pairs up to n_odd
-            for j in cutlass.range(n_even, n_odd, 2, unroll=1):
-                self.key_block_pf(j, s1, s0, sm, masked=True)
-                self.key_block_pf(j + 1, s0, s1, sm, masked=True)
-            if n_odd < n_blocks:  # one block left (odd j: S in s1)
-                self.key_block_pf(n_odd, s1, s0, sm, masked=True)
-            state_v = stage(n_blocks - 1, self.kv_stages, False)  # the last block's PV
-            pipe_v.consumer_wait(state_v)
-            self.gemm(True, acc_t, tOrP, tOrV[None, None, None, state_v.index], zero_init=True)
-            warpgroup.commit_group()
-            warpgroup.wait_group(0)
-            pipe_k.consumer_release(stage(n_blocks, self.kv_stages, False))  # the discarded Q K^T's tile
-            pipe_v.consumer_release(state_v)
-            self.merge(acc_o, acc_t, scale)
-        self.epilogue(acc_o, tOcO, bref, dv, mO, mLse, row0, head, batch, seqlen_q)
+        tl = mTL[None, None, wg, cta] if const_expr(self.timeline) else mTL
+        if const_expr(self.timeline):
+            tl[0, cute.size(mTL.shape[1]) - 1] = Int64(cute.arch.smid())
+        if const_expr(self.pingpong):
+            if wg == 0:  # the first warpgroup's first turn needs the other's arrival: arrive once for it
+                cute.arch.barrier_arrive(barrier_id=2, number_of_threads=256)
+        return tl
 
     @cute.jit
-    def wait_after_codes(self, tOrP32: cute.Tensor, scale: cute.Tensor, wg: Int32):
-        """``wait_group(0)``, pinned after the P codes (ptxas would hoist it to just after the Q K^T it
-        waits for, in front of the softmax)."""
-        for h in cutlass.range_constexpr(2):
-            scale[h] = after_word(scale[h], tOrP32[h + 2 + 4 * (BLOCK_N // 32 - 1)])
-        arrive_after(FREE_BARRIER + wg, scale[0], scale[1])
+    def first_qk(self, acc_s: cute.Tensor, q_slice: cute.Tensor, tSrK: cute.Tensor, pipe_k, wg: Int32,
+                 tl: cute.Tensor):
+        """S of the first key block or tile, in this warpgroup's turn, waited for (no PV yet)."""
+        state = stage(0, self.kv_stages, False)
+        pipe_k.consumer_wait(state)
+        self.turn_begin(wg)
+        self.stamp(tl, 0, 0)
+        self.gemm(False, acc_s, q_slice, tSrK[None, None, None, state.index], zero_init=True)
+        warpgroup.commit_group()
+        self.turn_end(wg)
         warpgroup.wait_group(0)
+        self.stamp(tl, 1, 0)
+        self.stamp(tl, 2, 0)
+        pipe_k.consumer_release(state)
 
     @cute.jit
-    def key_block_pf(self, j: Int32, cur: cute.Tensor, nxt: cute.Tensor, sm, masked: cutlass.Constexpr):
-        """Block j >= 1, S_j complete in ``cur``, P holding block j-1's codes: issue PV_{j-1} and S_{j+1}
-        (into ``nxt``), the softmax of block j (merging PV_{j-1} once done), then wait for S_{j+1}."""
-        (tSrK, tOrV, q_slice, acc_o, acc_t, tScS, tOrP32, tOrP, bref, scale, pipe_k, pipe_v, t, t8, row0,
-         offset, seqlen_k, wg, tl) = sm
+    def turn_gemms(self, j: Int32, acc_s: cute.Tensor, q_slice: cute.Tensor, tSrK: cute.Tensor, acc_t: cute.Tensor,
+                   p_prev: cute.Tensor, tOrV: cute.Tensor, pipe_k, pipe_v, wg: Int32, tl: cute.Tensor):
+        """In this warpgroup's turn: S_j = Q K_j^T and the PV GEMM of the previous block (P from ``p_prev``,
+        V stage j-1; for n128 the first 64-key block of tile j-1); waits for S_j only (the PV may still
+        run) and frees K_j. Returns V's pipeline state, released after the merge."""
+        state = stage(j, self.kv_stages, False)
         state_v = stage(j - 1, self.kv_stages, False)
-        state_n = stage(j + 1, self.kv_stages, False)
+        pipe_k.consumer_wait(state)
         pipe_v.consumer_wait(state_v)
-        pipe_k.consumer_wait(state_n)
-        self.gemm(True, acc_t, tOrP, tOrV[None, None, None, state_v.index], zero_init=True)
+        self.turn_begin(wg)
+        self.stamp(tl, 0, j)
+        self.gemm(False, acc_s, q_slice, tSrK[None, None, None, state.index], zero_init=True)
         warpgroup.commit_group()
-        self.gemm(False, nxt, q_slice, tSrK[None, None, None, state_n.index], zero_init=True)
+        self.gemm(True, acc_t, p_prev, tOrV[None, None, None, state_v.index], zero_init=True)
         warpgroup.commit_group()
-        pipe_k.consumer_release(stage(j, self.kv_stages, False))
-        self.softmax_block(cur, tScS, tOrP32, acc_o, acc_t, bref, scale, t, t8, row0, j, offset, seqlen_k,
-                           masked, tl, merge=True, pending=1, wg=wg)
-        self.wait_after_codes(tOrP32, scale, wg)
-        pipe_v.consumer_release(state_v)
+        self.turn_end(wg)
+        warpgroup.wait_group(1)
+        self.stamp(tl, 1, j)
+        pipe_k.consumer_release(state)
+        return state_v
 
     @cute.jit
     def first_masked_block(self, row0: Int32, offset: Int32, seqlen_k: Int32, n_blocks: Int32) -> Int32:
@@ -617,20 +535,7 @@ class LeanPAttentionSm90:
                   masked: cutlass.Constexpr):
         """Block j >= 1: in this warpgroup's turn issue S_j = Q K_j^T and PV of block j-1 (P from
         ``p_prev``), then the softmax of block j into ``p_cur32``, merging PV of j-1 on the way."""
-        state = stage(j, self.kv_stages, False)
-        state_v = stage(j - 1, self.kv_stages, False)
-        pipe_k.consumer_wait(state)
-        pipe_v.consumer_wait(state_v)
-        self.turn_begin(wg)
-        self.stamp(tl, 0, j)
-        self.gemm(False, acc_s, q_slice, tSrK[None, None, None, state.index], zero_init=True)
-        warpgroup.commit_group()
-        self.gemm(True, acc_t, p_prev, tOrV[None, None, None, state_v.index], zero_init=True)
-        warpgroup.commit_group()
-        self.turn_end(wg)
-        warpgroup.wait_group(1)  # S of block j is ready; PV of j-1 may still run
-        self.stamp(tl, 1, j)
-        pipe_k.consumer_release(state)
+        state_v = self.turn_gemms(j, acc_s, q_slice, tSrK, acc_t, p_prev, tOrV, pipe_k, pipe_v, wg, tl)
         self.softmax_block(acc_s, tScS, p_cur32, acc_o, acc_t, bref, scale, t, t8, row0, j, offset,
                            seqlen_k, masked, tl, merge=True)
         self.stamp(tl, 3, j)
@@ -715,7 +620,7 @@ class LeanPAttentionSm90:
     def softmax_block(self, acc_s: cute.Tensor, tScS: cute.Tensor, tOrP32: cute.Tensor, acc_o: cute.Tensor,
                       acc_t: cute.Tensor, bref: cute.Tensor, scale: cute.Tensor, t: Float32, t8: Float32,
                       row0: Int32, j: Int32, offset: Int32, seqlen_k: Int32, masked, tl: cute.Tensor,
-                      merge: cutlass.Constexpr, pending: cutlass.Constexpr = 0, wg: Int32 = 0):
+                      merge: cutlass.Constexpr):
         """Lean P of block j: S (acc layout ((2,2,8),1,1): col = 8g + 2q + c, row = r + 8h) -> P codes.
 
         Element i = c + 2h + 4g. A-operand word (h, kk, kb) = bytes (c, g) for g = 4kb + 2kk + {0, 1}.
@@ -725,12 +630,8 @@ class LeanPAttentionSm90:
         if masked:  # a Python bool inside the key loop (no branch), a runtime flag for block 0
             self.mask_keys(acc_s, tScS, j * BLOCK_N, row0, offset, seqlen_k)
         mxs = [row_max(acc_s, h, 0) for h in range(2)]
-        if const_expr(merge and self.prefetch):  # keep the wait (and the merge) after the row maxima
-            for h in cutlass.range_constexpr(2):
-                scale[h] = after_max(scale[h], mxs[h], mxs[h])
-            arrive_after(FREE_BARRIER + wg, scale[0], scale[1])
         if const_expr(merge and not self.pbuf):
-            warpgroup.wait_group(pending)  # PV of block j-1 done: its result is in acc_t, its P registers free
+            warpgroup.wait_group(0)  # PV of block j-1 done: its result is in acc_t, its P registers free
             self.stamp(tl, 2, j)
             self.merge(acc_o, acc_t, scale)
         new_scale = [self.block_codes(acc_s, tOrP32, h, 0, mxs[h], bref, t, t8) for h in range(2)]
@@ -809,34 +710,14 @@ class LeanPAttentionSm90:
         t8 = t * 8.0
         bref = cute.make_rmem_tensor(cute.make_layout(2), Float32)  # per row half: bm of the reference block
         scale = cute.make_rmem_tensor(cute.make_layout(4), Float32)  # [h + 2 half]: scale for merging PV
-        for i in cutlass.range_constexpr(4):
-            scale[i] = 1.0
-        for h in cutlass.range_constexpr(2):
-            bref[h] = -Float32.inf
-        acc_o.fill(0.0)
-        tl = mTL[None, None, wg, cta] if const_expr(self.timeline) else mTL  # (event, tile) of this warpgroup
+        tl = self.consumer_begin(mTL, wg, cta, bref, scale, acc_o)
         n_tl = cute.size(mTL.shape[1]) - 2
-        if const_expr(self.timeline):
-            tl[0, n_tl + 1] = Int64(cute.arch.smid())
-        if const_expr(self.pingpong):
-            if wg == 0:  # the first warpgroup's first turn needs the other's arrival: arrive once for it
-                cute.arch.barrier_arrive(barrier_id=2, number_of_threads=256)
         pipe_q.consumer_wait(stage(0, 1, False))
         q_slice = tSrQ[None, None, None, wg]
         sm = (acc_s, tScS, p32_a, p32_b, p_b, tOrV, acc_o, acc_t, bref, scale, t, t8, row0, offset, seqlen_k, tl, wg)
 
         if n_tiles > 0:  # first tile: S only (no PV yet)
-            state = stage(0, self.kv_stages, False)
-            pipe_k.consumer_wait(state)
-            self.turn_begin(wg)
-            self.stamp(tl, 0, 0)
-            self.gemm(False, acc_s, q_slice, tSrK[None, None, None, state.index], zero_init=True)
-            warpgroup.commit_group()
-            self.turn_end(wg)
-            warpgroup.wait_group(0)
-            self.stamp(tl, 1, 0)
-            self.stamp(tl, 2, 0)
-            pipe_k.consumer_release(state)
+            self.first_qk(acc_s, q_slice, tSrK, pipe_k, wg, tl)
             self.softmax_tile(0, Int32(0), *sm, self.block_needs_mask(0, row0, offset, seqlen_k), merge=False)
             self.stamp(tl, 3, 0)
         n_full = self.first_masked_block(row0, offset, seqlen_k, n_tiles)
@@ -871,20 +752,7 @@ class LeanPAttentionSm90:
         """Tile j >= 1: in this warpgroup's turn issue S_j and the PV GEMM of block a of tile j-1, then
         the softmax of tile j (which also runs block b of tile j-1's PV GEMM and both merges)."""
         acc_s, acc_t, tOrV, tl = sm[0], sm[7], sm[5], sm[15]
-        state = stage(j, self.kv_stages, False)
-        state_v = stage(j - 1, self.kv_stages, False)
-        pipe_k.consumer_wait(state)
-        pipe_v.consumer_wait(state_v)
-        self.turn_begin(wg)
-        self.stamp(tl, 0, j)
-        self.gemm(False, acc_s, q_slice, tSrK[None, None, None, state.index], zero_init=True)
-        warpgroup.commit_group()
-        self.gemm(True, acc_t, p_a, tOrV[None, None, None, state_v.index], zero_init=True)
-        warpgroup.commit_group()
-        self.turn_end(wg)
-        warpgroup.wait_group(1)  # S of tile j is ready; PV of block a may still run
-        self.stamp(tl, 1, j)
-        pipe_k.consumer_release(state)
+        state_v = self.turn_gemms(j, acc_s, q_slice, tSrK, acc_t, p_a, tOrV, pipe_k, pipe_v, wg, tl)
         self.softmax_tile(j, state_v.index, *sm, masked, merge=True)
         self.stamp(tl, 3, j)
         pipe_v.consumer_release(state_v)
@@ -969,7 +837,7 @@ def _cute_tensor(x, leading_dim: int, element_type=None):
 def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=None, k_descale=None,
                        v_descale=None, out_dtype=None, pingpong: bool = True, q_in_regs: bool = False,
                        pbuf: bool = False, v_prepared=None, timeline=None, n128: bool = False, lpt: bool = True,
-                       exact: bool = False, kv_stages: int = 4, prefetch: bool = False):
+                       exact: bool = False, kv_stages: int = 4):
     """ZYFA FP8 forward on Hopper. q, k, v: float8_e4m3fn ``(b, s, h, d)`` on an sm_90 GPU; descales
     float32 ``(b, h_k)`` (None: 1). Returns ``out`` ``(b, s_q, h, d_v)`` (bfloat16, or ``out_dtype``
     float32 for conformance tests) and ``softmax_lse`` float32 ``(b, h, s_q)``.
@@ -981,7 +849,6 @@ def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=No
     ``pbuf=True`` double-buffers P so the softmax waits for the previous PV GEMM only to merge it.
     ``n128=True`` computes S over 128-key tiles (two 64-key scaling blocks per softmax pass);
     ``lpt=False`` launches causal query tiles lightest first instead of heaviest first.
-    ``prefetch=True`` (with ``pingpong=False``) computes block j+1's Q K^T under block j's softmax.
     ``kv_stages``: K/V pipeline depth (n128: 4 means two 128-key stages, the same bytes).
     ``exact=True`` sums every 32-wide tensor-core partial product in IEEE fp32 (slow; conformance:
     equal to :func:`zyfa.numerics.zyfa_fp8_attention` bit for bit where fp32 sums are exact).
@@ -1014,12 +881,12 @@ def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=No
             _cute_tensor(t.permute(1, 0), 0), _cute_tensor(dv.permute(1, 0), 0),
             _cute_tensor(tl.permute(3, 2, 1, 0), 0), Int32(s_q), Int32(s_k), cuda.CUstream(torch.cuda.current_stream(q.device).cuda_stream))
     key = (d, d_v, bool(causal), bool(pingpong), bool(q_in_regs), bool(pbuf), timeline is not None, out_dtype,
-           bool(n128), bool(lpt), bool(exact), int(kv_stages), bool(prefetch))
+           bool(n128), bool(lpt), bool(exact), int(kv_stages))
     fn = _COMPILED.get(key)
     if fn is None:
         fn = cute.compile(LeanPAttentionSm90(d, d_v, causal, pingpong=pingpong, q_in_regs=q_in_regs, pbuf=pbuf,
                                              timeline=timeline is not None, n128=n128, lpt=lpt, exact=exact,
-                                             kv_stages=kv_stages, prefetch=prefetch), *args)
+                                             kv_stages=kv_stages), *args)
         _COMPILED[key] = fn
     fn(*args)
     return out, lse
