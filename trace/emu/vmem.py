@@ -70,6 +70,8 @@ def compile_vmem(inst):
         space, kind, width = m.group(1), m.group(2), m.group(3)
         if kind == "store" and width == "short_d16_hi":
             width = "short_d16_hi_store"
+        if space == "global" and kind == "load" and width.startswith("lds_") and width[4:] in _WIDTH:
+            return _global_to_lds(inst, _WIDTH[width[4:]][0])
         if width not in _WIDTH:
             raise EmulationError(f"unsupported memory width {width!r} in {inst.text}")
         nbytes, mode = _WIDTH[width]
@@ -170,6 +172,31 @@ def _buffer_to_lds(inst, ops, nbytes):
         raw = np.zeros((LANES, nbytes), np.uint8)
         if live.any():
             raw[live] = g.memory.gather(addr[live], nbytes)
+        lds_addr = (w.s[M0] & 0x3FFFF) + offset + np.arange(LANES) * nbytes
+        addrs, data = lds_addr[mask], raw[mask]
+        w.vm_queue.append(lambda: g.lds.scatter(addrs, data))
+        return None
+    return run
+
+
+def _global_to_lds(inst, nbytes):
+    """``global_load_lds_*``: the global-address form of the LDS DMA (:func:`_buffer_to_lds`):
+    lane i's bytes from ``vaddr (+ saddr) + inst_offset`` go to LDS at M0 + inst_offset +
+    i * nbytes, landing when ``s_waitcnt vmcnt`` retires the operation."""
+    ops = [parse_operand(o) for o in inst.operands]
+    addr = ops[0]
+    saddr = ops[1] if len(ops) > 1 else parse_operand("off")
+    offset = int(inst.mod("offset", "0"), 0)
+
+    def run(w, g):
+        mask = w.exec_mask
+        if saddr.kind == "off":
+            a = read_u64(w, addr) + np.uint64(offset & (2**64 - 1))
+        else:
+            a = np.uint64(w.get_s64(saddr.index)) + read_u32(w, addr).astype(np.uint64) + np.uint64(offset)
+        raw = np.zeros((LANES, nbytes), np.uint8)
+        if mask.any():
+            raw[mask] = g.memory.gather(a[mask], nbytes)
         lds_addr = (w.s[M0] & 0x3FFFF) + offset + np.arange(LANES) * nbytes
         addrs, data = lds_addr[mask], raw[mask]
         w.vm_queue.append(lambda: g.lds.scatter(addrs, data))

@@ -25,6 +25,21 @@ pytestmark = pytest.mark.skipif(not _available(), reason="no local AITER code ob
                                 "wheel not installed or cached)")
 
 
+def _fp8_available():
+    from zyfa.kernels import aiter
+    if not _available():  # never download: only code objects already here
+        return False
+    try:
+        aiter.resolve("fwd_hd128_fp8_causal")
+    except (aiter.AiterUnavailable, ValueError):  # ValueError: the wheel here has no FP8 objects
+        return False
+    return True
+
+
+needs_fp8 = pytest.mark.skipif(not _fp8_available(), reason="needs a ROCm/aiter checkout (ZYFA_AITER_DIR): the FP8 "
+                               "objects are not in the amd-aiter wheel, whose hd192 causal object differs")
+
+
 def _check(result, min_bitwise=0.0):
     out, ref = result.out.float(), result.ref_out.float()
     mag = torch.maximum(out.abs(), ref.abs()).clamp(min=2.0**-126)
@@ -46,12 +61,15 @@ def test_aiter_bf16_one_query_tile(name, causal, d):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seqlen", [300, 512])
-def test_aiter_bf16_causal_two_query_tiles(seqlen):
+@pytest.mark.parametrize("name,seqlen,d", [("fwd_hd128_bf16_causal", 300, 128), ("fwd_hd128_bf16_causal", 512, 128),
+                                           pytest.param("fwd_hd192_hd128_bf16_causal", 256, 192, marks=needs_fp8)])
+def test_aiter_bf16_causal_two_query_tiles(name, seqlen, d):
+    # hd192/128: 128-row query tiles, so s256 is already two tiles per workgroup; its K loads are
+    # global_load_lds_dwordx4 (the emulator's global LDS DMA)
     from zyfa.trace.emu.aiter_fwd import emulate_aiter
-    shape = AttnShape(batch=1, heads=1, heads_k=1, seqlen_q=seqlen, seqlen_k=seqlen, causal=True,
+    shape = AttnShape(batch=1, heads=1, heads_k=1, seqlen_q=seqlen, seqlen_k=seqlen, headdim=d, causal=True,
                       dtype="bf16")
-    result = emulate_aiter("fwd_hd128_bf16_causal", shape)
+    result = emulate_aiter(name, shape)
     # AITER's fp32 operation order differs from the reference beyond one tile: use the
     # flash-attention bar, error vs fp64 at most twice the reference's own error
     q, k, v = (result.inputs[x].double().transpose(1, 2) for x in "qkv")
@@ -82,21 +100,6 @@ def test_aiter_needs_interleaved_waves():
     bad_rows = ((result.out.float() - result.ref_out.float()).abs() > 0.05).any(-1).any(-1)[0]
     assert bad_rows[:192].sum() == 0 and bad_rows[192:256].sum() > 30
     assert torch.allclose(result.lse, result.ref_lse, atol=1e-5)
-
-
-def _fp8_available():
-    from zyfa.kernels import aiter
-    if not _available():  # never download: only code objects already here
-        return False
-    try:
-        aiter.resolve("fwd_hd128_fp8_causal")
-    except (aiter.AiterUnavailable, ValueError):  # ValueError: the wheel here has no FP8 objects
-        return False
-    return True
-
-
-needs_fp8 = pytest.mark.skipif(not _fp8_available(), reason="AITER's FP8 code objects are not in the amd-aiter wheel: "
-                               "set ZYFA_AITER_DIR to a ROCm/aiter checkout")
 
 
 @needs_fp8
