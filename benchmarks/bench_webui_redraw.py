@@ -62,7 +62,9 @@ def server_side(trace, repeat: int) -> list[tuple[str, float, bool, int]]:
 
 # In-page instrumentation (performance.now(), so Playwright's event delivery is not counted): every
 # Dash callback request is logged with its outputs, start, answer (response headers) and body size;
-# the first plotly redraw after the timeline figure's request marks "drawn".
+# "drawn": the first plotly redraw after the timeline figure's request. Between plotly's own redraw
+# of the zoom and that request, dcc.Graph writes the zoomed layout back into its figure and re-plots
+# the old data (as long as a redraw) before Dash runs the view callback: "sent at" shows it.
 PROBE = """
 (() => {
   window.zyfaLog = [];
@@ -74,12 +76,11 @@ PROBE = """
     try { output = JSON.parse(body).output; } catch (e) { output = '?'; }
     const rec = {output: output, t0: performance.now(), t1: null, bytes: 0};
     window.zyfaLog.push(rec);
-    // plotly redraws at once for the relayout itself, before Dash sends this request: the next
-    // redraw after it is the new figure's
-    if (output.includes('timeline.figure')) { window.zyfaWantDraw = true; }
     return fetch0.apply(this, arguments).then(resp => {
       rec.t1 = performance.now();
-      if (output.includes('timeline.figure')) { window.zyfaAnswered = rec.t1; }
+      // the answer's headers are in; Dash reads its body after this: the next redraw is the new figure's
+      // (not dcc.Graph's re-plot of the zoomed old data, which can finish after the request was sent)
+      if (output.includes('timeline.figure')) { window.zyfaAnswered = rec.t1; window.zyfaWantDraw = true; }
       resp.clone().text().then(t => { rec.bytes = t.length; });
       return resp;
     });
@@ -88,23 +89,27 @@ PROBE = """
 """
 HOOK = """() => { const gd = document.querySelector('#timeline .js-plotly-plot');
   if (!gd.zyfaHooked) { gd.zyfaHooked = true;
-    gd.on('plotly_afterplot', () => { if (window.zyfaWantDraw) { window.zyfaWantDraw = false;
-      window.zyfaDrawn = performance.now(); } }); } }"""
+    gd.on('plotly_afterplot', () => {
+      if (window.zyfaWantDraw) { window.zyfaWantDraw = false; window.zyfaDrawn = performance.now(); } }); } }"""
 RELAYOUT = """([a, b]) => { window.zyfaLog = []; window.zyfaAnswered = null; window.zyfaDrawn = null;
   window.zyfaWantDraw = false; window.zyfaRelaid = null; window.zyfaT0 = performance.now();
   Plotly.relayout(document.querySelector('#timeline .js-plotly-plot'), {'xaxis.range[0]': a, 'xaxis.range[1]': b})
     .then(() => { window.zyfaRelaid = performance.now(); }); }"""
-SETTLED = """() => window.zyfaDrawn !== null && window.zyfaRelaid !== null"""
-RESULT = """() => ({answered: window.zyfaAnswered - window.zyfaT0, drawn: window.zyfaDrawn - window.zyfaT0,
+SETTLED = """() => { const s = window.store && window.store.getState();
+  const idle = s && s.callbacks && Object.entries(s.callbacks).every(([k, v]) => k === 'completed' || !v || !v.length);
+  return window.zyfaRelaid !== null && idle && window.zyfaLog.every(r => r.t1 !== null)
+    && window.zyfaDrawn !== null; }"""
+RESULT = """() => ({answered: window.zyfaAnswered === null ? null : window.zyfaAnswered - window.zyfaT0,
+  drawn: window.zyfaDrawn - window.zyfaT0,
   relaid: window.zyfaRelaid - window.zyfaT0,
   requests: window.zyfaLog.map(r => ({output: r.output, sent: r.t0 - window.zyfaT0,
                                       ms: r.t1 === null ? null : r.t1 - r.t0, bytes: r.bytes}))})"""
 
 
-def browser_side(trace, repeat: int) -> list[tuple[str, float, float, float, list[dict]]]:
-    """Per view: median ms from ``Plotly.relayout`` to plotly's redraw of the figure it has (the
-    immediate zoom), to the timeline figure's answer and to the redraw after it, and the Dash
-    requests the last repeat fired (output, sent at, ms, bytes)."""
+def browser_side(trace, repeat: int) -> list[tuple[str, list[dict]]]:
+    """Per view and repeat: ms from ``Plotly.relayout`` to plotly's redraw of the figure it has
+    (``relaid``: the immediate zoom), to the timeline figure's answer and to the redraw after it
+    (``drawn``), and the Dash requests the zoom fired (output, sent at, ms, bytes)."""
     from playwright.sync_api import sync_playwright  # optional: only this measurement needs it
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -123,19 +128,15 @@ def browser_side(trace, repeat: int) -> list[tuple[str, float, float, float, lis
                                        " return e && e.textContent.includes('cycles'); }", timeout=600_000)
                 page.evaluate(HOOK)
                 for name, x0, x1 in views(trace):
-                    relaid, answered, drawn = [], [], []
+                    runs = []
                     for _ in range(repeat):
-                        # jitter the range so every relayout is a new view
+                        # shift the range by a cycle so every relayout is a new view
                         x0 += 1.0
                         x1 += 1.0
                         page.evaluate(RELAYOUT, [x0, x1])
                         page.wait_for_function(SETTLED, timeout=600_000)
-                        result = page.evaluate(RESULT)
-                        relaid.append(result["relaid"])
-                        answered.append(result["answered"])
-                        drawn.append(result["drawn"])
-                    out.append((name, statistics.median(relaid), statistics.median(answered), statistics.median(drawn),
-                                result["requests"]))
+                        runs.append(page.evaluate(RESULT))
+                    out.append((name, runs))
                 browser.close()
         finally:
             server.shutdown()
@@ -157,16 +158,18 @@ def main() -> None:
     if args.no_browser or not Path(CHROMIUM).exists():
         print("browser round trip: skipped (--no-browser or no /usr/bin/chromium)")
         return
-    print(f"{'view':22s} {'zoomed ms':>10s} {'answer ms':>10s} {'drawn ms':>9s} {'/ 300 ms':>9s}   (relayout -> plotly "
-          "redrew the old data -> the timeline figure's answer -> plotly drew it)")
+    print(f"{'view':22s} {'repeat':>6s} {'zoomed ms':>10s} {'answer ms':>10s} {'drawn ms':>9s} {'/ 300 ms':>9s}   "
+          "(relayout -> plotly redrew the old data -> the timeline figure's answer -> plotly drew it)")
     rows = browser_side(trace, args.repeat)
-    for name, relaid, answered, drawn, _ in rows:
-        print(f"{name:22s} {relaid:10.1f} {answered:10.1f} {drawn:9.1f} {drawn / GOAL_MS:9.2f}")
-    print("requests the last relayout of each view fired (output: sent at +ms after the relayout, took ms, bytes):")
-    for name, *_, requests in rows:
-        print(f"  {name}: " + "; ".join(
+    for name, runs in rows:
+        for k, r in enumerate(runs):
+            print(f"{name if k == 0 else '':22s} {k + 1:6d} {r['relaid']:10.1f} {r['answered']:10.1f} {r['drawn']:9.1f} "
+                  f"{r['drawn'] / GOAL_MS:9.2f}")
+    print("requests the first relayout of each view fired (output: sent at +ms after the relayout, took ms, bytes):")
+    for name, runs in rows:
+        print(f"  {name}: " + ("; ".join(
             f"{r['output'][:32]} +{r['sent']:.0f} " + ("pending" if r["ms"] is None else f"{r['ms']:.0f} ms")
-            + f" {r['bytes']:,d} B" for r in requests))
+            + f" {r['bytes']:,d} B" for r in runs[0]["requests"])))
 
 
 if __name__ == "__main__":
