@@ -1,8 +1,10 @@
-"""The fused Hadamard + FP8 kernel keeps whole rows in one thread (kernels/triton/hadamard_fp8.py,
-"Layout"): compiled for sm_90 on this CPU (no GPU), its butterflies need no lane shuffles and no
-local memory. The shuffles left are the block-wide reductions (the token kernel's min over the
-block's descales, the amax pass's max): a handful, where the row-major layout of H200 run 10
-needed ~500 per thread (a row spread over 8 lanes: 41-57 instructions per element)."""
+"""The fused Hadamard + FP8 kernel keeps whole rows in one thread at 32 rows per warp (the per-head
+default launch; kernels/triton/hadamard_fp8.py, "Layout"): compiled for sm_90 on this CPU (no
+GPU), its butterflies need no lane shuffles and no local memory. The shuffles left are the
+block-wide reductions (the token kernel's min over the block's descales, the amax pass's max): a
+handful, where the row-major layout of H200 run 10 needed ~500 per thread (a row spread over 8
+lanes: 41-57 instructions per element). The per-token default (16 rows per warp, two threads per
+row: ~200 shuffles) trades some of that for wider loads; it was the faster one on the H200."""
 
 import re
 
@@ -24,6 +26,7 @@ ARGS = {
 
 
 def compile_sm90(kernel: str, d: int, num_warps: int = H.NUM_WARPS) -> str:
+    """PTX of ``kernel`` for sm_90 at 32 rows per warp (one row per thread)."""
     fn, types, constexprs = ARGS[kernel]
     names = fn.arg_names
     signature = dict(zip(names, types + ["constexpr"] * len(constexprs)))
