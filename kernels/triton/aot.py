@@ -105,7 +105,8 @@ def _constexprs(v: AotVariant) -> dict:
 
 
 _POINTER_TYPES = {
-    "fp8": {"Q": "*fp8e4nv", "K": "*fp8e4nv", "V": "*fp8e4nv", "Out": "*bf16", "Lse": "*fp32", "T": "*fp32", "DV": "*fp32"},
+    "fp8": {"Q": "*fp8e4nv", "K": "*fp8e4nv", "V": "*fp8e4nv", "Out": "*bf16", "Lse": "*fp32", "T": "*fp32", "DV": "*fp32",
+            "NanK": "*i32", "NanV": "*i32"},
     "bf16": {"Q": "*bf16", "K": "*bf16", "V": "*bf16", "Out": "*bf16", "Lse": "*fp32"},
 }
 _FLOAT_ARGS = {"t": "fp32"}  # bf16 kernel: t = softmax_scale * log2(e), by value
@@ -222,7 +223,7 @@ def default_addresses(shape: AttnShape, kernel: str, base: int = 1 << 32) -> dic
     sizes = {"Q": b * sq * h * d * e, "K": b * sk * hk * d * e, "V": b * sk * hk * dv * e,
              "Out": b * sq * h * dv * 2, "Lse": b * h * sq * 4}
     if kernel == "fp8":
-        sizes.update(T=b * hk * 4, DV=b * hk * 4)
+        sizes.update(T=b * hk * 4, DV=b * hk * 4, NanK=b * hk * 4, NanV=b * hk * dv * 4)
     addresses, cursor = {}, base
     for name, size in sizes.items():
         addresses[name] = cursor

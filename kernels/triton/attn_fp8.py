@@ -37,6 +37,8 @@ from zyfa.kernels.triton._common import (
 from zyfa.numerics import LEANP_BIAS_V2, RECIPES
 
 _INTERPRET = interpreting()
+# "no NaN key": above any key index (the kernel compares it with the keys a row reads)
+NO_NAN_KEY = tl.constexpr(2**30)
 
 
 @triton.jit
@@ -58,7 +60,7 @@ def _lean_p_v2(s, t, T8, m_i, C2: tl.constexpr):
 
 
 @triton.jit
-def _attn_fwd_fp8_inner(acc, l_i, m_i, nan_i, q, k_base, v_base, t, T8,
+def _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
                         stride_ks, stride_vs, stride_vd, offs_m, offs_d, offs_dv,
                         lo, hi, offset, SEQ_K,
                         HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
@@ -69,7 +71,6 @@ def _attn_fwd_fp8_inner(acc, l_i, m_i, nan_i, q, k_base, v_base, t, T8,
                         NAN_CHECKS: tl.constexpr):
     offs_n0 = tl.arange(0, BLOCK_N)
     magic: tl.constexpr = 12582912.0  # 1.5 * 2**23
-    NO_KEY: tl.constexpr = 2**30  # "no NaN key in this block"
     if ROWSUM_MMA:  # P @ ones gives the rounded-P row sum on the tensor cores (gfx950: one extra MFMA)
         ones = tl.full([BLOCK_N, 16], 56, tl.uint8).to(tl.float8e4nv, bitcast=True)  # e4m3 code 56 = 1.0
     for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPEC):
@@ -98,23 +99,13 @@ def _attn_fwd_fp8_inner(acc, l_i, m_i, nan_i, q, k_base, v_base, t, T8,
         if PROTON:
             pl.exit_scope("qk")
             pl.enter_scope("softmax")
-        # -- NaN (docs/numerics.md, "Non-finite inputs"), from the e4m3 bits (0x7f / 0xff): hardware
-        # max may drop NaN operands, and the interpreter decodes 0x7f as 480. Row i allows key j iff
-        # j <= i + offset (causal; keys past SEQ_K were loaded as 0), so per block it is enough to know
-        # the first NaN key (of K) and the first NaN key of each V column: no extra product ----
-        if NAN_CHECKS:  # False only to measure their cost (benchmarks/bench_nan_checks.py)
-            k_nan = tl.max(tl.where((kt.to(tl.uint8, bitcast=True) & 0x7F) == 0x7F, 1, 0), 0) > 0
-            first_k_nan = tl.min(tl.where(k_nan, offs_n, NO_KEY), 0)
+        # -- NaN (docs/numerics.md, "Non-finite inputs"): the host found the first NaN key of K and of
+        # each V column (first_nan_keys) and the epilogue marks the rows that read them, so the unmasked
+        # blocks do no NaN work at all (run 19: per-block checks made the kernel 3.1x slower). Only
+        # here: P is 0 at masked keys, but 0 * NaN is NaN, so V's NaN codes (0x7f / 0xff) are zeroed
+        if NAN_CHECKS and MASKED:
             v_nan = (v.to(tl.uint8, bitcast=True) & 0x7F) == 0x7F
-            first_v_nan = tl.min(tl.where(v_nan, offs_n[:, None], NO_KEY), 0)
-            if MASKED and IS_CAUSAL:
-                last = offs_m + offset  # the last key each row allows
-            else:
-                last = offs_m * 0 + (NO_KEY - 1)  # every row allows every key of the block
-            nan_i = nan_i | (first_k_nan <= last)
-            nan_cols = first_v_nan[None, :] <= last[:, None]
-            if MASKED:  # P is 0 at masked keys, but 0 * NaN is NaN: V's NaNs are zeroed for the product
-                v = tl.where(v_nan, 0, v.to(tl.uint8, bitcast=True)).to(tl.uint8).to(tl.float8e4nv, bitcast=True)
+            v = tl.where(v_nan, 0, v.to(tl.uint8, bitcast=True)).to(tl.uint8).to(tl.float8e4nv, bitcast=True)
         if RECIPE_V2:
             # -- spec v2: hybrid phi offset, E8M0 2^e, FA-style alpha where the running max grew ----
             p, e, m_new, valid = _lean_p_v2(s, t, T8, m_i, C2)
@@ -129,8 +120,6 @@ def _attn_fwd_fp8_inner(acc, l_i, m_i, nan_i, q, k_base, v_base, t, T8,
             else:
                 pv = tl.dot(p, v, max_num_imprecise_acc=IMPRECISE_ACC)
             acc = tl.fma(acc, alpha[:, None], pv * blk_scale[:, None])  # one rounding (spec v2 step 5)
-            if NAN_CHECKS:
-                acc = tl.where(nan_cols, float("nan"), acc)
             l_i = tl.fma(l_i, alpha, tl.sum(p.to(tl.float32), 1) * blk_scale)
             m_i = m_new
             if PROTON:
@@ -179,8 +168,6 @@ def _attn_fwd_fp8_inner(acc, l_i, m_i, nan_i, q, k_base, v_base, t, T8,
                 pv = tl.dot(p_op, v_op, input_precision="ieee" if INTERPRET else None,
                             max_num_imprecise_acc=IMPRECISE_ACC)
                 acc = acc * alpha[:, None] + pv * blk_scale[:, None]
-            if NAN_CHECKS:
-                acc = tl.where(nan_cols, float("nan"), acc)
             if ROWSUM_MMA:
                 if INTERPRET:
                     ones_op = ones.to(tl.float32)
@@ -200,7 +187,7 @@ def _attn_fwd_fp8_inner(acc, l_i, m_i, nan_i, q, k_base, v_base, t, T8,
             m_i = m_new
             if PROTON:
                 pl.exit_scope("pv")
-    return acc, l_i, m_i, nan_i
+    return acc, l_i, m_i
 
 
 @triton.autotune(configs=autotune_configs(fp8=True), prune_configs_by={"early_config_prune": prune_for_headdim(fp8=True)},
@@ -208,7 +195,7 @@ def _attn_fwd_fp8_inner(acc, l_i, m_i, nan_i, q, k_base, v_base, t, T8,
                       "RECIPE_V2"],  # v1 and v2 are different kernels: one winner each
                  cache_results=not _INTERPRET)
 @triton.jit
-def _attn_fwd_fp8(Q, K, V, Out, Lse, T, DV,
+def _attn_fwd_fp8(Q, K, V, Out, Lse, T, DV, NanK, NanV,
                   stride_qb, stride_qs, stride_qh,
                   stride_kb, stride_ks, stride_kh,
                   stride_vb, stride_vs, stride_vh, stride_vd,
@@ -248,19 +235,15 @@ def _attn_fwd_fp8(Q, K, V, Out, Lse, T, DV,
     else:
         l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM_V_PAD], dtype=tl.float32)
-    if NAN_CHECKS:
-        nan_i = tl.max(tl.where((q.to(tl.uint8, bitcast=True) & 0x7F) == 0x7F, 1, 0), 1) > 0  # q rows holding a NaN
-    else:
-        nan_i = offs_m < 0
     # -- key ranges: [0, full_hi) unmasked for every row of the tile, [full_hi, hi) masked ----
     full_hi, hi, offset = key_ranges(start_m, SEQ_Q, SEQ_K, BLOCK_M, BLOCK_N, IS_CAUSAL)
-    acc, l_i, m_i, nan_i = _attn_fwd_fp8_inner(acc, l_i, m_i, nan_i, q, k_base, v_base, t, T8,
+    acc, l_i, m_i = _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
                                         stride_ks, stride_vs, stride_vd, offs_m, offs_d, offs_dv,
                                         0, full_hi, offset, SEQ_K, HEAD_DIM, HEAD_DIM_V, BLOCK_N,
                                         False, IS_CAUSAL, WARP_SPEC, ROWSUM_MMA, ACC_IN_DOT,
                                         SCALED_PV, INTERPRET, PROTON, IMPRECISE_ACC, RECIPE_V2, C2,
                                         NAN_CHECKS)
-    acc, l_i, m_i, nan_i = _attn_fwd_fp8_inner(acc, l_i, m_i, nan_i, q, k_base, v_base, t, T8,
+    acc, l_i, m_i = _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
                                         stride_ks, stride_vs, stride_vd, offs_m, offs_d, offs_dv,
                                         full_hi, hi, offset, SEQ_K, HEAD_DIM, HEAD_DIM_V, BLOCK_N,
                                         True, IS_CAUSAL, WARP_SPEC, ROWSUM_MMA, ACC_IN_DOT,
@@ -274,9 +257,21 @@ def _attn_fwd_fp8(Q, K, V, Out, Lse, T, DV,
     out = tl.div_rn(acc, l_safe[:, None]) * dv
     out = tl.where(has_keys[:, None], out, 0.0)
     lse = tl.where(has_keys, (m_i + tl.log2(l_safe)) * 0.6931471805599453, float("inf"))  # ln 2
-    # a row that read a NaN score: NaN out and lse (a row with no allowed key reads nothing)
+    # -- NaN: row i reads the keys <= i + offset (causal) or all of them. A NaN in its q row or in a key
+    # of K it reads makes out and lse NaN; a NaN in V column c at a key it reads makes out[i, c] NaN
+    # (a row with no allowed key reads nothing). NanK / NanV: first NaN key per (batch, kv head) of K
+    # and per V column, NO_NAN_KEY where none (first_nan_keys) ----
     if NAN_CHECKS:
-        nan_i = nan_i & (SEQ_K > 0) & ((offs_m + offset >= 0) | (not IS_CAUSAL))
+        if IS_CAUSAL:
+            last = offs_m + offset
+        else:
+            last = offs_m * 0 + (NO_NAN_KEY - 1)
+        first_k = tl.load(NanK + off_b * stride_tb + off_hk)
+        first_v = tl.load(NanV + (off_b * stride_tb + off_hk) * HEAD_DIM_V + offs_dv, mask=offs_dv < HEAD_DIM_V,
+                          other=NO_NAN_KEY)
+        out = tl.where(first_v[None, :] <= last[:, None], float("nan"), out)
+        nan_q = tl.max(tl.where((q.to(tl.uint8, bitcast=True) & 0x7F) == 0x7F, 1, 0), 1) > 0  # q rows holding a NaN
+        nan_i = (nan_q | (first_k <= last)) & (SEQ_K > 0) & ((offs_m + offset >= 0) | (not IS_CAUSAL))
         out = tl.where(nan_i[:, None], float("nan"), out)
         lse = tl.where(nan_i, float("nan"), lse)
     o_ptrs = Out + off_b * stride_ob + off_h * stride_oh + offs_m[:, None] * stride_os + offs_dv[None, :]
@@ -292,6 +287,22 @@ _attn_fwd_fp8_bucketed = BucketedAutotune(_attn_fwd_fp8)
 # stride_vh = headdim_v * seqlen_k), so one compile serves every length
 _attn_fwd_fp8_any_len = triton.jit(_attn_fwd_fp8.fn.fn, do_not_specialize=[
     "SEQ_Q", "SEQ_K", "stride_lb", "stride_lh", "stride_vh", "stride_vd"])
+
+
+def first_nan_keys(k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """First NaN key (e4m3 code 0x7f / 0xff) of K per (batch, kv head), ``(b, h_k)``, and of each V
+    column, ``(b, h_k, d_v)``, int32, ``NO_NAN_KEY`` (2^30) where there is none: the kernel's NaN rule
+    from them (a row reads a prefix of the keys). A few elementwise passes over K and V on their
+    device, no host sync."""
+    b, s, h_k, d_v = v.shape
+    if s == 0:
+        return (torch.full((b, h_k), NO_NAN_KEY.value, dtype=torch.int32, device=k.device),
+                torch.full((b, h_k, d_v), NO_NAN_KEY.value, dtype=torch.int32, device=v.device))
+    in_k = ((k.view(torch.uint8) & 0x7F) == 0x7F).any(-1)  # (b, s, h_k)
+    in_v = (v.view(torch.uint8) & 0x7F) == 0x7F  # (b, s, h_k, d_v)
+    first = [torch.where(x.any(1), x.to(torch.uint8).argmax(1), NO_NAN_KEY.value).to(torch.int32).contiguous()
+             for x in (in_k, in_v)]  # argmax: the first of equal maxima
+    return first[0], first[1]
 
 
 def fp8_constants(softmax_scale: float, q_descale: torch.Tensor, k_descale: torch.Tensor) -> torch.Tensor:
@@ -376,8 +387,10 @@ def attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_sca
         kernel = _attn_fwd_fp8.fn if kernel is _attn_fwd_fp8_bucketed else kernel
         launch.update(config.meta(fp8=True), PROTON=proton_scopes, num_warps=config.num_warps,
                       num_stages=config.num_stages)
+    # NaN rule inputs; without the checks the kernel reads neither, any int32 tensor does
+    nan_k, nan_v = first_nan_keys(k, v) if nan_checks else (t.view(torch.int32), t.view(torch.int32))
     kernel[grid](
-        q, k, v_arg, out, lse, t, dv,
+        q, k, v_arg, out, lse, t, dv, nan_k, nan_v,
         q.stride(0), q.stride(1), q.stride(2),
         k.stride(0), k.stride(1), k.stride(2),
         *v_strides,

@@ -49,10 +49,10 @@ def test_bf16_build_uses_bf16_mfma(bf16):
 def test_fp8_kernargs_follow_triton_amd_layout(fp8):
     spec, build = fp8
     raw = spec.kernargs(SHAPE)
-    # 7 pointers (Q K V Out Lse T DV), 20 i32, 2 scratch pointers: 56 + 80 + 16 bytes, then HIP's
+    # 9 pointers (Q K V Out Lse T DV NanK NanV), 20 i32, 2 scratch pointers: 72 + 80 + 16 bytes, then HIP's
     # hidden arguments, if the code object asks for any (filled as HIP would for the grid)
     assert len(raw) == build.meta["kernarg_size"]
-    assert build.meta["args"][-1][2] == 132  # last explicit i32 (IMPRECISE_ACC is a constexpr)
+    assert build.meta["args"][-1][2] == 148  # last explicit i32 (IMPRECISE_ACC is a constexpr)
     hidden = {kind: off for kind, off, _ in build.meta["hidden_args"]}
     if "hidden_block_count_x" in hidden:
         assert struct.unpack_from("<III", raw, hidden["hidden_block_count_x"]) == (3, 8, 1)
@@ -66,7 +66,7 @@ def test_fp8_kernargs_follow_triton_amd_layout(fp8):
     assert struct.unpack_from("<i", raw, offsets["GROUP"])[0] == 2
     assert struct.unpack_from("<i", raw, offsets["stride_vs"])[0] == 1  # V read keys-contiguous
     assert struct.unpack_from("<i", raw, offsets["stride_qs"])[0] == 4 * 128
-    assert struct.unpack_from("<QQ", raw, 136) == (0, 0)  # scratch pointers
+    assert struct.unpack_from("<QQ", raw, 152) == (0, 0)  # scratch pointers
 
 
 def test_grid_and_workgroup(fp8, bf16):
