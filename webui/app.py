@@ -119,6 +119,7 @@ LISTING_COLUMNS = [
     {"field": "stall", "headerName": "stall cycles", "filter": "agNumberColumnFilter"},
     {"field": "share", "headerName": "share", "filter": "agNumberColumnFilter",
      "valueFormatter": {"function": "d3.format('.2%')(params.value)"}},
+    {"field": "source", "headerName": "emitter (generator line)", "filter": "agTextColumnFilter", "width": 260},
 ]
 
 
@@ -937,13 +938,23 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
             return [], [], "", "", LISTING_COLUMNS, LISTING_COLUMNS
         window = _window(metric_range, panels)
         frames = {slot: metrics.listing(p.trace, window) for slot, p in panels.items()}
-        cols = {slot: LISTING_COLUMNS[:-1] + [
+        cols = {slot: LISTING_COLUMNS[:-2] + [
             {"field": c, "headerName": c.replace("_", " "), "filter": "agNumberColumnFilter"}
-            for c in f.columns if c.startswith("stall_")] + LISTING_COLUMNS[-1:] for slot, f in frames.items()}
-        rows = {slot: _listing_rows(f) for slot, f in frames.items()}
+            for c in f.columns if c.startswith("stall_")] + LISTING_COLUMNS[-2:] for slot, f in frames.items()}
+        rows = {}
+        notes = []
+        for slot, f in frames.items():
+            sources = metrics.emitter_sources(panels[slot].trace)
+            rows[slot] = _listing_rows(f)
+            for rec in rows[slot]:
+                rec["source"] = sources.get(rec["pc"], "—") if sources else "no source"
+            notes.append(f"{slot.upper()}: emitter lines recorded by the gfx950 generator at emit time" if sources else
+                         f"{slot.upper()}: no source (not a generator build: AITER code object, hardware capture or "
+                         "another generator version): regions by loop structure")
         regions = metrics.region_table(frames)
         info = (f"window {window}; busy = Σ(end − start); latency = mean(end − issue); stall = cycles the wave waited "
-                "before issuing it, total and per reason; share = its stall + busy / all instructions' stall + busy")
+                "before issuing it, total and per reason; share = its stall + busy / all instructions' stall + busy; "
+                + "; ".join(notes))
         return (rows.get("a", []), rows.get("b", []), _region_view(regions), info, cols.get("a", LISTING_COLUMNS),
                 cols.get("b", LISTING_COLUMNS))
 

@@ -16,7 +16,7 @@ import pandas as pd
 
 from zyfa import analyzer
 from zyfa.analyzer import listing as analyzer_listing
-from zyfa.kernels import baseline
+from zyfa.kernels import baseline, registry
 from zyfa.trace.cdna4 import power
 from zyfa.trace.cdna4.estimate import EstimateConfig
 from zyfa.trace.schema import Trace
@@ -198,6 +198,52 @@ def why(a: Trace, b: Trace, window: Window) -> tuple[pd.DataFrame, pd.DataFrame]
         cached = a.cache[key] = (b, analyzer_listing.explain(a, b, window),
                                  analyzer_listing.unit_work_diff(a, b, window))
     return cached[1], cached[2]
+
+
+_NAMED = re.compile(r"^([^\[\]]+)(?:\[(.*)\])?$")  # "zyfa-fp8[schedule=serial,softmax=exact]"
+
+
+def _parameter(value: str):
+    try:
+        return int(value)
+    except ValueError:
+        return value
+
+
+def emitter_sources(trace: Trace) -> Optional[dict[int, str]]:
+    """pc -> the generator line that emitted the instruction (``"kernels/gfx950/generator.py:612"``,
+    recorded at emit time in the build's ``instruction_sources``), for a cycle-model trace of a
+    gfx950 generator kernel. The build is made again from the trace's kernel name (with its
+    ``[param=value,...]`` what-if parameters) and shape (``zyfa.kernels.registry.resolve``) and
+    used only if it matches the trace: every pc of the trace is in it and every recorded region
+    is the build's cluster at that pc (a trace saved by another generator version is refused).
+    None for other traces (AITER code objects, hardware captures: no source; regions come from
+    the loop structure) and when the build cannot be made or does not match."""
+    def compute() -> Optional[dict[int, str]]:
+        m = _NAMED.match(trace.meta.kernel or "")
+        shape = trace.meta.attn_shape
+        if trace.meta.source != "model" or m is None or shape is None or len(trace) == 0:
+            return None
+        spec = registry.spec_of(m.group(1))
+        if spec is None or spec.variant is None:
+            return None
+        params = dict(p.split("=", 1) for p in m.group(2).split(",") if "=" in p) if m.group(2) else {}
+        try:
+            meta = registry.resolve(m.group(1), shape, {k: _parameter(v) for k, v in params.items()}).build.meta
+        except (ValueError, TypeError, KeyError):
+            return None
+        pcs, sources, clusters = (meta.get(k) for k in ("instruction_pcs", "instruction_sources",
+                                                         "instruction_clusters"))
+        if not pcs or not sources or not clusters:
+            return None
+        cluster_of = dict(zip(pcs, clusters))
+        pc = trace.column("pc", fill=-1)
+        region = np.asarray(trace.table.column("region").to_pandas(), dtype=object)
+        for p, r in set(zip(pc.tolist(), region.tolist())):
+            if p >= 0 and (p not in cluster_of or (r is not None and r == r and r != cluster_of[p])):
+                return None
+        return dict(zip(pcs, sources))
+    return _cached(trace, "webui.emitter_sources", compute)
 
 
 def phases(trace: Trace) -> pd.DataFrame:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -13,7 +14,8 @@ from zyfa import analyzer
 from zyfa.kernels import baseline
 from zyfa.webui import app as app_module
 from zyfa.webui import metrics
-from zyfa.trace.cdna4 import power
+from zyfa.shapes import AttnShape
+from zyfa.trace.cdna4 import power, tracer
 from zyfa.trace.schema import Trace
 from zyfa.webui.app import (GRAPH_CONFIG, ServerThread, create_app, default_pair, host_allowed, is_loopback,
                             positive_int)
@@ -397,3 +399,23 @@ def test_bad_download_requests_are_4xx_and_name_no_path(tmp_path, make_trace, ur
     assert str(tmp_path) not in resp.get_data(as_text=True)
     ok = client.get("/download/metrics?a=file:z.parquet&window=10:20", headers={"Host": "127.0.0.1"})
     assert ok.status_code == 200 and ok.mimetype == "text/csv"
+
+
+def test_emitter_sources_link_generator_instructions_to_their_lines(make_trace):
+    """A cycle-model trace of a generator kernel (a what-if's parameters included) gets each pc's
+    emitter line from the build (recorded at emit time); other traces get none."""
+    root = Path(__file__).resolve().parents[2]
+    shape = AttnShape(batch=1, heads=1, heads_k=1, seqlen_q=256, seqlen_k=256, headdim=128, headdim_v=128, dtype="fp8")
+    trace, _ = tracer.simulate("zyfa-fp8", shape, {"schedule": "serial"})
+    assert trace.meta.kernel == "zyfa-fp8[schedule=serial]"
+    sources = metrics.emitter_sources(trace)
+    pcs = set(trace.column("pc").tolist())
+    assert sources is not None and pcs <= set(sources)
+    for pc in pcs:
+        path, line = sources[pc].rsplit(":", 1)
+        assert path.startswith("kernels/gfx950/") and 0 < int(line) <= len((root / path).read_text().splitlines())
+    assert metrics.emitter_sources(make_trace()) is None  # hand-made records: no build matches their pcs
+    # a trace whose recorded regions are not the build's clusters (another generator version): refused
+    regions = trace.df["region"].where(trace.df["region"].isna(), "renamed_cluster")
+    stale = Trace(trace.df.assign(region=regions), trace.meta)
+    assert metrics.emitter_sources(stale) is None

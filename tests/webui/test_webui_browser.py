@@ -18,6 +18,7 @@ from zyfa.analyzer import listing
 from zyfa.shapes import AttnShape
 from zyfa.trace.cdna4 import power, tracer  # simulate + save: the path zyfa-trace kernel takes
 from zyfa.trace.schema import Trace
+from zyfa.webui import metrics
 from zyfa.webui.app import RELAYOUT_TO_VIEW, ServerThread, create_app
 from zyfa.webui.store import TraceStore
 from zyfa.webui.timeline import iteration_span, tracks
@@ -426,6 +427,7 @@ def test_instruction_view_click_highlights_every_execution(browser, served):
     cell = page.locator('#listing-b .ag-row[row-id="%d"] .ag-cell[col-id="opcode"]' % (0x200 + 8 * 3))
     cell.wait_for(timeout=TIMEOUT_MS)
     assert cell.text_content() == "v_exp_f32"
+    assert "B: no source" in page.locator("#listing-info").text_content()  # hand-made records: no generator build
     _settled(page)
     cell.click()
     n = int((b.column("pc") == 0x200 + 8 * 3).sum())
@@ -455,7 +457,8 @@ def test_headline_equals_the_cli_prediction_and_names_the_phase(browser, tmp_pat
     for kernel in ("zyfa-fp8", "aiter-like-fp8"):
         trace, est[kernel] = tracer.simulate(kernel, shape)
         tracer.save(trace, tmp_path)
-    server = ServerThread(create_app(TraceStore([tmp_path])), "127.0.0.1", 0)
+    store = TraceStore([tmp_path])
+    server = ServerThread(create_app(store), "127.0.0.1", 0)
     server.start()
     try:
         page = browser.new_page(viewport={"width": 1500, "height": 1200})
@@ -476,6 +479,14 @@ def test_headline_equals_the_cli_prediction_and_names_the_phase(browser, tmp_pat
         words = page.inner_text("#why-words")
         assert "Largest term:" in words and "cycles" in words
         page.screenshot(path=str(ARTIFACTS / "11-headline-why.png"))
+        # the instruction view names the generator line that emitted each instruction (#18's build meta)
+        page.wait_for_function("() => (document.querySelector('#listing-info') || {textContent: ''}).textContent"
+                               ".includes('A: emitter lines recorded')", timeout=TIMEOUT_MS)
+        zyfa = next(store.get(e.id) for e in store.entries() if store.get(e.id).meta.kernel == "zyfa-fp8")
+        want = metrics.emitter_sources(zyfa)
+        shown = page.evaluate("() => { const out = []; window.dash_ag_grid.getApi('listing-a')"
+                              ".forEachNode(n => out.push([n.data.pc, n.data.source])); return out; }")
+        assert shown and all(src == want[pc] and src.startswith("kernels/gfx950/") for pc, src in shown)
         page.close()
     finally:
         server.shutdown()
