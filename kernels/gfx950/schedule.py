@@ -85,10 +85,10 @@ class KernelConfig:
             raise ValueError(f"KernelConfig.rescale_threshold must be an int in [0, 64], got {self.rescale_threshold!r}")
         if self.rowsum == "valu" and self.softmax != "folded":
             raise ValueError("KernelConfig: rowsum='valu' needs softmax='folded' (unscaled P)")
-        if self.softmax == "folded" and self.headdim != 128:
-            raise ValueError(f"KernelConfig: softmax='folded' is implemented for headdim 128 only (its 16-VGPR "
-                             f"accumulator-start block does not fit beside a {self.headdim}-wide Q operand), "
-                             f"got {self.headdim!r}")
+        if self.softmax == "folded" and self.rowsum == "mfma" and self.headdim != 128:
+            raise ValueError(f"KernelConfig: softmax='folded' with rowsum='mfma' is implemented for headdim 128 only "
+                             f"(its 16-VGPR accumulator-start block and the row-sum operand do not fit beside a "
+                             f"{self.headdim}-wide Q operand; rowsum='valu' does), got {self.headdim!r}")
         if self.headdim_v != 128:
             raise ValueError(f"KernelConfig.headdim_v must be 128 (four 32-row MFMA tiles), got {self.headdim_v!r}")
 
@@ -335,9 +335,9 @@ def all_configs(headdims=(128, 192)) -> list[KernelConfig]:
     """Every valid (softmax, scaling, schedule, headdim) fp8 combination, for tests and what-if."""
     configs = []
     for softmax, scaling, sched, d in product(SOFTMAX, SCALING, SCHEDULES, headdims):
-        if softmax in ("lean", "folded") and scaling != "block" or softmax == "folded" and d != 128 \
+        if softmax in ("lean", "folded") and scaling != "block" \
                 or sched == "aiter" and (softmax, scaling) != ("exact", "none"):
             continue
         configs.append(KernelConfig(f"fp8-{softmax}-{scaling}-{sched}-d{d}", softmax=softmax, scaling=scaling,
-                                    schedule=sched, headdim=d))
+                                    schedule=sched, headdim=d, rowsum="valu" if softmax == "folded" else "mfma"))
     return configs

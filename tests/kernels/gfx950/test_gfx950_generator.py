@@ -319,7 +319,8 @@ def test_folded_lean_p_static_count_is_within_the_write_ups_budget(generated):
     # no block scale bookkeeping: both P blocks carry the constant E8M0 119 (2^-8)
     assert "v_med3_i32" not in {i.opcode for i in gen.instructions if i.cluster == "softmax_j"}
     with pytest.raises(ValueError, match="headdim 128 only"):
-        KernelConfig("f192", softmax="folded", headdim=192)
+        KernelConfig("f192", softmax="folded", headdim=192)  # rowsum="mfma" (the default)
+    assert generate(KernelConfig("f192v", softmax="folded", headdim=192, rowsum="valu")).vgprs <= 192
 
 
 def test_rescale_threshold_adds_one_compare_operand():
@@ -473,9 +474,9 @@ def test_mla_target_builds():
 def test_every_valid_fp8_combination_generates_within_budget():
     from zyfa.kernels.gfx950.schedule import all_configs
     configs = all_configs()
-    # (lean|exact)+block, exact+none; pingpong|serial; hd 128|192; + folded+block hd 128 x 2 schedules;
+    # (lean|exact|folded)+block, exact+none; pingpong|serial; hd 128|192 (folded: rowsum="valu");
     # + exact+none under "aiter", hd 128|192
-    assert len(configs) == 3 * 2 * 2 + 2 + 2
+    assert len(configs) == 4 * 2 * 2 + 2
     for config in configs:
         gen = generate(config)
         assert gen.vgprs + gen.agprs <= 256 and gen.lds_bytes <= 160 * 1024, config.name

@@ -171,6 +171,13 @@ def test_zyfa_fp8_gqa(kernel):
     _check(emulate_kernel(kernel, _shape(kernel, 256, heads=4, heads_k=2)))
 
 
+def test_zyfa_fp8_folded_mla_192_128():
+    """MLA 192/128 (head dims of Q/K 192, V 128) with GQA 4/2: three QK chunks chained into y."""
+    shape = AttnShape(batch=1, heads=4, heads_k=2, seqlen_q=300, seqlen_k=300, headdim=192, headdim_v=128,
+                      causal=True, dtype="fp8")
+    _check(emulate_kernel("zyfa-fp8-folded", shape))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("sq,sk", [(200, 333), (333, 200)])
 def test_zyfa_fp8_folded_seqlen_q_ne_seqlen_k(sq, sk):
