@@ -430,3 +430,10 @@ def test_bench_html_from_writes_next_to_the_csv(work, capsys):
     assert "zyfa-bench" in html and "sdpa-bf16" in html
     assert not [p for p in work.iterdir() if p.name.endswith(".tmp")]
     assert _bench(capsys, ["--html-from", "b.csv", "--force"])[0] == 0
+
+
+@pytest.mark.parametrize("flag", ["--batch", "--seqlen", "--heads", "--headdim"])
+@pytest.mark.parametrize("value", ["0", "-3"])
+def test_demo_refuses_an_empty_problem(work, capsys, flag, value):
+    """--seqlen 0 printed "rel. L2 vs fp64 nan" with exit code 0."""
+    _expect_one_line(*_cli(capsys, ["demo", flag, value]), f"{flag} must be >= 1, got {value}")

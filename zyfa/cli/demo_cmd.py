@@ -23,6 +23,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    for name in ("batch", "seqlen", "heads", "headdim"):
+        if getattr(args, name) < 1:  # an empty problem printed "rel. L2 vs fp64 nan" with exit code 0
+            raise ValueError(f"--{name} must be >= 1, got {getattr(args, name)}")
     gen = torch.Generator().manual_seed(args.seed)
     shape = (args.batch, args.seqlen, args.heads, args.headdim)
     q, k, v = (torch.randn(shape, generator=gen).to(torch.bfloat16) for _ in range(3))
