@@ -39,6 +39,8 @@ def _bits(x: torch.Tensor, dtype: str) -> tuple[torch.Tensor, int]:
 
 def stream_toggle(x: torch.Tensor, dtype: str) -> float:
     """Mean fraction of bits that flip between consecutive values of ``x`` (flattened) in ``dtype``."""
+    if x.numel() < 2:  # no consecutive pair: no density to measure (was a ZeroDivisionError)
+        raise ValueError(f"the toggle density needs at least 2 values, got {x.numel()}")
     codes, nbits = _bits(x.flatten(), dtype)
     flips = codes[1:] ^ codes[:-1]
     count = sum(((flips >> i) & 1).sum().item() for i in range(nbits))
@@ -54,6 +56,9 @@ def attention_toggles(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, dtype: 
     q0, k0, v0 = q[0, :rows, 0], k[0, :TILE_KEYS, 0], v[0, :TILE_KEYS, 0]
     s = (q0.float() * q_descale) @ (k0.float() * k_descale).T / q0.shape[-1] ** 0.5
     p = torch.exp(s - s.max(dim=1, keepdim=True).values)
+    if p.numel() < 2:
+        raise ValueError(f"operand toggle densities need a P tile of at least 2 values; this shape gives "
+                         f"{p.numel()} (seqlen_q x seqlen_k = {q.shape[1]} x {k.shape[1]})")
     out = {name: stream_toggle(t, dtype) for name, t in (("q", q0), ("k", k0), ("p", p), ("v", v0))}
     out["mfma"] = sum(out[n] for n in "qkpv") / 4
     return out

@@ -4,11 +4,12 @@ import dataclasses
 import math
 
 import pytest
+import torch
 
 from zyfa.kernels import baseline
 from zyfa.shapes import AttnShape
 from zyfa.trace.cdna4 import fidelity, power
-from zyfa.trace.cdna4.toggle import gaussian_attention_toggles, stream_toggle
+from zyfa.trace.cdna4.toggle import attention_toggles, gaussian_attention_toggles, stream_toggle
 
 
 def records(rows):
@@ -160,3 +161,11 @@ def test_kernel_emulate_prints_the_clock_from_the_emulated_data(capsys):
                  "--emulate"]) == 0
     out = capsys.readouterr().out
     assert "operand toggle density of the emulated data 0." in out and "predicted clock " in out
+
+
+def test_toggle_density_of_too_few_values_is_an_error_not_a_zero_division():
+    with pytest.raises(ValueError, match="at least 2 values, got 1"):
+        stream_toggle(torch.ones(1), "fp8")
+    one = torch.ones(1, 1, 1, 128)  # seqlen 1: a 1 x 1 P tile (zyfa-trace kernel --shape 1 --emulate)
+    with pytest.raises(ValueError, match="P tile of at least 2 values; this shape gives 1"):
+        attention_toggles(one, one, one, "bf16")
