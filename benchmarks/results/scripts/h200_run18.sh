@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run 18 (issue 21; NOT RUN YET — written after run 17 for the next device call), ~260 s on the H200, from
+# Run 18 (issue 21; first run inside run 20, NOTES.md), ~260 s on the H200, from
 # the repository root:   bash benchmarks/results/scripts/h200_run18.sh
 # 1. the repository's GPU tests through the default (autotuned) launch, which since 598a487 tunes once
 #    per power-of-two bucket of the lengths (_common.BucketedAutotune) and reuses the winner after:
