@@ -139,7 +139,7 @@ SIGNATURES: dict[str, tuple] = {
     "v_cmp_eq_f32": (("k", 2), VSC, V1), "v_cmp_gt_u32": (("k", 2), VSC, V1), "v_cmp_eq_u32": (("k", 2), VSC, V1),
     "v_cmp_lt_f32": (("k", 2), VSC, V1), "v_cmp_nlt_f32": (("k", 2), VSC, V1),
     "v_cmp_ne_u32": (("k", 2), VSC, V1), "v_ffbl_b32": (V1, VSC), "v_min_u32": (V1, VSC, V1),
-    "v_min_u32_dpp": (V1, V1, V1), "v_or3_b32": (V1, VC, VC, VC), "v_add3_u32": (V1, VC, VC, VC),
+    "v_min_u32_dpp": (V1, V1, V1), "v_or3_b32": (V1, VC, VC, VC), "v_bfi_b32": (V1, VC, VC, VC), "v_add3_u32": (V1, VC, VC, VC),
     "v_min3_f32": (V1, VC, VC, VC), "v_maximum3_f32": (V1, VC, VC, VC),
     "v_max3_f32": (V1, VC, VC, VC), "v_fma_f32": (V1, VC, VC, VC), "v_med3_i32": (V1, VC, VC, VC),
     "v_ldexp_f32": (V1, VC, VC),

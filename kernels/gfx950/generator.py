@@ -37,6 +37,26 @@ E8M0_ONE = 127  # E8M0 scale byte of 2^0
 # resource's 32-bit byte count over 128 head dims, so every real key is below it)
 NO_NAN_KEY = 0x7FFFFFFF
 CLEAN_KEY = 0x1FFFFFFF
+
+
+@dataclass(frozen=True)
+class VNanCodes:
+    """How ``_Kernel.mask_v_nan`` finds the non-finite elements of a V dword: ``(x & exp) + one``
+    sets an element's top bit (``sign``) iff its exponent field is all ones (fp8 e4m3fn: the NaN
+    codes 0x7f/0xff; bf16: NaN and +-Inf); ``ffbl`` of the flags >> ``key_shift`` is the element's
+    index in the dword."""
+    exp: int
+    one: int
+    sign: int
+    sign_shift: int
+    key_shift: int
+    per_dword: int
+    classes: tuple  # one first-key array per class: bf16 keeps +-Inf apart (p x Inf = +-Inf for p > 0)
+
+
+V_NAN_CODES = {"fp8": VNanCodes(0x7F7F7F7F, 0x01010101, 0x80808080, 7, 3, 4, ("nan",)),
+               "bf16": VNanCodes(0x7F807F80, 0x00800080, 0x80008000, 15, 4, 2, ("nan", "+inf", "-inf"))}
+BF16_MANT, FP32_PINF, FP32_NINF = 0x007F007F, 0x7F800000, 0xFF800000
 FP32_QNAN = 0x7FC00000
 RSRC_WORD3 = 0x00020000  # raw buffer, 32-bit data format (gfx9 buffer resource word 3)
 ARCH_VGPRS = 256
@@ -95,7 +115,8 @@ class LdsLayout:
 def lds_layout(config: KernelConfig) -> LdsLayout:
     k_pitch = config.headdim * config.esize + LDS_PAD
     v_pitch = BLOCK_N * config.esize + LDS_PAD
-    nan_bytes = -(-4 * (config.headdim_v + 1) // 16) * 16 if config.dtype == "fp8" else 0
+    classes = len(V_NAN_CODES[config.dtype].classes) if config.dtype in V_NAN_CODES else 0
+    nan_bytes = -(-4 * (classes * config.headdim_v + 1) // 16) * 16 if classes else 0
     return LdsLayout(k_pitch, v_pitch, BLOCK_N * k_pitch, config.headdim_v * v_pitch, nan_bytes)
 
 
@@ -580,7 +601,7 @@ class _Kernel:
         e("s_max_i32", r[2], r[2], 0)
 
     def store_lds(self, k_buf: int, v_buf: int, k_only: bool = False, tag: Optional[str] = None):
-        """Staging VGPRs -> LDS K buffer k_buf and V^T buffer v_buf (fp8: V_j through
+        """Staging VGPRs -> LDS K buffer k_buf and V^T buffer v_buf (V_j through
         :meth:`mask_v_nan` first; ``tag`` names its labels)."""
         e, L = self.e, self.lds
         e("s_waitcnt", "vmcnt(0)")
@@ -588,11 +609,15 @@ class _Kernel:
             e("ds_write_b128", self.v.k_wr, self.stage[4 * i:4 * i + 4], mods=(f"offset:{k_buf * L.k_buf + 64 * i}",))
         if k_only:
             return
-        if self.fp8:
-            self.mask_v_nan(tag)
+        self.mask_v_nan(tag)
         for i in range(self.v_loads):
             r = self.k_loads + i
             e("ds_write_b128", self.v.v_wr, self.stage[4 * r:4 * r + 4], mods=(f"offset:{v_buf * L.v_buf + 64 * i}",))
+
+    @property
+    def v_nan_any(self) -> int:
+        """LDS byte address of the "any" word after the first-key arrays of :meth:`mask_v_nan`."""
+        return self.lds.nan_base + 4 * self.c.headdim_v * len(V_NAN_CODES[self.c.dtype].classes)
 
     def v_stage_dwords(self) -> list:
         """The staging VGPRs of this thread's V^T slice: load i, dword d holds keys 16 (tid % 4)
@@ -617,12 +642,19 @@ class _Kernel:
         0x7f7f7f7f) + 0x01010101`` has bit 7 of a byte set iff the byte is a NaN code, OR-ed; 1
         branch) that jumps back unless a lane of the wave holds a NaN; only then 92 VALU (per
         dword: the flags, ``x -= m - (m >> 7)``, ``ffbl``, the key, ``min``; the quad min and
-        the LDS update), 1 SALU, 2 ``s_nop`` and 3 LDS operations (counts checked by a test)."""
+        the LDS update), 1 SALU, 2 ``s_nop`` and 3 LDS operations (counts checked by a test).
+
+        bf16 (``V_NAN_CODES``): a half is flagged when its exponent is all ones (NaN or +-Inf);
+        the test reads 16 dwords (42 VALU); the slow path keeps three first-key arrays (NaN,
+        +Inf, -Inf: p x Inf = +-Inf for p > 0 must stay Inf), then zeroes the flagged halves
+        keeping their sign (688 VALU, 6 ``s_nop``, 7 LDS operations)."""
         if tag is None:
             raise AssertionError("mask_v_nan needs the label tag of its loop body")
         if 4 * self.c.headdim_v != WAVES * 64:
             raise AssertionError(f"{self.c.name}: the V NaN keys assume one V^T row per 4 threads")
         e, v, L = self.e, self.v, self.lds
+        codes = V_NAN_CODES[self.c.dtype]
+        per_load = 4 * codes.per_dword  # keys of one 16-byte load
         go, back = Label(f".L_vnan_{tag}"), Label(f".L_vnan_done_{tag}")
         e("s_cmp_ge_u32", self.s.j, self.s.nfull)
         e("s_cbranch_scc1", go)  # diagonal V tile (steady state: not taken)
@@ -635,45 +667,67 @@ class _Kernel:
             ta, tb, acc = v.mx0, v.mx1, v.tmp2
             for i in range(0, len(words), 2):
                 for t, word in ((ta, words[i]), (tb, words[i + 1])):
-                    e("v_and_b32", t, 0x7F7F7F7F, word)
-                    e("v_add_u32", t, 0x01010101, t)
+                    e("v_and_b32", t, codes.exp, word)
+                    e("v_add_u32", t, codes.one, t)
                 if i == 0:
                     e("v_or_b32", acc, ta, tb)
                 else:
                     e("v_or3_b32", acc, acc, ta, tb)
-            e("v_and_b32", acc, 0x80808080, acc)
+            e("v_and_b32", acc, codes.sign, acc)
             e("v_cmp_ne_u32", "vcc", 0, acc)
             e("s_cbranch_vccz", back)  # no NaN code in the wave's slice (steady state: taken)
             m, n, key, base, first = v.mx0, v.mx1, v.tmp, v.rel, v.tmp2
             e("s_lshl_b32", self.s.kb, self.s.j, BLOCK_N.bit_length() - 1)
             e("v_and_b32", base, 3, self.tid)
-            e("v_lshlrev_b32", base, 4, base)
-            e("v_add_u32", base, self.s.kb, base)  # first key of load 0: 128 j + 16 (tid % 4)
-            e("v_mov_b32", first, NO_NAN_KEY)
-            for index, word in enumerate(words):
-                i, d = divmod(index, 4)
-                if d == 0 and i > 0:
-                    e("v_add_u32", v.kk, 64 * i, base)
-                e("v_and_b32", m, 0x7F7F7F7F, word)
-                e("v_add_u32", m, 0x01010101, m)
-                e("v_and_b32", m, 0x80808080, m)  # 0x80 in the NaN bytes
-                e("v_lshrrev_b32", n, 7, m)
-                e("v_sub_u32", n, m, n)  # 0x7f in the NaN bytes
-                e("v_sub_u32", word, word, n)  # 0x7f -> 0x00, 0xff -> 0x80: +-0
-                e("v_ffbl_b32", key, m)  # 8 b + 7 of the first NaN byte b, or -1
-                e("v_lshrrev_b32", key, 3, key)  # b, or CLEAN_KEY
-                e("v_add3_u32", key, key, base if i == 0 else v.kk, 4 * d)
-                e("v_min_u32", first, key, first)
-            for perm in ("[1,0,3,2]", "[2,3,0,1]"):  # min over the quad that moves V^T row c
-                e("s_nop", 1)  # a DPP read of a VGPR a VALU wrote needs 2 wait states (CDNA3 ISA, 4.5)
-                e("v_min_u32_dpp", first, first, first, mods=(f"quad_perm:{perm}", "row_mask:0xf", "bank_mask:0xf"))
-            e("v_and_b32", v.kk, -4, self.tid)  # 4 (tid / 4): word c
-            e("v_add_u32", v.kk, L.nan_base, v.kk)
-            e("ds_read_b32", m, v.kk)
-            e("s_waitcnt", "lgkmcnt(0)")
-            e("v_min_u32", first, m, first)
-            e("ds_write_b32", v.kk, first)
-            e("v_mov_b32", n, L.nan_base + 4 * self.c.headdim_v)
+            e("v_lshlrev_b32", base, per_load.bit_length() - 1, base)
+            e("v_add_u32", base, self.s.kb, base)  # first key of load 0: 128 j + 16 (tid % 4) (bf16: 8)
+            for k, cls in enumerate(codes.classes):
+                e("v_mov_b32", first, NO_NAN_KEY)
+                for index, word in enumerate(words):
+                    i, d = divmod(index, 4)
+                    if d == 0 and i > 0:
+                        e("v_add_u32", v.kk, 4 * per_load * i, base)
+                    e("v_and_b32", m, codes.exp, word)
+                    e("v_add_u32", m, codes.one, m)
+                    e("v_and_b32", m, codes.sign, m)  # 0x80 in the NaN bytes (bf16: 0x8000 in the non-finite halves)
+                    if self.fp8:
+                        e("v_lshrrev_b32", n, codes.sign_shift, m)
+                        e("v_sub_u32", n, m, n)  # 0x7f in the NaN bytes
+                        e("v_sub_u32", word, word, n)  # 0x7f -> 0x00, 0xff -> 0x80: +-0
+                    else:  # bf16: bit 15 of a half in n iff its mantissa is not 0 (NaN, not Inf)
+                        e("v_and_b32", n, BF16_MANT, word)
+                        e("v_add_u32", n, BF16_MANT, n)
+                        e("v_lshlrev_b32", n, 8, n)
+                        if cls == "nan":
+                            e("v_and_b32", m, n, m)
+                        elif cls == "+inf":
+                            e("v_or_b32", n, n, word)
+                            e("v_bfi_b32", m, n, 0, m)
+                        else:
+                            e("v_bfi_b32", m, n, 0, m)
+                            e("v_and_b32", m, word, m)
+                    e("v_ffbl_b32", key, m)  # 8 b + 7 of the first flagged byte b (bf16: 16 b + 15), or -1
+                    e("v_lshrrev_b32", key, codes.key_shift, key)  # b, or CLEAN_KEY (bf16: CLEAN_KEY >> 1)
+                    e("v_add3_u32", key, key, base if i == 0 else v.kk, codes.per_dword * d)
+                    e("v_min_u32", first, key, first)
+                for perm in ("[1,0,3,2]", "[2,3,0,1]"):  # min over the quad that moves V^T row c
+                    e("s_nop", 1)  # a DPP read of a VGPR a VALU wrote needs 2 wait states (CDNA3 ISA, 4.5)
+                    e("v_min_u32_dpp", first, first, first, mods=(f"quad_perm:{perm}", "row_mask:0xf", "bank_mask:0xf"))
+                e("v_and_b32", v.kk, -4, self.tid)  # 4 (tid / 4): word c
+                e("v_add_u32", v.kk, L.nan_base + 4 * self.c.headdim_v * k, v.kk)
+                e("ds_read_b32", m, v.kk)
+                e("s_waitcnt", "lgkmcnt(0)")
+                e("v_min_u32", first, m, first)
+                e("ds_write_b32", v.kk, first)
+            if not self.fp8:  # bf16: the non-finite halves -> +-0, after the keys of every class
+                for word in words:
+                    e("v_and_b32", m, codes.exp, word)
+                    e("v_add_u32", m, codes.one, m)
+                    e("v_and_b32", m, codes.sign, m)
+                    e("v_lshrrev_b32", n, codes.sign_shift, m)
+                    e("v_sub_u32", n, m, n)  # 0x7fff in the non-finite halves
+                    e("v_bfi_b32", word, n, 0, word)  # keep the sign: +-0
+            e("v_mov_b32", n, self.v_nan_any)
             e("v_mov_b32", m, 0)
             e("ds_write_b32", n, m)  # "any": a NaN code was in a diagonal V tile of this workgroup
             e("s_branch", back)
@@ -682,13 +736,16 @@ class _Kernel:
         self.asm.items.append(back)
 
     def nan_columns(self, x: Reg):
-        """Epilogue (fp8): x[16 u + r] (head dim 32 u + 16 h + r) becomes NaN where that V
+        """Epilogue (fp8; bf16 below): x[16 u + r] (head dim 32 u + 16 h + r) becomes NaN where that V
         column's first NaN key of the diagonal tiles is below the row's causal limit. Skipped
         by one branch (2 VALU, 1 LDS read, a wait) unless the workgroup saw a NaN in V; else
-        16 LDS reads and 2 VALU per element (+ 7 VALU). Clobbers ring slots 0-1, tmp, tmp2, kk, VCC."""
+        16 LDS reads and 2 VALU per element (+ 7 VALU). Clobbers ring slots 0-1, tmp, tmp2, kk, VCC.
+        bf16: per element, x += +Inf where the first +Inf key is below the limit, then -Inf
+        likewise (Inf - Inf = NaN), then NaN as above: ``out + special`` of
+        ``zyfa.reference.masked_pv``; 48 LDS reads, 521 VALU; clobbers staging VGPRs 0-18 instead."""
         e, L, v = self.e, self.lds, self.v
         done = Label(".L_vnan_columns_done")
-        e("v_mov_b32", v.tmp2, L.nan_base + 4 * self.c.headdim_v)
+        e("v_mov_b32", v.tmp2, self.v_nan_any)
         e("ds_read_b32", v.tmp, v.tmp2)
         e("s_waitcnt", "lgkmcnt(0)")
         e("v_cmp_gt_u32", "vcc", CLEAN_KEY, v.tmp)
@@ -700,28 +757,42 @@ class _Kernel:
         e("v_lshlrev_b32", v.tmp, 4, v.tmp)
         e("v_add_u32", v.tmp, v.lim16, v.tmp)  # the row's key limit
         e("v_mov_b32", v.kk, FP32_QNAN)
-        keys = [self.ring[0][0:4], self.ring[0][4:8], self.ring[1][0:4], self.ring[1][4:8]]
+        if self.fp8:
+            keys = [self.ring[0][0:4], self.ring[0][4:8], self.ring[1][0:4], self.ring[1][4:8]]
+            order = (0,)
+        else:  # bf16 ring slots hold 4 registers: the staging VGPRs, idle after the last tile
+            keys = [self.stage[4 * q:4 * q + 4] for q in range(4)]
+            pinf, ninf, t = self.stage[16], self.stage[17], self.stage[18]
+            e("v_mov_b32", pinf, FP32_PINF)
+            e("v_mov_b32", ninf, FP32_NINF)
+            order = (1, 2, 0)  # out + special, as zyfa.reference.masked_pv: +Inf, -Inf (Inf - Inf = NaN), then NaN
         for u in range(self.c.headdim_v // 32):
-            for q, dst in enumerate(keys):
-                e("ds_read_b128", dst, v.tmp2, mods=(f"offset:{128 * u + 16 * q}",))
-            e("s_waitcnt", "lgkmcnt(0)")
-            for r in range(16):
-                e("v_cmp_lt_i32", "vcc", keys[r // 4][r % 4], v.tmp)
-                e("v_cndmask_b32", x[16 * u + r], x[16 * u + r], v.kk, "vcc")
+            for k in order:
+                for q, dst in enumerate(keys):
+                    e("ds_read_b128", dst, v.tmp2, mods=(f"offset:{4 * self.c.headdim_v * k + 128 * u + 16 * q}",))
+                e("s_waitcnt", "lgkmcnt(0)")
+                for r in range(16):
+                    e("v_cmp_lt_i32", "vcc", keys[r // 4][r % 4], v.tmp)
+                    if k == 0:
+                        e("v_cndmask_b32", x[16 * u + r], x[16 * u + r], v.kk, "vcc")
+                    else:
+                        e("v_cndmask_b32", t, 0, pinf if k == 1 else ninf, "vcc")
+                        e("v_add_f32", x[16 * u + r], t, x[16 * u + r])
         self.asm.items.append(done)
 
     def load_tile_to_lds_first(self):
         """Prologue: K_0 into K buffer 0 and zeros into V^T buffer 1 (every wave), one barrier
-        (fp8: the V NaN words of :meth:`mask_v_nan` set to NO_NAN_KEY before it: each thread
+        (the V NaN words of :meth:`mask_v_nan` set to NO_NAN_KEY before it: each thread
         writes the word of its V^T row and the "any" word)."""
         e, L = self.e, self.lds
-        if self.fp8:
-            e("v_mov_b32", self.v.tmp, NO_NAN_KEY)
-            e("v_and_b32", self.v.tmp2, -4, self.tid)
-            e("v_add_u32", self.v.tmp2, L.nan_base, self.v.tmp2)
-            e("ds_write_b32", self.v.tmp2, self.v.tmp)
-            e("v_mov_b32", self.v.tmp2, L.nan_base + 4 * self.c.headdim_v)
-            e("ds_write_b32", self.v.tmp2, self.v.tmp)
+        e("v_mov_b32", self.v.tmp, NO_NAN_KEY)
+        e("v_and_b32", self.v.tmp2, -4, self.tid)
+        e("v_add_u32", self.v.tmp2, L.nan_base, self.v.tmp2)
+        e("ds_write_b32", self.v.tmp2, self.v.tmp)
+        for k in range(1, len(V_NAN_CODES[self.c.dtype].classes)):  # bf16: the +-Inf keys
+            e("ds_write_b32", self.v.tmp2, self.v.tmp, mods=(f"offset:{4 * self.c.headdim_v * k}",))
+        e("v_mov_b32", self.v.tmp2, self.v_nan_any)
+        e("ds_write_b32", self.v.tmp2, self.v.tmp)
         zero = self.ring[0][0:4]
         for i in range(4):
             e("v_mov_b32", zero[i], 0)
@@ -1415,8 +1486,7 @@ class _Kernel:
             e("v_add_f32", self.v.l, self.v.tmp, self.v.l)
             x = self.O
             m = self.v.m
-        if self.fp8:
-            self.nan_columns(x[0:64])
+        self.nan_columns(x[0:64])
         l, den, tmp = self.v.l, self.v.mx1, self.v.tmp
         e("v_log_f32", tmp, l)
         e("v_add_f32", tmp, m, tmp)
