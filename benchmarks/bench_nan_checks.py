@@ -16,13 +16,13 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 
 import torch
 
 from zyfa.kernels.triton._common import TileConfig, interpreting
 from zyfa.kernels.triton.attn_bf16 import attention_bf16
 from zyfa.kernels.triton.attn_fp8 import attention_fp8
+from zyfa.timing import elapsed_s
 
 
 def _config(text: str, name: str) -> TileConfig:
@@ -63,32 +63,14 @@ def _parse(argv):
     return args
 
 
-def _timer(device: str):
-    """Seconds of ``fn()`` called ``reps`` times: CUDA events on a GPU, the wall clock otherwise."""
-    def run(fn, reps):
-        if device == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(reps):
-                fn()
-            end.record()
-            end.synchronize()
-            return start.elapsed_time(end) / 1e3
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            fn()
-        return time.perf_counter() - t0
-    return run
-
-
-def _measure(label, call, rounds, reps, timer):
+def _measure(label, call, rounds, reps, cuda):
     """Median ms per call of each variant, alternating them round by round (drift hits both)."""
     outs = {flag: call(flag) for flag in (True, False)}  # compile + warm up
     same = all(torch.equal(a, b) for a, b in zip(outs[True], outs[False]))
     times = {True: [], False: []}
     for _ in range(rounds):
         for flag in (True, False):
-            times[flag].append(1e3 * timer(lambda: call(flag), reps) / reps)
+            times[flag].append(1e3 * elapsed_s(lambda: call(flag), reps, cuda) / reps)
     on, off = statistics.median(times[True]), statistics.median(times[False])
     print(f"{label}: with NaN checks {on:.3f} ms, without {off:.3f} ms, with/without {on / off:.4f} "
           f"(cost {100 * (on / off - 1):+.2f} %); rounds with: {' '.join(f'{t:.3f}' for t in times[True])}; "
@@ -107,7 +89,6 @@ def main(argv=None) -> int:
     g = torch.Generator(device=dev).manual_seed(0)
     q, k, v = (torch.randn(b, s, h, d, generator=g, device=dev, dtype=torch.bfloat16) for _ in range(3))
     scale = d ** -0.5
-    timer = _timer(dev)
     q8, k8, v8 = (x.to(torch.float8_e4m3fn) for x in (q, k, v))
 
     def fp8(flag):
@@ -116,8 +97,8 @@ def main(argv=None) -> int:
     def bf16(flag):
         return attention_bf16(q, k, v, scale, True, config=bf16_cfg, nan_checks=flag)
 
-    rows = [_measure("fp8 ", fp8, args.rounds, args.reps, timer),
-            _measure("bf16", bf16, args.rounds, args.reps, timer)]
+    rows = [_measure("fp8 ", fp8, args.rounds, args.reps, dev == "cuda"),
+            _measure("bf16", bf16, args.rounds, args.reps, dev == "cuda")]
     if not all(same for _, _, same in rows):
         print("bench_nan_checks: error: the kernels with and without NaN checks differ on finite input",
               file=sys.stderr)

@@ -22,19 +22,13 @@ from zyfa.integrations.transformers import _rotate_quantise, zyfa_attention, zyf
 from zyfa.interface import _check_values
 from zyfa.kernels.triton.attn_fp8 import attention_fp8
 from zyfa.numerics import quantize_fp8
+from zyfa.timing import elapsed_s
 
 
 def per_call_ms(fn, reps: int) -> float:
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(reps):
-        fn()
-    stop.record()
-    stop.synchronize()
-    return start.elapsed_time(stop) / reps
+    """Mean ms per call over ``reps`` back-to-back calls, after three untimed ones."""
+    elapsed_s(fn, 3, cuda=True)
+    return 1e3 * elapsed_s(fn, reps, cuda=True) / reps
 
 
 def main() -> None:

@@ -21,13 +21,13 @@ import argparse
 import csv
 import statistics
 import sys
-import time
 
 import torch
 from transformers import AttentionInterface
 from transformers.masking_utils import AttentionMaskInterface, flash_attention_mask
 
 from zyfa.integrations.transformers import attention_function, compare_logits, random_llama
+from zyfa.timing import elapsed_s
 
 try:  # optional: FlashAttention-3 from the fa3-fwd wheel, for "fa3" / "fa3-fp8" (same adapter as zyfa's)
     from fa3_fwd_interface import flash_attn_func as fa3_flash_attn_func
@@ -48,22 +48,10 @@ PRESETS = {
 
 
 def prefill_ms(model, ids, reps: int) -> float:
-    times = []
-    for i in range(reps + 2):
-        if ids.is_cuda:
-            start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            model(ids, use_cache=False)
-            stop.record()
-            stop.synchronize()
-            elapsed = start.elapsed_time(stop)
-        else:
-            t0 = time.perf_counter()
-            model(ids, use_cache=False)
-            elapsed = (time.perf_counter() - t0) * 1e3
-        if i >= 2:
-            times.append(elapsed)
-    return statistics.median(times)
+    """Median ms of ``reps`` timed prefills, after two untimed ones (compile, autotune, allocator)."""
+    prefill = lambda: model(ids, use_cache=False)  # noqa: E731
+    elapsed_s(prefill, 2, ids.is_cuda)
+    return statistics.median(1e3 * elapsed_s(prefill, 1, ids.is_cuda) for _ in range(reps))
 
 
 def main(argv=None) -> int:
