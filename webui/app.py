@@ -25,7 +25,7 @@ import dash
 import dash_ag_grid as dag
 import numpy as np
 import pyarrow as pa
-from dash import ALL, Input, Output, Patch, State, ctx, dcc, html
+from dash import ALL, ClientsideFunction, Input, Output, State, ctx, dcc, html
 from dash.exceptions import PreventUpdate
 from flask import abort, request, send_file
 from werkzeug.exceptions import BadRequest
@@ -45,6 +45,11 @@ SLOTS = ("a", "b")
 # plotly modebar: no logo, and no button that uploads a chart to Plotly's cloud (Chart Studio)
 GRAPH_CONFIG = {"displaylogo": False, "showSendToCloud": False, "showEditInChartStudio": False,
                 "modeBarButtonsToRemove": ["sendDataToCloud", "editInChartStudio"]}
+# the timeline (drawn by assets/timeline.js): wheel zoom; a double click shows the whole trace
+TIMELINE_CONFIG = {**GRAPH_CONFIG, "scrollZoom": True, "doubleClick": "autosize", "responsive": True}
+# a timeline figure carries data for half a view either side of the view (figures.schedule_figure's
+# pad): a pan by up to half a view, or a zoom out to twice the width, needs no new data
+TIMELINE_PAD = 0.5
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 _SELECTED_RULE = "params.context && params.data && params.data.id === params.context.selected"
 _NUMERIC = {name for name, col in COLUMNS.items() if pa.types.is_integer(col.type)}  # grid number filters
@@ -69,6 +74,12 @@ class Ids:
     metric_range: str = "metric-range"
     view_info: str = "view-info"
     timeline: str = "timeline"
+    timeline_plot: str = "timeline-plot"  # the plotly graph div inside the timeline section
+    timeline_figure: str = "timeline-figure"  # the server's figure; assets/timeline.js draws it
+    timeline_shapes: str = "timeline-shapes"  # the selection outline, drawn over the figure
+    timeline_click: str = "timeline-click"  # the clicked bar's customdata (set by timeline.js)
+    timeline_drawn: str = "timeline-drawn"  # when timeline.js last drew (output of its callbacks)
+    lod: str = "lod"  # the view the figure's data was asked for (set when the level of detail must change)
     metrics: str = "metrics"
     details: str = "details"
     selected: str = "selected"
@@ -123,31 +134,6 @@ LISTING_COLUMNS = [
 ]
 
 
-# A zoom, pan or double click (plotly's relayout event) sets the view store in the browser, without
-# a round trip through the server (a server answer to the event could also be superseded by a later,
-# non-zoom relayout of the same drag and lost): the x range of any linked axis, or for an autorange
-# the whole trace (``extent``, which the server sends with every change of A or B); any other
-# relayout (autosize, drag mode) or the unchanged range (``current``) changes nothing.
-RELAYOUT_TO_VIEW = """function(rel, current, extent) {
-        const none = window.dash_clientside.no_update;
-        if (!rel || typeof rel !== 'object') { return none; }
-        let x0 = null, x1 = null;
-        for (const [key, value] of Object.entries(rel)) {
-            if (/^xaxis\\d*\\.autorange$/.test(key) && value) {
-                if (!Array.isArray(extent)) { return none; }
-                [x0, x1] = extent;
-                break;
-            }
-            const m = /^xaxis\\d*\\.range\\[([01])\\]$/.exec(key);
-            if (m && typeof value === 'number') { if (m[1] === '0') { x0 = value; } else { x1 = value; } }
-            else if (/^xaxis\\d*\\.range$/.test(key) && Array.isArray(value) && value.length === 2) {
-                [x0, x1] = value.map(Number);
-            }
-        }
-        if (x0 === null || x1 === null || !isFinite(x0) || !isFinite(x1) || !(x1 > x0)) { return none; }
-        if (Array.isArray(current) && current[0] === x0 && current[1] === x1) { return none; }
-        return [x0, x1];
-    }"""
 
 
 # -- layout ------------------------------------------------------------------------------------
@@ -277,7 +263,10 @@ def build_layout(store: TraceStore, kernels: Sequence[str], params: dict[str, tu
                      "(bottom lane) appear once zoomed to single instructions",
                      style={"color": "#666", "fontSize": "12px"}),
         ]),
-        dcc.Graph(id=ID.timeline, config={**GRAPH_CONFIG, "scrollZoom": True}),
+        # drawn by assets/timeline.js from the figure store: a zoom or pan is drawn in the browser
+        html.Div(id=ID.timeline, children=html.Div(id=ID.timeline_plot)),
+        dcc.Store(id=ID.timeline_figure), dcc.Store(id=ID.timeline_shapes, data=[]), dcc.Store(id=ID.timeline_click),
+        dcc.Store(id=ID.timeline_drawn), dcc.Store(id=ID.lod),
     )
     tables = html.Div([
         _section("Metrics (zyfa.analyzer)",
@@ -729,8 +718,8 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
             return []
         return download_links(a, b if "b" in panels else None, _window(metric_range, panels))
 
-    # W/S zoom in/out, A/D pan (Perfetto's keys), on the timeline's x range; the relayout goes to
-    # the server like a drag-zoom. Registered once, when the page is built.
+    # W/S zoom in/out, A/D pan (Perfetto's keys), on the timeline's x range; the relayout is drawn
+    # in the browser like a drag-zoom (assets/timeline.js). Registered once, when the page is built.
     app.clientside_callback(
         """function(id) {
             if (window.zyfaKeys) { return window.dash_clientside.no_update; }
@@ -759,7 +748,7 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
 
     # -- view range: zoom, iteration, reset ------------------------------------------------
     @app.callback(
-        Output(ID.view, "data"), Output(ID.extent, "data"),
+        Output(ID.view, "data"), Output(ID.extent, "data"), Output(ID.lod, "data"),
         Input(ID.iteration, "value"), Input(ID.reset, "n_clicks"), Input(ID.trace_a, "value"), Input(ID.trace_b, "value"),
         State(ID.view, "data"),
     )
@@ -773,13 +762,16 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
             except ValueError as exc:
                 raise BadRequest(str(exc)) from exc
         # an unchanged view is not sent again: the timeline also listens to A and B, so it is redrawn anyway
-        return (dash.no_update if current == target else target), full
+        if current == target:
+            return dash.no_update, full, dash.no_update
+        return target, full, target
 
+    # zoom and pan set the view in the browser (assets/timeline.js: drawn at once, the `view` store
+    # debounced, a new figure only when the level of detail must change); a view set here (an
+    # iteration, the whole trace, new traces) is shown there
     app.clientside_callback(
-        RELAYOUT_TO_VIEW,
-        Output(ID.view, "data", allow_duplicate=True),
-        Input(ID.timeline, "relayoutData"), State(ID.view, "data"), State(ID.extent, "data"),
-        prevent_initial_call=True,
+        ClientsideFunction("zyfa", "syncView"),
+        Output(ID.timeline_drawn, "data", allow_duplicate=True), Input(ID.view, "data"), prevent_initial_call=True,
     )
 
     # the metric views depend on the view range only when the metric window is "view"
@@ -804,22 +796,15 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
 
     # -- timeline -----------------------------------------------------------------------------
     @app.callback(
-        Output(ID.timeline, "figure"), Output(ID.view_info, "children"),
-        Input(ID.view, "data"), Input(ID.selected, "data"), Input(ID.trace_a, "value"), Input(ID.trace_b, "value"),
+        Output(ID.timeline_figure, "data"),
+        Input(ID.lod, "data"), Input(ID.trace_a, "value"), Input(ID.trace_b, "value"),
         Input(ID.highlight, "data"), Input(ID.shade, "data"), Input(ID.metric_range, "data"),
     )
-    def draw_timeline(view_range, selected, a, b, highlight, shade, metric_range):
+    def draw_timeline(lod, a, b, highlight, shade, metric_range):
         panels = _panels(store, a, b)
-        x0, x1 = _range(view_range) or _full_view(panels)
+        x0, x1 = _range(lod) or _full_view(panels)
         view = timeline.View(x0, x1)
         slots = [s for s, _ in panels]
-        sel = None
-        if isinstance(selected, dict) and selected.get("slot") in slots:
-            sel = (slots.index(selected["slot"]), _int(selected.get("row"), "selected row"))
-        if ctx.triggered_id == ID.selected:  # only the outline moved: patch it, do not re-send the figure
-            patch = Patch()
-            patch["layout"]["shapes"] = figures.outline_shapes([p for _, p in panels], sel)
-            return patch, dash.no_update
         lit = None
         if isinstance(highlight, dict) and highlight.get("slot") in slots:
             index = slots.index(highlight["slot"])
@@ -829,10 +814,25 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
             window = _window(metric_range, dict(panels))
             shaded = (BUDGET_TERMS[shade["term"]], [metrics.term_intervals(p.trace, shade["term"], window)
                                                     for _, p in panels])
-        fig = figures.schedule_figure([p for _, p in panels], view, sel, lit, shaded)
-        mode = "merged segments (zoom in for single instructions)" if fig.layout.meta["decimated"] else \
-            "every instruction"
-        return fig, f"cycles {x0:,.0f}–{x1:,.0f}: {mode}"
+        fig = figures.schedule_figure([p for _, p in panels], view, None, lit, shaded, pad=TIMELINE_PAD)
+        return {**fig.to_dict(), "config": TIMELINE_CONFIG}
+
+    # selecting a record sends only its outline (the figure is not sent again)
+    @app.callback(Output(ID.timeline_shapes, "data"),
+                  Input(ID.selected, "data"), State(ID.trace_a, "value"), State(ID.trace_b, "value"))
+    def draw_outline(selected, a, b):
+        panels = _panels(store, a, b)
+        slots = [s for s, _ in panels]
+        sel = None
+        if isinstance(selected, dict) and selected.get("slot") in slots:
+            sel = (slots.index(selected["slot"]), _int(selected.get("row"), "selected row"))
+        return figures.outline_shapes([p for _, p in panels], sel)
+
+    app.clientside_callback(
+        ClientsideFunction("zyfa", "render"),
+        Output(ID.timeline_drawn, "data"), Input(ID.timeline_figure, "data"), Input(ID.timeline_shapes, "data"),
+        prevent_initial_call=True,
+    )
 
     # -- metrics, VALU chart ------------------------------------------------------------------
     @app.callback(Output(ID.metrics, "children"), Output(ID.valu, "figure"), Output(ID.stalls, "figure"),
@@ -1050,7 +1050,7 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
 
     @app.callback(
         Output(ID.selected, "data"), Output(ID.grid_slot, "value"),
-        Input(ID.timeline, "clickData"), Input(ID.grid, "cellClicked"),
+        Input(ID.timeline_click, "data"), Input(ID.grid, "cellClicked"),
         Input(ID.trace_a, "value"), Input(ID.trace_b, "value"),
         State(ID.grid_slot, "value"),
         prevent_initial_call=True,
@@ -1059,7 +1059,7 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
         slots = [s for s, _ in _panels(store, a, b)]
         if ctx.triggered_id in (ID.trace_a, ID.trace_b):
             return None, dash.no_update  # a selection in the old trace means nothing in the new one
-        if ctx.triggered_id == ID.timeline:
+        if ctx.triggered_id == ID.timeline_click:
             points = (click or {}).get("points") or [{}]
             custom = points[0].get("customdata") if isinstance(points[0], dict) else None
             if custom is None:

@@ -22,7 +22,7 @@ from plotly.subplots import make_subplots
 from zyfa.analyzer.listing import PHASES
 from zyfa.trace.schema import Trace
 from zyfa.webui.timeline import (LANE_OFFSET, STALL_COLOURS, STALL_WIDTH, UNIT_COLOURS, UNIT_STYLE, View,
-                                 epilogue_starts, lane_offset, markers, segments, stalls, strip, tracks)
+                                 epilogue_starts, extent, lane_offset, markers, segments, stalls, strip, tracks)
 
 TRACK_PX = 26  # height of one timeline row
 STRIP_PX = 16  # height of one strip row
@@ -124,11 +124,18 @@ def _compact(values) -> np.ndarray:
 
 def schedule_figure(panels: Sequence[Panel], view: View, selected: Optional[tuple[int, int]] = None,
                     highlight: Optional[tuple[int, np.ndarray]] = None,
-                    shade: Optional[tuple[str, Sequence[pd.DataFrame]]] = None) -> go.Figure:
-    """Timelines and strips of ``panels`` over ``view``; ``selected = (panel, row)`` is outlined;
+                    shade: Optional[tuple[str, Sequence[pd.DataFrame]]] = None, pad: float = 0.0) -> go.Figure:
+    """Timelines and strips of ``panels`` shown over ``view``; ``selected = (panel, row)`` is outlined;
     ``highlight = (panel, rows)`` (every execution of one instruction) is drawn as outlined bars;
     ``shade = (label, ranges per panel)`` (the cycles behind a "why" term, columns cu, simd, wave,
     start, end) is drawn see-through over the rows.
+
+    The data covers ``view.padded(extent, pad)`` (``pad`` view widths either side, at the view's
+    resolution), so the browser can pan and zoom out over it without new data. ``layout.meta``
+    says what the data is: ``decimated``, the ``view`` it was made for, the covered range ``x0``/``x1``, the merge
+    ``resolution`` in cycles (0 when every instruction is drawn), the view's ``bins`` and the
+    panels' ``extent``; the page asks for a new figure only when a view leaves that range or zooms
+    in past the resolution.
 
     Traces and layout are built as plain dicts and wrapped without plotly's per-property validation
     (which cost most of a redraw); the figure is the same."""
@@ -144,18 +151,21 @@ def schedule_figure(panels: Sequence[Panel], view: View, selected: Optional[tupl
         heights += [n_tracks * TRACK_PX, 2 * n_simds * STRIP_PX]
         titles += [p.title, ""]
     layout = json.loads(_subplot_layout(tuple(heights), tuple(titles)))
+    spans = [extent(p.trace) for p in panels]
+    whole = (min(lo for lo, _ in spans), max(hi for _, hi in spans))
+    covered = view.padded(whole, pad)
     data: list[dict] = []
     decimated_any = False
     in_legend: set[str] = set()
     for i, p in enumerate(panels):
         row_t, row_s = 2 * i + 1, 2 * i + 2
-        decimated_any |= _add_timeline(data, layout, p, i, row_t, view, in_legend)
-        _add_strip(data, layout, p, row_s, view)
+        decimated_any |= _add_timeline(data, layout, p, i, row_t, covered, in_legend)
+        _add_strip(data, layout, p, row_s, covered)
     if shade is not None:
         for i, (p, ranges) in enumerate(zip(panels, shade[1])):
-            _add_shade(data, p, 2 * i + 1, view, shade[0], ranges)
+            _add_shade(data, p, 2 * i + 1, covered, shade[0], ranges)
     if highlight is not None:
-        _highlight(data, panels, view, *highlight)
+        _highlight(data, panels, covered, *highlight)
     for key in [k for k in layout if k.startswith("xaxis")]:
         layout[key].update(range=[view.x0, view.x1], showspikes=True, spikemode="across", spikethickness=1)
     layout[_axis_key("x", len(heights))]["title"] = {"text": "cycle"}
@@ -163,8 +173,10 @@ def schedule_figure(panels: Sequence[Panel], view: View, selected: Optional[tupl
         barmode="overlay", height=sum(heights) + 60 * len(panels) + 120, margin=dict(l=110, r=20, t=40, b=90),
         hovermode="closest", legend=dict(orientation="h", y=0, yanchor="bottom", x=0, xanchor="left",
                                          traceorder="normal", yref="container"),
-        uirevision="schedule", plot_bgcolor="white", clickmode="event",
-        meta={"decimated": decimated_any}, shapes=outline_shapes(panels, selected),
+        plot_bgcolor="white", clickmode="event", shapes=outline_shapes(panels, selected),
+        meta={"decimated": decimated_any, "view": [view.x0, view.x1], "x0": covered.x0, "x1": covered.x1,
+              "bins": view.bins, "resolution": covered.resolution if decimated_any else 0.0,
+              "extent": [float(v) for v in whole]},
     )
     return go.Figure({"data": data, "layout": layout}, _validate=False)
 
@@ -193,7 +205,7 @@ def _add_timeline(data: list, layout: dict, panel: Panel, index: int, row: int, 
     _add_markers(data, panel, row, view, in_legend)
     layout[_axis_key("y", row)].update(tickmode="array", tickvals=list(range(len(trk))),
                                        ticktext=[t.label for t in trk], range=[len(trk) - 0.5, -0.5],
-                                       showgrid=False)
+                                       showgrid=False, fixedrange=True)  # rows are waves: zoom and pan in x only
     return decimated
 
 
@@ -290,7 +302,8 @@ def _add_strip(data: list, layout: dict, panel: Panel, row: int, view: View) -> 
                 colorscale=[[0, "#FFFFFF"], [1, colour]], name=what,
                 hovertemplate="%{z}% of cycles near %{x:.0f}<extra>" + what + "</extra>", **_axes(row)))
     layout[_axis_key("y", row)].update(tickmode="array", tickvals=list(range(len(labels))), ticktext=labels,
-                                       range=[len(labels) - 0.5, -0.5], showgrid=False, tickfont=dict(size=10))
+                                       range=[len(labels) - 0.5, -0.5], showgrid=False, tickfont=dict(size=10),
+                                       fixedrange=True)
 
 
 def outline_shapes(panels: Sequence[Panel], selected: Optional[tuple[int, int]]) -> list[dict]:

@@ -106,6 +106,21 @@ class View:
         """Cycles per bin."""
         return (self.x1 - self.x0) / self.bins
 
+    def padded(self, extent: tuple[float, float], pad: float) -> "View":
+        """The range a figure for this view carries data for: ``pad`` view widths on either side,
+        clipped to ``extent`` (never narrower than the view), at this view's resolution and record
+        density (``bins`` and ``budget`` scale with the width). Panning or zooming out within it
+        needs no new data; zooming in needs new data only where the view is decimated."""
+        if isinstance(pad, bool) or not isinstance(pad, (int, float)) or not 0 <= pad < 1e6:
+            raise ValueError(f"View.padded: pad must be a number of view widths in [0, 1e6), got {pad!r}")
+        lo, hi = extent
+        width = self.x1 - self.x0
+        x0 = min(self.x0, max(lo, self.x0 - pad * width))
+        x1 = max(self.x1, min(hi, self.x1 + pad * width))
+        scale = (x1 - x0) / width
+        return View(float(x0), float(x1), budget=max(1, round(self.budget * scale)),
+                    bins=max(1, round(self.bins * scale)))
+
 
 @dataclass(frozen=True)
 class _Arrays:

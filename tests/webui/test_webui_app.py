@@ -107,6 +107,21 @@ def test_schedule_figure_tracks_customdata_and_outline(make_trace):
     assert fig.layout.xaxis.range == (0, 400)
 
 
+def test_schedule_figure_carries_data_beyond_the_view_and_says_which(make_trace):
+    t = make_trace(iterations=6)  # 0..768 cycles
+    fig = schedule_figure([Panel("A", t)], View(300, 400), pad=0.5)
+    assert fig.layout.xaxis.range == (300, 400)  # shown: the view
+    meta = fig.layout.meta
+    assert (meta["view"], meta["x0"], meta["x1"], meta["extent"]) == ([300, 400], 250, 450, [0, 768])
+    assert not meta["decimated"] and meta["resolution"] == 0
+    bars = [t for t in fig.data if t.type == "bar" and t.meta is None]
+    start, end = t.column("start"), np.maximum(t.column("end"), t.column("start") + 1)
+    want = np.flatnonzero((end > 250) & (start < 450))  # every record of the covered range, not only the view's
+    assert sorted(decode(c)[1] for b in bars for c in b.customdata) == want.tolist()
+    merged = schedule_figure([Panel("A", t)], View(0, 768, budget=10, bins=64), pad=0.5).layout.meta
+    assert merged["decimated"] and (merged["x0"], merged["x1"], merged["resolution"]) == (0, 768, 12)
+
+
 def test_schedule_figure_decimates_and_handles_no_panel(make_trace):
     fig = schedule_figure([Panel("A", make_trace(iterations=50))], View(0, 6400, budget=100, bins=50))
     assert fig.layout.meta["decimated"]

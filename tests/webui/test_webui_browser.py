@@ -11,6 +11,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from zyfa import analyzer
@@ -19,9 +20,9 @@ from zyfa.shapes import AttnShape
 from zyfa.trace.cdna4 import power, tracer  # simulate + save: the path zyfa-trace kernel takes
 from zyfa.trace.schema import Trace
 from zyfa.webui import metrics
-from zyfa.webui.app import RELAYOUT_TO_VIEW, ServerThread, create_app
+from zyfa.webui.app import TIMELINE_PAD, ServerThread, create_app
 from zyfa.webui.store import TraceStore
-from zyfa.webui.timeline import iteration_span, tracks
+from zyfa.webui.timeline import View, extent, iteration_span, tracks
 from zyfa.webui.whatif import default_simulator
 
 pytestmark = pytest.mark.browser
@@ -34,6 +35,7 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "webui"
 # answer, a DOM state), never a sleep, so a loaded box just waits longer
 TIMEOUT_MS = 300_000
 TRACK_LABEL = re.compile(r"^CU\d+ S\d+ w\d+$")
+TIMELINE_JS = Path(__file__).resolve().parents[2] / "webui" / "assets" / "timeline.js"
 # bars drawn for records (not stall lanes, markers or the highlight): one per record or merged segment;
 # counted by customdata, a plain list (base/x/y arrive as typed arrays, which plotly keeps encoded in gd.data)
 UNIT_BARS = ("gd.data.filter(t => t.type == 'bar' && !t.meta && t.name != 'highlighted instruction')"
@@ -278,10 +280,10 @@ def test_large_trace_is_decimated_wide_and_detailed_zoomed(browser, tmp_path, ma
                                timeout=TIMEOUT_MS)
         assert _plot(page)["bars"] < len(big) / 4  # the browser gets merged segments, not 24000 bars
         page.screenshot(path=str(ARTIFACTS / "06-large-wide.png"))
-        # drag-zoom equivalent, once the load's callbacks are done (a late one redrew the full view
-        # over the zoom under load); wait for the server's redraw of exactly this range, then the DOM
+        # drag-zoom equivalent, once the load's callbacks are done; the merged data cannot show single
+        # instructions, so the page asks the server for this range's figure: wait for it, then the DOM
         _settled(page)
-        with page.expect_response(_is_update("timeline.figure", "1600"), timeout=TIMEOUT_MS) as answer:
+        with page.expect_response(_is_update("timeline-figure", "1600"), timeout=TIMEOUT_MS) as answer:
             page.evaluate("() => Plotly.relayout(document.querySelector('#timeline .js-plotly-plot'),"
                           " {'xaxis.range[0]': 1000, 'xaxis.range[1]': 1600})")
         assert answer.value.ok
@@ -289,7 +291,11 @@ def test_large_trace_is_decimated_wide_and_detailed_zoomed(browser, tmp_path, ma
                                ".includes('cycles 1,000–1,600: every instruction')", timeout=TIMEOUT_MS)
         start, end = big.column("start"), big.column("end")
         in_view = int(((end > 1000) & (start < 1600)).sum())
-        _wait_plot(page, f"{UNIT_BARS} == {in_view}")
+        # the figure carries every record of the view and of half a view either side (pans need no request)
+        covered = View(1000, 1600).padded(extent(big), TIMELINE_PAD)
+        in_data = int(((np.maximum(end, start + 1) > covered.x0) & (start < covered.x1)).sum())
+        assert in_data > in_view
+        _wait_plot(page, f"{UNIT_BARS} == {in_data}")
         # the grid is a separate callback output: wait for it instead of reading it at once
         page.wait_for_function("(text) => (document.querySelector('#grid-info') || {textContent: ''}).textContent.startsWith(text)",
                                arg=f"{in_view} instructions in view in A", timeout=TIMEOUT_MS)
@@ -503,37 +509,44 @@ def test_keys_wheel_downloads_caveats_and_patched_selection(browser, served):
     _settled(page)
     lo, hi = _plot(page)["range"]
 
-    # selecting a bar only patches the outline: the answer carries the shapes, not the figure's data
+    # selecting a bar sends only the outline: the answer carries the shapes, not the figure
     bar = page.locator("#timeline g.trace.bars g.point path").first
     box = bar.bounding_box()
-    with page.expect_response(_is_update("timeline.figure"), timeout=TIMEOUT_MS) as answer:
+    with page.expect_response(_is_update("timeline-shapes"), timeout=TIMEOUT_MS) as answer:
         page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     body = answer.value.json()
-    patch = body["response"]["timeline"]["figure"]
-    assert patch.get("__dash_patch_update") == "__dash_patch_update" and "data" not in json.dumps(patch)
+    assert list(body["response"]) == ["timeline-shapes"] and len(body["response"]["timeline-shapes"]["data"]) == 1
     _wait_plot(page, "(gd.layout.shapes || []).length == 1")
 
-    # W zooms in around the centre, D pans right: each answered by the server's redraw
+    # W zooms in around the centre, D pans right, the wheel zooms (plotly scrollZoom): each is drawn
+    # in the browser over the data it has (this small trace is all there, in full detail), so no
+    # figure is asked of the server; the view reaches the server's grid once, after the last one
+    figure_requests: list[str] = []
+    page.on("request", lambda r: figure_requests.append(r.post_data) if "_dash-update-component" in r.url
+            and "timeline-figure" in (r.post_data or "") else None)
     page.locator("h2").click()  # focus the page, not an input
     _settled(page)
-    with page.expect_response(_is_update("timeline.figure"), timeout=TIMEOUT_MS):
-        page.keyboard.press("w")
+    page.keyboard.press("w")
     _wait_plot(page, f"gd._fullLayout.xaxis.range[1] - gd._fullLayout.xaxis.range[0] < {0.75 * (hi - lo)}")
     z0, z1 = _plot(page)["range"]
     assert (z1 - z0) == pytest.approx(0.7 * (hi - lo)) and (z0 + z1) / 2 == pytest.approx((lo + hi) / 2)
-    _settled(page)
-    with page.expect_response(_is_update("timeline.figure"), timeout=TIMEOUT_MS):
-        page.keyboard.press("d")
+    page.keyboard.press("d")
     _wait_plot(page, f"gd._fullLayout.xaxis.range[0] > {z0 + 0.1 * (z1 - z0)}")
     assert _plot(page)["range"][0] == pytest.approx(z0 + 0.2 * (z1 - z0))
-    # the mouse wheel zooms too (plotly scrollZoom), again answered by the server
     box = page.locator("#timeline .nsewdrag").first.bounding_box()
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    _settled(page)
     before = _plot(page)["range"]
-    with page.expect_response(_is_update("timeline.figure"), timeout=TIMEOUT_MS):
+    with page.expect_response(_is_update("grid-source"), timeout=TIMEOUT_MS):
         page.mouse.wheel(0, -300)
     _wait_plot(page, f"gd._fullLayout.xaxis.range[1] - gd._fullLayout.xaxis.range[0] < {before[1] - before[0]}")
+    page.wait_for_function("""() => {  // the line over the timeline names the range drawn, written in the page
+        const r = document.querySelector('#timeline .js-plotly-plot')._fullLayout.xaxis.range;
+        const f = x => Math.round(x).toLocaleString('en-US');
+        return document.querySelector('#view-info').textContent === `cycles ${f(r[0])}–${f(r[1])}: every instruction`;
+    }""", timeout=TIMEOUT_MS)
+    _settled(page)
+    assert figure_requests == []
+    assert _plot(page)["shapes"] == 1  # the outline stays, in cycles
 
     # the model's caveats and its guessed parameters are one click away (fixture traces have none)
     assert "A: simulated (cycle model)" in page.inner_text("#caveats")
@@ -564,27 +577,37 @@ def _write(path: Path, data: bytes) -> Path:
     return path
 
 
-def test_relayout_to_view_in_the_browser(browser):
-    """The zoom parser runs in the page (no server round trip): x ranges of any axis, autorange ->
-    the whole trace, anything else or the unchanged range -> no update."""
+def test_relayout_range_and_level_of_detail_in_the_browser(browser):
+    """assets/timeline.js's zoom parser and level-of-detail rule, run in the page: x ranges of any
+    axis, autorange -> the whole trace, anything else -> nothing; a new figure is asked for only
+    when the view leaves the covered range or zooms in past twice the merge resolution."""
     cases = [
-        ({"xaxis.range[0]": 10, "xaxis.range[1]": 20.5}, None, [10, 20.5]),
-        ({"xaxis3.range[0]": 1, "xaxis3.range[1]": 2}, None, [1, 2]),
-        ({"xaxis2.range": [5, 7]}, None, [5, 7]),
-        ({"xaxis.autorange": True}, [3, 4], [0, 100]),
-        ({"yaxis.range[0]": 1, "yaxis.range[1]": 2}, None, "none"),
-        ({"autosize": True}, None, "none"),
-        ({"xaxis.range[0]": 5, "xaxis.range[1]": 5}, None, "none"),
-        ({"xaxis.range[0]": 5, "xaxis.range[1]": 9}, [5, 9], "none"),
-        (None, None, "none"),
+        ({"xaxis.range[0]": 10, "xaxis.range[1]": 20.5}, {"range": [10, 20.5], "auto": False}),
+        ({"xaxis3.range[0]": 1, "xaxis3.range[1]": 2}, {"range": [1, 2], "auto": False}),
+        ({"xaxis2.range": [5, 7]}, {"range": [5, 7], "auto": False}),
+        ({"xaxis.autorange": True}, {"range": [0, 100], "auto": True}),
+        ({"yaxis.range[0]": 1, "yaxis.range[1]": 2}, None),
+        ({"autosize": True}, None),
+        ({"xaxis.range[0]": 5, "xaxis.range[1]": 5}, None),
+        (None, None),
+    ]
+    merged = {"decimated": True, "x0": 0, "x1": 1000, "bins": 800, "resolution": 1.0, "extent": [0, 1000]}
+    detailed = {"decimated": False, "x0": 200, "x1": 400, "bins": 800, "resolution": 0, "extent": [0, 1000]}
+    lod = [
+        ([0, 1000], merged, False), ([100, 500], merged, False),  # half the width: bins of 0.5 cycle, not < 0.5
+        ([100, 450], merged, True),  # zoomed in past twice the resolution
+        ([-500, 1500], merged, False),  # outside the trace there is nothing to fetch
+        ([250, 350], detailed, False), ([150, 350], detailed, True), ([300, 450], detailed, True),
+        ([950, 1200], {**detailed, "x0": 900, "x1": 1000}, False), ([0, 10], None, True),
     ]
     page = browser.new_page()
     try:
-        page.evaluate("() => { window.dash_clientside = {no_update: 'none'}; }")
-        for rel, current, expected in cases:
-            got = page.evaluate("([rel, current, extent]) => (%s)(rel, current, extent)" % RELAYOUT_TO_VIEW,
-                                [rel, current, [0, 100]])
-            assert got == expected, (rel, current)
+        page.add_script_tag(path=str(TIMELINE_JS))
+        for rel, expected in cases:
+            assert page.evaluate("([rel, extent]) => window.zyfaTimeline.relayoutRange(rel, extent)",
+                                 [rel, [0, 100]]) == expected, rel
+        for view, meta, expected in lod:
+            assert page.evaluate("([v, m]) => window.zyfaTimeline.needsData(v, m)", [view, meta]) is expected, (view, meta)
     finally:
         page.close()
 
@@ -610,7 +633,7 @@ def test_why_term_click_shades_its_cycles_and_phase_chart(browser, served):
     drawn = page.evaluate("() => Array.from(document.querySelector('#phases .js-plotly-plot')._fullData[5].y)")
     assert drawn == pytest.approx(phases_b["handover_gap"].tolist())
     _settled(page)
-    with page.expect_response(_is_update("timeline.figure", "handover_gap"), timeout=TIMEOUT_MS):
+    with page.expect_response(_is_update("timeline-figure", "handover_gap"), timeout=TIMEOUT_MS):
         page.locator("#why-table [data-term=handover_gap] button").click()
     page.wait_for_function("() => (document.querySelector('#shade-info') || {textContent: ''}).textContent"
                            ".startsWith('shaded on the timeline')", timeout=TIMEOUT_MS)
@@ -621,7 +644,7 @@ def test_why_term_click_shades_its_cycles_and_phase_chart(browser, served):
     assert f"B: {want['b']} ranges" in page.locator("#shade-info").text_content()
     page.screenshot(path=str(ARTIFACTS / "11-why-shaded.png"), full_page=True)
     _settled(page)
-    with page.expect_response(_is_update("timeline.figure", "shade"), timeout=TIMEOUT_MS):
+    with page.expect_response(_is_update("timeline-figure", "shade"), timeout=TIMEOUT_MS):
         page.locator("#why-table [data-term=handover_gap] button").click()
     _wait_plot(page, "gd.data.filter(t => t.meta == 'shade').length == 0")
     assert errors == []

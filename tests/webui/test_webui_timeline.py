@@ -118,3 +118,14 @@ def test_rows_in_view(make_trace):
 def test_view_validation(kwargs, exc, message):
     with pytest.raises(exc, match=message):
         View(**kwargs)
+
+
+def test_view_padded_covers_half_a_view_either_side_within_the_trace():
+    padded = View(100, 200, budget=10, bins=20).padded((0, 1000), 0.5)
+    assert (padded.x0, padded.x1, padded.budget, padded.bins) == (50, 250, 20, 40)
+    assert padded.resolution == View(100, 200, bins=20).resolution  # same cycles per bin as the view
+    assert (lambda v: (v.x0, v.x1, v.bins))(View(0, 100, bins=20).padded((0, 1000), 0.5)) == (0, 150, 30)
+    assert (lambda v: (v.x0, v.x1))(View(-50, 50).padded((0, 1000), 0.5)) == (-50, 100)  # never narrower than the view
+    assert (lambda v: (v.x0, v.x1))(View(100, 200).padded((0, 1000), 0)) == (100, 200)
+    with pytest.raises(ValueError, match="pad must be a number of view widths"):
+        View(0, 1).padded((0, 1), -1)
