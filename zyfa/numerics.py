@@ -319,6 +319,35 @@ def leanp_mean_ratio(delta: float) -> float:
 LEANP_BIAS_V2 = float(torch.tensor(120.0 + unbiased_leanp_offset(), dtype=torch.float32))
 
 
+# v2 rescale factor alpha = 2^d, d = fp32(M_old - M_new) <= 0: a fixed sequence of fp32 operations that
+# every backend executes identically (docs/numerics.md, spec v2 step 5). Horner coefficients c_0..c_6 of
+# 2^f on [0, 1) (c_0 = 1: 2^0 is exact), fitted in float64 for least maximum relative error (Lawson's
+# iteration on 4000 Chebyshev nodes) and rounded to fp32: the fp32 evaluation is within 1.07 ulp of
+# 2^f for every f = k 2^-24 and correctly rounded for 90% of them (test_alpha_v2_accuracy)
+ALPHA_POLY = (1.0, 0.6931470632553101, 0.2402293086051941, 0.055485282093286514, 0.009675451554358006,
+              0.0012467845808714628, 0.00021612914861179888)
+ALPHA_MIN_EXP = -126.0   # alpha = 0 below 2^-126 (d < -126): no subnormal alpha on any device
+V2_TILE = 128            # spec v2: the running max M is updated once per 128-key tile (two 64-key blocks)
+
+
+def alpha_v2(d: torch.Tensor) -> torch.Tensor:
+    """Spec v2's ``alpha = 2^d`` (``d`` fp32, <= 0; docs/numerics.md step 5), bit for bit as the kernels:
+
+    ``dc = max(d, -126)``, ``i = floor(dc)``, ``f = dc - i`` (exact, in [0, 1)),
+    ``p = fma(...fma(fma(c6, f, c5), f, c4)..., f, c0)`` (six fp32 FMAs), ``alpha = p * 2^i`` (exact: p in
+    [1, 2], i >= -126), and ``alpha = 0`` where ``d < -126`` (also ``d = -inf``, the first tile).
+    """
+    d = torch.as_tensor(d, dtype=torch.float32)
+    dc = torch.clamp(d, min=ALPHA_MIN_EXP)
+    i = torch.floor(dc)
+    f = dc - i
+    p = torch.full_like(f, ALPHA_POLY[-1])
+    for coefficient in reversed(ALPHA_POLY[:-1]):
+        p = fma_f32(p, f, coefficient)
+    i = torch.nan_to_num(i, nan=0.0)
+    return torch.where(d >= ALPHA_MIN_EXP, p * _pow2(i, torch.float32), torch.where(torch.isnan(d), d, 0.0))
+
+
 def lean_p_code(s: torch.Tensor, T8, bm, rounding: str = "trunc") -> torch.Tensor:
     """Lean P: e4m3 bit pattern of ~2^(t*s - bm + 8) from one fp32 FMA and one convert.
 
@@ -431,6 +460,9 @@ def _blocks(ops: _Operands, variant: str, rounding: str, p_round) -> Iterator[tu
     the pair ``(e, M)``: the block's E8M0 exponent and the row's running max after the block; its
     P carries ``2^(e + M)``.
     """
+    if variant == "zyfa-v2":
+        yield from _blocks_v2(ops)
+        return
     m = torch.full((*ops.shape, ops.sq), -math.inf, dtype=torch.float32, device=ops.q.device)
     for k0 in range(0, ops.sk, ops.block):
         r0 = ops.first_row(k0)
@@ -439,22 +471,6 @@ def _blocks(ops: _Operands, variant: str, rounding: str, p_round) -> Iterator[tu
         s, allowed = ops.scores(r0, k0)
         mask = _Mask(allowed)
         t = ops.t[..., r0:, :]
-        if variant == "zyfa-v2":
-            # -- hybrid offset bm' = n + phi: phi = frac(running max M), n = ceil(x_b - phi) --------
-            x_b = (t * mask.amax(s))[..., 0]         # fp32 t * (block max score)
-            nan_rows = torch.isnan(x_b)
-            m_new = torch.maximum(m[..., r0:], x_b)
-            m[..., r0:] = m_new
-            whole = torch.floor(m_new)
-            phi = m_new - whole                       # exact
-            n = torch.ceil(x_b - phi)
-            _check_bm_range(n)
-            const = (LEANP_BIAS_V2 - 8.0 * phi) - 8.0 * n  # = c - 8 bm', two fp32 roundings
-            y = fma_f32(s, 8.0 * t, const[..., None])
-            code = mask.fill_(torch.where(y >= 0, torch.trunc(y).clamp(max=E4M3_MAX_CODE), 0.0), 0.0)
-            P = code.to(torch.uint8).view(torch.float8_e4m3fn).to(torch.float64)
-            yield r0, k0, P, _tree_sum(P).to(torch.float32), (n - 8.0 - whole, m_new), allowed, nan_rows
-            continue
         if variant in P_PRESCALE:
             # -- exact softmax with a running fp32 max; P (times its prescale) rounded after exp2 -
             x = mask.fill_(t * s, -math.inf)
@@ -480,6 +496,43 @@ def _blocks(ops: _Operands, variant: str, rounding: str, p_round) -> Iterator[tu
         p = _exp2_f32(x - (bm - 8.0))
         P = round_e4m3(p)
         yield r0, k0, P, _tree_sum(P if variant == "roundedsum" else p), (bm - 8.0)[..., 0], allowed, nan_rows
+
+
+def _blocks_v2(ops: _Operands) -> Iterator[tuple]:
+    """Spec v2 steps 1-4 (docs/numerics.md): :func:`_blocks`' tuples for each 64-key block, the
+    running max ``M`` updated once per 128-key tile (aligned to key 0) from both blocks' ``x_b``.
+    Both blocks of a tile yield the tile's ``M``, so the caller's alpha applies at the first."""
+    if ops.block != KEY_BLOCK:
+        raise ValueError(f"variant 'zyfa-v2' is specified with block={KEY_BLOCK} only, got {ops.block}")
+    m = torch.full((*ops.shape, ops.sq), -math.inf, dtype=torch.float32, device=ops.q.device)
+    for k0 in range(0, ops.sk, V2_TILE):
+        r0 = ops.first_row(k0)
+        if r0 >= ops.sq:
+            break
+        t = ops.t[..., r0:, :]
+        blocks = []
+        for b0 in range(k0, min(k0 + V2_TILE, ops.sk), KEY_BLOCK):
+            if ops.first_row(b0) >= ops.sq:
+                break
+            s, allowed = ops.scores(r0, b0)
+            mask = _Mask(allowed)
+            blocks.append((b0, s, allowed, mask, (t * mask.amax(s))[..., 0]))  # x_b = fp32(t * block max)
+        m_new = m[..., r0:]
+        for *_, x_b in blocks:
+            m_new = torch.maximum(m_new, x_b)  # NaN-propagating
+        m[..., r0:] = m_new
+        whole = torch.floor(m_new)
+        phi = m_new - whole                           # exact
+        for b0, s, allowed, mask, x_b in blocks:
+            n = torch.ceil(x_b - phi)
+            _check_bm_range(n)
+            const = (LEANP_BIAS_V2 - 8.0 * phi) - 8.0 * n  # = c - 8 bm', two fp32 roundings
+            y = fma_f32(s, 8.0 * t, const[..., None])
+            code = mask.fill_(torch.where(y >= 0, torch.trunc(y).clamp(max=E4M3_MAX_CODE), 0.0), 0.0)
+            P = code.to(torch.uint8).view(torch.float8_e4m3fn).to(torch.float64)
+            rb = ops.first_row(b0) - r0  # the block's own first row (its earlier rows allow none of its keys)
+            yield (r0 + rb, b0, P[..., rb:, :], _tree_sum(P[..., rb:, :]).to(torch.float32),
+                   ((n - 8.0 - whole)[..., rb:], m_new[..., rb:]), allowed[rb:], torch.isnan(x_b)[..., rb:])
 
 
 def _check_bm_range(bm: torch.Tensor) -> None:
@@ -517,13 +570,12 @@ def _forward(ops: _Operands, variant: str, rounding: str, p_round):
             pv = torch.where(keep[..., None] | torch.isnan(pv), _ldexp_f32(pv, e[..., None]), 0.0)
             psum = torch.where(keep, _ldexp_f32(psum, e), 0.0)
             grew = m_new != m_old
-            if bool(grew.any()):
-                alpha = torch.where(grew, _exp2_f32(m_old - m_new), 1.0)  # exp2(-inf) = 0: first block
-                acc[..., r0:, :] = fma_f32(acc[..., r0:, :], alpha[..., None], pv)
-                l[..., r0:] = fma_f32(l[..., r0:], alpha, psum)
-            else:
-                acc[..., r0:, :] += pv
-                l[..., r0:] += psum
+            if bool(grew.any()):  # acc = fp32(acc * alpha), l = fp32(l * alpha), alpha = 2^(M_old - M_new)
+                alpha = torch.where(grew, alpha_v2(m_old - m_new), 1.0)
+                acc[..., r0:, :] = acc[..., r0:, :] * alpha[..., None]
+                l[..., r0:] = l[..., r0:] * alpha
+            acc[..., r0:, :] += pv
+            l[..., r0:] += psum
             m[..., r0:] = m_new
             continue
         if exact:

@@ -209,7 +209,7 @@ def hopper_shared_bytes(kernel: str, headdim: int, headdim_v: int, config, causa
                  HEAD_DIM_V_PAD=padded_headdim(headdim_v, fp8), IS_CAUSAL=causal, INTERPRET=False,
                  **config.meta(fp8))
     if fp8:
-        const.update(PROTON=False, stride_vs=1, RECIPE_V2=recipe_v2)
+        const.update(PROTON=False, stride_vs=1, RECIPE_V2=recipe_v2, MUL_RN_ASM=recipe_v2)  # as launched on CUDA
     compiled, _, _ = _compile(kernel, const, HOPPER_TARGET, config.num_warps, config.num_stages, divisible=True)
     return int(compiled.metadata.shared)
 

@@ -13,8 +13,9 @@ and FlashAttention-3 (Shah et al., 2024); the softmax is the ZYFA one of ``docs/
 ``RECIPE_V2`` (``recipe="zyfa-v2"``, spec v2 of ``docs/numerics.md``): the hybrid block offset
 ``bm' = ceil(x_b - phi) + phi`` (``phi`` the fractional part of the row's running max ``M`` of
 ``t * max s``), the unbiased constant ``c = 120.04335``, truncating convert (gfx950 pair), E8M0
-exponent ``n - 8 - floor(M)`` and ``alpha = exp2(M_old - M)`` (float64, rounded once) applied with an
-explicit FMA only where ``M`` grew. (The per-token Q scale of spec v2 is emulator-only so far: here
+exponent ``n - 8 - floor(M)``; ``M`` grows once per tile of two 64-key blocks and
+``alpha = 2^(M_old - M)`` is the spec's fixed fp32 FMA sequence (``_alpha_v2``), applied as a rounded
+product (``mul.rn`` on CUDA, never contracted with the following add) before the blocks' P V are added. (The per-token Q scale of spec v2 is emulator-only so far: here
 ``t`` is one value per (batch, kv head).)
 
 Causal masking is bottom-right aligned; the key loop runs in two stages as in the tutorial: blocks
@@ -34,29 +35,152 @@ from zyfa.kernels.triton._common import (
     AUTOTUNE_CONFIGS, LOG2E, BucketedAutotune, TileConfig, autotune_configs, device_arch, fixed_config,
     fixed_config_mode, interpreting, key_ranges, padded_headdim, prune_for_headdim,
 )
-from zyfa.numerics import LEANP_BIAS_V2, RECIPES
+from zyfa.numerics import ALPHA_MIN_EXP as _ALPHA_MIN_EXP, ALPHA_POLY, LEANP_BIAS_V2, RECIPES
 
 _INTERPRET = interpreting()
 # "no NaN key": above any key index (the kernel compares it with the keys a row reads)
 NO_NAN_KEY = tl.constexpr(2**30)
+# spec v2's alpha polynomial (zyfa.numerics.ALPHA_POLY, fp32 values) and its lower limit
+A0, A1, A2, A3, A4, A5, A6 = (tl.constexpr(c) for c in ALPHA_POLY)
+ALPHA_MIN_EXP = tl.constexpr(_ALPHA_MIN_EXP)
 
 
 @triton.jit
-def _lean_p_v2(s, t, T8, m_i, C2: tl.constexpr):
-    """Spec v2 steps 2-4 for one block: (P as e4m3, E8M0 exponent e, new running max M, valid rows)."""
-    mx = tl.max(s, 1)
-    valid = mx > float("-inf")
-    x_b = t * mx
-    m_new = tl.maximum(m_i, tl.where(valid, x_b, float("-inf")))
-    whole = tl.math.floor(m_new)
-    phi = m_new - whole                                   # exact
+def _pow2(e):
+    """2^e from the bits (exact) for integer-valued fp32 ``e`` in [-127, 127]; -127 is the subnormal 2^-127."""
+    ei = e.to(tl.int32)
+    return tl.where(ei >= -126, (ei + 127) << 23, 1 << 22).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _alpha_v2(d):
+    """Spec v2's alpha = 2^d (d <= 0), the fixed fp32 sequence of zyfa.numerics.alpha_v2: floor, six
+    FMAs (ALPHA_POLY), an exact power of two; 0 below 2^-126."""
+    dc = tl.maximum(d, ALPHA_MIN_EXP)
+    i = tl.math.floor(dc)
+    f = dc - i                                            # exact, in [0, 1)
+    p = tl.fma(f, A6, A5)
+    p = tl.fma(p, f, A4)
+    p = tl.fma(p, f, A3)
+    p = tl.fma(p, f, A2)
+    p = tl.fma(p, f, A1)
+    p = tl.fma(p, f, A0)
+    return tl.where(d >= ALPHA_MIN_EXP, p * _pow2(i), 0.0)
+
+
+@triton.jit
+def _mul_rn(x, y, MUL_RN_ASM: tl.constexpr):
+    """fp32 ``x * y`` rounded on its own: the spec's ``fp32(acc * alpha)`` must not be contracted with
+    the following add into one FMA (ptxas fuses mul.f32 + add.f32 by default; mul.rn.f32 it never does).
+    The interpreter (numpy) does not fuse; on ROCm the plain product is left to the compiler."""
+    if MUL_RN_ASM:
+        x, y = tl.broadcast(x, y)
+        return tl.inline_asm_elementwise("mul.rn.f32 $0, $1, $2;", "=r,r,r", [x, y], dtype=tl.float32,
+                                         is_pure=True, pack=1)
+    else:
+        return x * y
+
+
+@triton.jit
+def _lean_p_v2(s, x_b, valid, t, T8, whole, phi, C2: tl.constexpr):
+    """Spec v2 steps 3-4 for one 64-key block of a tile: (P as e4m3, its block scale 2^e, 0 if dropped)."""
     n = tl.math.ceil(x_b - phi)
     cst = tl.where(valid, (C2 - 8.0 * phi) - 8.0 * n, 0.0)  # c - 8 bm'
     y = tl.fma(s, T8, cst[:, None])
     code = tl.minimum(tl.where(y >= 0.0, y, 0.0).to(tl.int32), 126)  # truncating convert, clamp 126
     p = code.to(tl.uint8).to(tl.float8e4nv, bitcast=True)
     e = tl.where(valid, n - 8.0 - whole, -1000.0)
-    return p, e, m_new, valid
+    return p, tl.where(e >= -127.0, _pow2(tl.maximum(e, -127.0)), 0.0)
+
+
+@triton.jit
+def _attn_fwd_fp8_inner_v2(acc, l_i, m_i, q, k_base, v_base, t, T8,
+                           stride_ks, stride_vs, stride_vd, offs_m, offs_d, offs_dv,
+                           lo, hi, offset, SEQ_K,
+                           HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr,
+                           BLOCK_N: tl.constexpr, MASKED: tl.constexpr, IS_CAUSAL: tl.constexpr,
+                           WARP_SPEC: tl.constexpr, INTERPRET: tl.constexpr, PROTON: tl.constexpr,
+                           IMPRECISE_ACC: tl.constexpr, C2: tl.constexpr, NAN_CHECKS: tl.constexpr,
+                           MUL_RN_ASM: tl.constexpr):
+    """Spec v2 (docs/numerics.md): tiles of two 64-key blocks; the running max M grows once per tile
+    (from both blocks' x_b = t * block max), then each block's P has its own E8M0 scale 2^e; acc and
+    l are rescaled by alpha = 2^(M_old - M) (the FMA sequence of _alpha_v2), rounded, then each
+    block's P @ V * 2^e is added."""
+    offs_n0 = tl.arange(0, BLOCK_N)
+    for start_n in tl.range(lo, hi, 2 * BLOCK_N, warp_specialize=WARP_SPEC):
+        offs_a = start_n + offs_n0
+        offs_b = offs_a + BLOCK_N
+        ka_ptrs = k_base + offs_a[None, :] * stride_ks + offs_d[:, None]
+        kb_ptrs = ka_ptrs + BLOCK_N * stride_ks
+        va_ptrs = v_base + offs_a[:, None] * stride_vs + offs_dv[None, :] * stride_vd
+        vb_ptrs = va_ptrs + BLOCK_N * stride_vs
+        if MASKED:
+            kta = tl.load(ka_ptrs, mask=(offs_a[None, :] < SEQ_K) & (offs_d[:, None] < HEAD_DIM), other=0.0)
+            ktb = tl.load(kb_ptrs, mask=(offs_b[None, :] < SEQ_K) & (offs_d[:, None] < HEAD_DIM), other=0.0)
+            va = tl.load(va_ptrs, mask=(offs_a[:, None] < SEQ_K) & (offs_dv[None, :] < HEAD_DIM_V), other=0.0)
+            vb = tl.load(vb_ptrs, mask=(offs_b[:, None] < SEQ_K) & (offs_dv[None, :] < HEAD_DIM_V), other=0.0)
+        else:
+            kta = tl.load(ka_ptrs, mask=offs_d[:, None] < HEAD_DIM, other=0.0)
+            ktb = tl.load(kb_ptrs, mask=offs_d[:, None] < HEAD_DIM, other=0.0)
+            va = tl.load(va_ptrs, mask=offs_dv[None, :] < HEAD_DIM_V, other=0.0)
+            vb = tl.load(vb_ptrs, mask=offs_dv[None, :] < HEAD_DIM_V, other=0.0)
+        if PROTON:
+            pl.enter_scope("qk")
+        if INTERPRET:
+            sa = tl.dot(q.to(tl.float32), kta.to(tl.float32), input_precision="ieee")
+            sb = tl.dot(q.to(tl.float32), ktb.to(tl.float32), input_precision="ieee")
+        else:
+            sa = tl.dot(q, kta, max_num_imprecise_acc=IMPRECISE_ACC)
+            sb = tl.dot(q, ktb, max_num_imprecise_acc=IMPRECISE_ACC)
+        if MASKED:
+            allowed_a = offs_a[None, :] < SEQ_K
+            allowed_b = offs_b[None, :] < SEQ_K
+            if IS_CAUSAL:
+                allowed_a = allowed_a & (offs_a[None, :] <= offs_m[:, None] + offset)
+                allowed_b = allowed_b & (offs_b[None, :] <= offs_m[:, None] + offset)
+            sa = tl.where(allowed_a, sa, float("-inf"))
+            sb = tl.where(allowed_b, sb, float("-inf"))
+        if PROTON:
+            pl.exit_scope("qk")
+            pl.enter_scope("softmax")
+        if NAN_CHECKS and MASKED:  # as the v1 loop: P is 0 at masked keys, but 0 * NaN is NaN
+            va = tl.where((va.to(tl.uint8, bitcast=True) & 0x7F) == 0x7F, 0,
+                          va.to(tl.uint8, bitcast=True)).to(tl.uint8).to(tl.float8e4nv, bitcast=True)
+            vb = tl.where((vb.to(tl.uint8, bitcast=True) & 0x7F) == 0x7F, 0,
+                          vb.to(tl.uint8, bitcast=True)).to(tl.uint8).to(tl.float8e4nv, bitcast=True)
+        # -- running max once per tile, phi = frac(M); alpha = 2^(M_old - M) where M grew ----
+        mxa = tl.max(sa, 1)
+        mxb = tl.max(sb, 1)
+        valid_a = mxa > float("-inf")
+        valid_b = mxb > float("-inf")
+        x_a = tl.where(valid_a, t * mxa, float("-inf"))
+        x_b = tl.where(valid_b, t * mxb, float("-inf"))
+        m_new = tl.maximum(m_i, tl.maximum(x_a, x_b))
+        whole = tl.math.floor(m_new)
+        phi = m_new - whole                                   # exact
+        pa, sca = _lean_p_v2(sa, x_a, valid_a, t, T8, whole, phi, C2)
+        pb, scb = _lean_p_v2(sb, x_b, valid_b, t, T8, whole, phi, C2)
+        alpha = tl.where(m_new > m_i, _alpha_v2(m_i - m_new), 1.0)
+        if PROTON:
+            pl.exit_scope("softmax")
+            pl.enter_scope("pv")
+        if INTERPRET:
+            pva = tl.dot(pa.to(tl.float32), va.to(tl.float32), input_precision="ieee")
+            pvb = tl.dot(pb.to(tl.float32), vb.to(tl.float32), input_precision="ieee")
+        else:
+            pva = tl.dot(pa, va, max_num_imprecise_acc=IMPRECISE_ACC)
+            pvb = tl.dot(pb, vb, max_num_imprecise_acc=IMPRECISE_ACC)
+        # spec v2 step 5: acc = fp32(acc * alpha), then + ldexp(P V, e) per block (2^e exact)
+        acc = _mul_rn(acc, alpha[:, None], MUL_RN_ASM)
+        acc = acc + pva * sca[:, None]
+        acc = acc + pvb * scb[:, None]
+        l_i = _mul_rn(l_i, alpha, MUL_RN_ASM)
+        l_i = l_i + tl.sum(pa.to(tl.float32), 1) * sca
+        l_i = l_i + tl.sum(pb.to(tl.float32), 1) * scb
+        m_i = m_new
+        if PROTON:
+            pl.exit_scope("pv")
+    return acc, l_i, m_i
 
 
 @triton.jit
@@ -67,8 +191,7 @@ def _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
                         BLOCK_N: tl.constexpr, MASKED: tl.constexpr, IS_CAUSAL: tl.constexpr,
                         WARP_SPEC: tl.constexpr, ROWSUM_MMA: tl.constexpr, ACC_IN_DOT: tl.constexpr,
                         SCALED_PV: tl.constexpr, INTERPRET: tl.constexpr, PROTON: tl.constexpr,
-                        IMPRECISE_ACC: tl.constexpr, RECIPE_V2: tl.constexpr, C2: tl.constexpr,
-                        NAN_CHECKS: tl.constexpr):
+                        IMPRECISE_ACC: tl.constexpr, NAN_CHECKS: tl.constexpr):
     offs_n0 = tl.arange(0, BLOCK_N)
     magic: tl.constexpr = 12582912.0  # 1.5 * 2**23
     if ROWSUM_MMA:  # P @ ones gives the rounded-P row sum on the tensor cores (gfx950: one extra MFMA)
@@ -106,87 +229,68 @@ def _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
         if NAN_CHECKS and MASKED:
             v_nan = (v.to(tl.uint8, bitcast=True) & 0x7F) == 0x7F
             v = tl.where(v_nan, 0, v.to(tl.uint8, bitcast=True)).to(tl.uint8).to(tl.float8e4nv, bitcast=True)
-        if RECIPE_V2:
-            # -- spec v2: hybrid phi offset, E8M0 2^e, FA-style alpha where the running max grew ----
-            p, e, m_new, valid = _lean_p_v2(s, t, T8, m_i, C2)
-            grew = m_new != m_i
-            alpha = tl.where(grew, tl.math.exp2((m_i - m_new).to(tl.float64)).to(tl.float32), 1.0)
-            blk_scale = tl.where(e >= -127.0, tl.math.exp2(e), 0.0)
-            if PROTON:
-                pl.exit_scope("softmax")
-                pl.enter_scope("pv")
-            if INTERPRET:
-                pv = tl.dot(p.to(tl.float32), v.to(tl.float32), input_precision="ieee")
-            else:
-                pv = tl.dot(p, v, max_num_imprecise_acc=IMPRECISE_ACC)
-            acc = tl.fma(acc, alpha[:, None], pv * blk_scale[:, None])  # one rounding (spec v2 step 5)
-            l_i = tl.fma(l_i, alpha, tl.sum(p.to(tl.float32), 1) * blk_scale)
-            m_i = m_new
-            if PROTON:
-                pl.exit_scope("pv")
+        # -- per-64-key power-of-two scale: bm = ceil(t * max s) ----
+        mx = tl.max(s, 1)
+        valid = mx > float("-inf")
+        bm = tl.where(valid, tl.math.ceil(t * mx), 0.0)
+        m_new = tl.maximum(m_i, tl.where(valid, bm, float("-inf")))
+        # -- Lean P (magic rounding): e4m3 code = low byte of max(fma(s, 8t, C), 1.5*2^23) ----
+        c = (120.0 - 8.0 * bm) + magic
+        f = tl.fma(s, T8, c[:, None])
+        code = (tl.maximum(f, magic).to(tl.int32, bitcast=True) & 0xFF).to(tl.uint8)
+        p = code.to(tl.float8e4nv, bitcast=True)
+        # -- rescale and accumulate: acc = acc * 2^(m - m_new) + (P V) * 2^(bm - 8 - m_new) ----
+        e = bm - 8.0 - m_new
+        alpha = tl.where(m_new > float("-inf"), tl.math.exp2(m_i - m_new), 1.0)
+        if ACC_IN_DOT:
+            # acc = dot(P, V, acc * alpha / c) * c with c = 2^max(e, -100): both factors are powers
+            # of two (exact); the clamp keeps alpha / c finite (blocks below 2^-100 are invisible in fp32).
+            e_c = tl.maximum(e, -100.0)
+            pre = tl.where(valid, tl.math.exp2(m_i - m_new - e_c), 1.0)
+            post = tl.where(valid, tl.math.exp2(e_c), 1.0)
         else:
-            # -- per-64-key power-of-two scale: bm = ceil(t * max s) ----
-            mx = tl.max(s, 1)
-            valid = mx > float("-inf")
-            bm = tl.where(valid, tl.math.ceil(t * mx), 0.0)
-            m_new = tl.maximum(m_i, tl.where(valid, bm, float("-inf")))
-            # -- Lean P (magic rounding): e4m3 code = low byte of max(fma(s, 8t, C), 1.5*2^23) ----
-            c = (120.0 - 8.0 * bm) + magic
-            f = tl.fma(s, T8, c[:, None])
-            code = (tl.maximum(f, magic).to(tl.int32, bitcast=True) & 0xFF).to(tl.uint8)
-            p = code.to(tl.float8e4nv, bitcast=True)
-            # -- rescale and accumulate: acc = acc * 2^(m - m_new) + (P V) * 2^(bm - 8 - m_new) ----
-            e = bm - 8.0 - m_new
-            alpha = tl.where(m_new > float("-inf"), tl.math.exp2(m_i - m_new), 1.0)
-            if ACC_IN_DOT:
-                # acc = dot(P, V, acc * alpha / c) * c with c = 2^max(e, -100): both factors are powers
-                # of two (exact); the clamp keeps alpha / c finite (blocks below 2^-100 are invisible in fp32).
-                e_c = tl.maximum(e, -100.0)
-                pre = tl.where(valid, tl.math.exp2(m_i - m_new - e_c), 1.0)
-                post = tl.where(valid, tl.math.exp2(e_c), 1.0)
-            else:
-                blk_scale = tl.where(valid & (e >= -127.0), tl.math.exp2(e), 0.0)
-            if PROTON:
-                pl.exit_scope("softmax")
-                pl.enter_scope("pv")
+            blk_scale = tl.where(valid & (e >= -127.0), tl.math.exp2(e), 0.0)
+        if PROTON:
+            pl.exit_scope("softmax")
+            pl.enter_scope("pv")
+        if INTERPRET:
+            p_op = p.to(tl.float32)
+            v_op = v.to(tl.float32)
+        else:
+            p_op = p
+            v_op = v
+        if SCALED_PV:
+            # gfx950: v_mfma_scale_f32_*_f8f6f4 applies 2^e to P for free (E8M0 code e + 127, one per
+            # 32 keys; e < -127 clamps to 2^-127 instead of dropping the block, invisible in fp32)
+            e8m0 = (tl.maximum(e, -127.0) + 127.0).to(tl.uint8)
+            p_scale = tl.broadcast_to(e8m0[:, None], [s.shape[0], BLOCK_N // 32])
+            acc = tl.dot_scaled(p, p_scale, "e4m3", v, None, "e4m3", acc=acc * alpha[:, None])
+        elif ACC_IN_DOT:
+            acc = tl.dot(p_op, v_op, acc * pre[:, None], input_precision="ieee" if INTERPRET else None,
+                         max_num_imprecise_acc=IMPRECISE_ACC) * post[:, None]
+        else:
+            pv = tl.dot(p_op, v_op, input_precision="ieee" if INTERPRET else None,
+                        max_num_imprecise_acc=IMPRECISE_ACC)
+            acc = acc * alpha[:, None] + pv * blk_scale[:, None]
+        if ROWSUM_MMA:
             if INTERPRET:
-                p_op = p.to(tl.float32)
-                v_op = v.to(tl.float32)
+                ones_op = ones.to(tl.float32)
             else:
-                p_op = p
-                v_op = v
-            if SCALED_PV:
-                # gfx950: v_mfma_scale_f32_*_f8f6f4 applies 2^e to P for free (E8M0 code e + 127, one per
-                # 32 keys; e < -127 clamps to 2^-127 instead of dropping the block, invisible in fp32)
-                e8m0 = (tl.maximum(e, -127.0) + 127.0).to(tl.uint8)
-                p_scale = tl.broadcast_to(e8m0[:, None], [s.shape[0], BLOCK_N // 32])
-                acc = tl.dot_scaled(p, p_scale, "e4m3", v, None, "e4m3", acc=acc * alpha[:, None])
-            elif ACC_IN_DOT:
-                acc = tl.dot(p_op, v_op, acc * pre[:, None], input_precision="ieee" if INTERPRET else None,
-                             max_num_imprecise_acc=IMPRECISE_ACC) * post[:, None]
+                ones_op = ones
+            if ACC_IN_DOT:
+                l_i = tl.dot(p_op, ones_op, l_i * pre[:, None],
+                             input_precision="ieee" if INTERPRET else None) * post[:, None]
             else:
-                pv = tl.dot(p_op, v_op, input_precision="ieee" if INTERPRET else None,
-                            max_num_imprecise_acc=IMPRECISE_ACC)
-                acc = acc * alpha[:, None] + pv * blk_scale[:, None]
-            if ROWSUM_MMA:
-                if INTERPRET:
-                    ones_op = ones.to(tl.float32)
-                else:
-                    ones_op = ones
-                if ACC_IN_DOT:
-                    l_i = tl.dot(p_op, ones_op, l_i * pre[:, None],
-                                 input_precision="ieee" if INTERPRET else None) * post[:, None]
-                else:
-                    rowsum = tl.dot(p_op, ones_op, input_precision="ieee" if INTERPRET else None)
-                    l_i = l_i * alpha[:, None] + rowsum * blk_scale[:, None]
+                rowsum = tl.dot(p_op, ones_op, input_precision="ieee" if INTERPRET else None)
+                l_i = l_i * alpha[:, None] + rowsum * blk_scale[:, None]
+        else:
+            if ACC_IN_DOT:
+                l_i = l_i * alpha + tl.sum(p.to(tl.float32), 1) * tl.where(valid, tl.math.exp2(e_c), 0.0)
             else:
-                if ACC_IN_DOT:
-                    l_i = l_i * alpha + tl.sum(p.to(tl.float32), 1) * tl.where(valid, tl.math.exp2(e_c), 0.0)
-                else:
-                    l_i = l_i * alpha + tl.sum(p.to(tl.float32), 1) * blk_scale
-            m_i = m_new
-            if PROTON:
-                pl.exit_scope("pv")
+                l_i = l_i * alpha + tl.sum(p.to(tl.float32), 1) * blk_scale
+        m_i = m_new
+        if PROTON:
+            pl.exit_scope("pv")
     return acc, l_i, m_i
 
 
@@ -208,7 +312,8 @@ def _attn_fwd_fp8(Q, K, V, Out, Lse, T, DV, NanK, NanV,
                   WARP_SPEC: tl.constexpr, ROWSUM_MMA: tl.constexpr, ACC_IN_DOT: tl.constexpr,
                   INTERPRET: tl.constexpr, SCALED_PV: tl.constexpr = False, PROTON: tl.constexpr = False,
                   IMPRECISE_ACC: tl.constexpr = None, RECIPE_V2: tl.constexpr = False,
-                  C2: tl.constexpr = LEANP_BIAS_V2, NAN_CHECKS: tl.constexpr = True):
+                  C2: tl.constexpr = LEANP_BIAS_V2, NAN_CHECKS: tl.constexpr = True,
+                  MUL_RN_ASM: tl.constexpr = False):
     tl.static_assert(BLOCK_N == 64, "ZYFA scales P per 64-key block")
     # grid (query tiles, batch * heads): consecutive programs share one head's K and V in L2
     # (heads-fastest with heaviest tiles first measured 2-7% slower on the H200, run 3)
@@ -235,20 +340,32 @@ def _attn_fwd_fp8(Q, K, V, Out, Lse, T, DV, NanK, NanV,
     else:
         l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM_V_PAD], dtype=tl.float32)
-    # -- key ranges: [0, full_hi) unmasked for every row of the tile, [full_hi, hi) masked ----
-    full_hi, hi, offset = key_ranges(start_m, SEQ_Q, SEQ_K, BLOCK_M, BLOCK_N, IS_CAUSAL)
-    acc, l_i, m_i = _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
-                                        stride_ks, stride_vs, stride_vd, offs_m, offs_d, offs_dv,
-                                        0, full_hi, offset, SEQ_K, HEAD_DIM, HEAD_DIM_V, BLOCK_N,
-                                        False, IS_CAUSAL, WARP_SPEC, ROWSUM_MMA, ACC_IN_DOT,
-                                        SCALED_PV, INTERPRET, PROTON, IMPRECISE_ACC, RECIPE_V2, C2,
-                                        NAN_CHECKS)
-    acc, l_i, m_i = _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
-                                        stride_ks, stride_vs, stride_vd, offs_m, offs_d, offs_dv,
-                                        full_hi, hi, offset, SEQ_K, HEAD_DIM, HEAD_DIM_V, BLOCK_N,
-                                        True, IS_CAUSAL, WARP_SPEC, ROWSUM_MMA, ACC_IN_DOT,
-                                        SCALED_PV, INTERPRET, PROTON, IMPRECISE_ACC, RECIPE_V2, C2,
-                                        NAN_CHECKS)
+    # -- key ranges: [0, full_hi) unmasked for every row of the tile, [full_hi, hi) masked; spec v2 steps
+    # by tiles of two 64-key blocks aligned to key 0 ----
+    if RECIPE_V2:
+        full_hi, hi, offset = key_ranges(start_m, SEQ_Q, SEQ_K, BLOCK_M, 2 * BLOCK_N, IS_CAUSAL)
+        acc, l_i, m_i = _attn_fwd_fp8_inner_v2(acc, l_i, m_i, q, k_base, v_base, t, T8,
+                                               stride_ks, stride_vs, stride_vd, offs_m, offs_d, offs_dv,
+                                               0, full_hi, offset, SEQ_K, HEAD_DIM, HEAD_DIM_V, BLOCK_N,
+                                               False, IS_CAUSAL, WARP_SPEC, INTERPRET, PROTON, IMPRECISE_ACC,
+                                               C2, NAN_CHECKS, MUL_RN_ASM)
+        acc, l_i, m_i = _attn_fwd_fp8_inner_v2(acc, l_i, m_i, q, k_base, v_base, t, T8,
+                                               stride_ks, stride_vs, stride_vd, offs_m, offs_d, offs_dv,
+                                               full_hi, hi, offset, SEQ_K, HEAD_DIM, HEAD_DIM_V, BLOCK_N,
+                                               True, IS_CAUSAL, WARP_SPEC, INTERPRET, PROTON, IMPRECISE_ACC,
+                                               C2, NAN_CHECKS, MUL_RN_ASM)
+    else:
+        full_hi, hi, offset = key_ranges(start_m, SEQ_Q, SEQ_K, BLOCK_M, BLOCK_N, IS_CAUSAL)
+        acc, l_i, m_i = _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
+                                            stride_ks, stride_vs, stride_vd, offs_m, offs_d, offs_dv,
+                                            0, full_hi, offset, SEQ_K, HEAD_DIM, HEAD_DIM_V, BLOCK_N,
+                                            False, IS_CAUSAL, WARP_SPEC, ROWSUM_MMA, ACC_IN_DOT,
+                                            SCALED_PV, INTERPRET, PROTON, IMPRECISE_ACC, NAN_CHECKS)
+        acc, l_i, m_i = _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
+                                            stride_ks, stride_vs, stride_vd, offs_m, offs_d, offs_dv,
+                                            full_hi, hi, offset, SEQ_K, HEAD_DIM, HEAD_DIM_V, BLOCK_N,
+                                            True, IS_CAUSAL, WARP_SPEC, ROWSUM_MMA, ACC_IN_DOT,
+                                            SCALED_PV, INTERPRET, PROTON, IMPRECISE_ACC, NAN_CHECKS)
     # -- epilogue: out = fp32(acc / l) * dv -> bf16; lse = (m + log2 l) ln2; empty rows -> 0, +inf ----
     if ROWSUM_MMA:
         l_i = tl.max(l_i, 1)
@@ -382,7 +499,8 @@ def attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_sca
     out = torch.empty(b, s_q, h, d_v, dtype=out_dtype, device=q.device)
     lse = torch.empty(b, h, s_q, dtype=torch.float32, device=q.device)
     grid = lambda meta: (triton.cdiv(s_q, meta["BLOCK_M"]), b * h)  # noqa: E731
-    launch = dict(IS_CAUSAL=causal, INTERPRET=_INTERPRET, RECIPE_V2=recipe == "zyfa-v2", NAN_CHECKS=nan_checks)
+    launch = dict(IS_CAUSAL=causal, INTERPRET=_INTERPRET, RECIPE_V2=recipe == "zyfa-v2", NAN_CHECKS=nan_checks,
+                  MUL_RN_ASM=recipe == "zyfa-v2" and q.is_cuda and torch.version.hip is None and not _INTERPRET)
     if config is not None:
         kernel = _attn_fwd_fp8.fn if kernel is _attn_fwd_fp8_bucketed else kernel
         launch.update(config.meta(fp8=True), PROTON=proton_scopes, num_warps=config.num_warps,

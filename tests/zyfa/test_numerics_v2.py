@@ -62,10 +62,11 @@ def test_v2_hand_case_row_max_is_exactly_256():
     assert abs(lse.item() - (1.5 + math.log2(352 / 256)) * math.log(2)) < 1e-6
 
 
-def dense_v2(q8, k8, v8, dq, dk, dv, causal, block=64):
-    """Spec v2 evaluated densely in float64 for the weights: per block the running max M_j (max over
-    blocks <= j of fp32(t * block max)), phi_j, n_j, P_j from the fp32 FMA; every block weighted by
-    2^(n_j + phi_j - 8) at once (no online rescaling). Per-head or per-token ``dq``."""
+def dense_v2(q8, k8, v8, dq, dk, dv, causal, block=64, tile=128):
+    """Spec v2 evaluated densely in float64 for the weights: per 128-key tile the running max M (max
+    over the blocks of tiles <= this one of fp32(t * block max)), phi, and per 64-key block n and P
+    from the fp32 FMA; every block weighted by 2^(n + phi - 8) at once (no online rescaling, so no
+    alpha). Per-head or per-token ``dq``."""
     b, sq, h, d = q8.shape
     sk, hk = k8.shape[1], k8.shape[2]
     g = h // hk
@@ -81,19 +82,45 @@ def dense_v2(q8, k8, v8, dq, dk, dv, causal, block=64):
     allowed = key_window(sq, sk, causal, (-1, -1), "cpu")
     Pw = torch.zeros_like(s, dtype=torch.float64)
     M = torch.full((b, h, sq, 1), -math.inf)
-    for j0 in range(0, sk, block):
-        cols = slice(j0, j0 + block)
-        sj, aj = s[..., cols], allowed[:, cols]
-        x_b = t * sj.masked_fill(~aj, -math.inf).amax(-1, keepdim=True)
-        M = torch.maximum(M, x_b)
-        has = torch.isfinite(x_b)
-        phi = torch.where(has, M - torch.floor(M), 0.0)
-        n = torch.where(has, torch.ceil(x_b - phi), 0.0)
-        y = N.fma_f32(sj, 8 * t, (N.LEANP_BIAS_V2 - 8 * phi) - 8 * n)
-        P = N.decode_e4m3(torch.where(y >= 0, torch.trunc(y).clamp(max=126), 0.0).to(torch.uint8)).double()
-        Pw[..., cols] = (P * torch.exp2(n.double() + phi.double() - 8)).masked_fill(~aj, 0.0)
+    for k0 in range(0, sk, tile):
+        xs = {}
+        for j0 in range(k0, min(k0 + tile, sk), block):
+            sj, aj = s[..., j0:j0 + block], allowed[:, j0:j0 + block]
+            xs[j0] = t * sj.masked_fill(~aj, -math.inf).amax(-1, keepdim=True)
+            M = torch.maximum(M, xs[j0])
+        for j0, x_b in xs.items():
+            cols = slice(j0, j0 + block)
+            sj, aj = s[..., cols], allowed[:, cols]
+            has = torch.isfinite(x_b)
+            phi = torch.where(has, M - torch.floor(M), 0.0)
+            n = torch.where(has, torch.ceil(x_b - phi), 0.0)
+            y = N.fma_f32(sj, 8 * t, (N.LEANP_BIAS_V2 - 8 * phi) - 8 * n)
+            P = N.decode_e4m3(torch.where(y >= 0, torch.trunc(y).clamp(max=126), 0.0).to(torch.uint8)).double()
+            Pw[..., cols] = (P * torch.exp2(n.double() + phi.double() - 8)).masked_fill(~aj, 0.0)
     out = (Pw @ v) / Pw.sum(-1, keepdim=True) * dv.repeat_interleave(g, 1)[:, :, None, None].double()
     return out.transpose(1, 2)
+
+
+# -- alpha: the FMA sequence every backend runs ---------------------------------------------------
+
+def test_alpha_v2_accuracy():
+    """The fp32 Horner evaluation of 2^f on every f = k 2^-22 in [0, 1): within 1.07 ulp of the
+    exact value, correctly rounded for most; whole exponents exact (alpha(0) = 1 keeps a row
+    whose max did not grow bit for bit); 0 below 2^-126 and at -inf (first tile)."""
+    f = -(torch.arange(2**22, dtype=torch.float64) / 2**22).to(torch.float32)  # d in (-1, 0]
+    got = N.alpha_v2(f).double()
+    exact = torch.exp2(f.double())
+    rounded = exact.float()
+    ulp = torch.nextafter(rounded, torch.tensor(math.inf)).double() - rounded.double()
+    err = ((got - exact).abs() / ulp).max().item()
+    assert err < 1.1
+    assert 0.85 < (got == rounded.double()).double().mean().item() < 1.0
+    whole = torch.arange(0, -127, -1, dtype=torch.float32)
+    assert torch.equal(N.alpha_v2(whole), torch.exp2(whole))
+    g = f[::4][:4096]  # multiples of 2^-20: g - 5 is exact, same fraction, exponent 5 lower
+    assert torch.equal(N.alpha_v2(g - 5.0), N.alpha_v2(g) * 2.0**-5)
+    assert torch.equal(N.alpha_v2(torch.tensor([-126.5, -1000.0, -math.inf])), torch.zeros(3))
+    assert N.alpha_v2(torch.tensor([-126.0])).item() == 2.0**-126
 
 
 SHAPES = [(1, 113, 203, 4, 2, 64, 64, True), (2, 239, 113, 2, 1, 128, 128, True),

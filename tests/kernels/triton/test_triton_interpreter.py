@@ -71,7 +71,8 @@ def test_fp8_v2_equals_emulator_bit_for_bit_with_exact_accumulation(results, cas
     # integer Q, K and V in {-1, 0, 1}: every partial sum exact, so the fp32 outputs must be identical
     r = results[case]
     assert r["fp32_bitwise_equal"]
-    assert r["lse_vs_emulator_max_abs"] <= 1e-6  # log2 in fp32 here, float64 rounded once in the emulator
+    # lse = (M + log2 l) ln 2: log2 in fp32 here, float64 rounded once in the emulator (M and l identical)
+    assert r["lse_vs_emulator_max_ulps"] <= 2.0
     assert r["lse_inf_match"]
     assert r["v1_differs"]  # the recipe switch reaches the kernel
 

@@ -161,6 +161,9 @@ def main():
             "fp32_bitwise_equal": bool(torch.equal(out32, ref32)),
             "fp32_vs_emulator_rel_l2": rel_l2(out32, ref32),
             "lse_vs_emulator_max_abs": float((lse[finite] - ref_lse[finite]).abs().max()),
+            "lse_vs_emulator_max_ulps": float(((lse[finite] - ref_lse[finite]).abs()
+                                               / (torch.nextafter(ref_lse[finite].abs(), torch.tensor(float("inf")))
+                                                  - ref_lse[finite].abs())).max()),
             "lse_inf_match": bool(torch.equal(torch.isinf(lse), torch.isinf(ref_lse))),
             "v1_differs": not bool(torch.equal(v1_32, out32)),
         }
