@@ -11,7 +11,7 @@ triton = pytest.importorskip("triton")
 
 from zyfa.interface import MAX_HEADDIM  # noqa: E402
 from zyfa.kernels.triton._common import (  # noqa: E402
-    AUTOTUNE_CONFIGS, HEAD_TIERS, TileConfig, padded_headdim, prune_for_headdim, tier_configs,
+    AUTOTUNE_CONFIGS, HEAD_TIERS, V2_WIDE_MAX_STAGES, TileConfig, padded_headdim, prune_for_headdim, tier_configs,
 )
 from zyfa.kernels.triton.aot import HOPPER_SMEM_PER_BLOCK, hopper_shared_bytes  # noqa: E402
 
@@ -37,6 +37,13 @@ def test_every_accepted_head_dim_pair_has_a_tier(kind):
 def test_sm90_config_fits_shared_memory_at_its_widest_head(kind, tier, config, v2):
     # the tier's widest problem (d = dv = tier) needs the most shared memory of any problem in it
     used = hopper_shared_bytes(kind, tier, tier, config, recipe_v2=v2)
+    if v2 and tier > 128 and config.num_stages > V2_WIDE_MAX_STAGES:
+        # v2 holds two key blocks per stage: these do not fit, and the prune keeps them out of wide heads
+        assert used > HOPPER_SMEM_PER_BLOCK, f"{config} fits at {used} B: V2_WIDE_MAX_STAGES is too strict"
+        kept = prune_for_headdim(True, "sm_90")([config.to_triton(True)], {}, HEAD_DIM_PAD=tier,
+                                                HEAD_DIM_V_PAD=tier, RECIPE_V2=True)
+        assert kept == []
+        return
     assert 0 < used <= HOPPER_SMEM_PER_BLOCK, f"{kind} tier {tier} {config}: {used} B"
 
 
