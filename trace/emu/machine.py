@@ -23,7 +23,7 @@ import numpy as np
 
 from zyfa.trace.emu.asm import AsmKernel, Inst, parse_asm
 from zyfa.trace.emu.errors import EmulationError
-from zyfa.trace.emu.mfma import compile_mfma
+from zyfa.trace.emu.mfma import compile_mfma, compile_smfmac
 from zyfa.trace.emu.scalar import BARRIER, ENDPGM, compile_scalar
 from zyfa.trace.emu.state import LANES, Lds, Memory, Wave
 from zyfa.trace.emu.valu import compile_valu, split_opcode
@@ -41,6 +41,8 @@ def compile_inst(inst: Inst, labels: dict):
             fn = compile_scalar(inst, labels)
         elif inst.opcode.startswith("v_mfma"):
             fn = compile_mfma(inst)
+        elif inst.opcode.startswith("v_smfmac"):
+            fn = compile_smfmac(inst)
         elif inst.opcode.startswith("v_"):
             fn = compile_valu(inst, base, enc)
         else:

@@ -16,6 +16,23 @@ are done in float64 and rounded once to fp32. Hardware accumulates in fp32 in an
 so results can differ in the last bits when terms cancel; tests state their tolerance.
 EXEC is ignored (MFMAs run on all 64 lanes; our reading of the ISA guide, not validated by a
 kernel that issues an MFMA under a partial EXEC).
+
+Sparse MFMA (``v_smfmac_f32_16x16x128_{fp8,bf8}_{fp8,bf8}``, gfx950; AITER v4's row sum):
+``D = A B + D`` with A 16 x 128 2:4 structured-sparse, stored compressed (16 values per lane),
+the third source the compression index (``vdst`` is also the accumulator). A lane's compressed
+element ``c`` stands for its logical element ``e = 4 * (c // 2) + idx(c)``, ``idx(c)`` = bits
+``[2c+1:2c]`` of the lane's index VGPR (AMD's matrix instruction calculator,
+ROCm/amd_matrix_instruction_calculator, for CDNA3's ``v_smfmac_f32_16x16x64_fp8_fp8``: two
+2-bit positions per group of four); on gfx950 the 8-bit shapes use all 32 index bits and have
+no index-set selection (LLVM PR #193541 "Correct gfx950 smfmac sparse index verifier", from the
+CDNA4 ISA's layout tables), so ``cbsz``/``abid`` other than 0 are refused. Logical element ``e``
+of lane ``l`` is ``A[l % 16][32 * (l // 16) + e]``: contiguous, as CDNA3's table has it with 16
+per lane, unlike the dense f8f6f4 two-halves rule; B has the dense 16x16x128 layout. The
+contiguous rule is what AITER v4's row sum needs to be a row sum: its A (1.0 in compressed
+elements 0-7 of rows with ``i & 4 == 0``, 8-15 otherwise; positions 0-1 or 2-3) must pick, for
+output lanes ``j`` and ``j + 16``, exactly the keys of B's lanes ``{j, j + 32}`` and
+``{j + 16, j + 48}``; with the two-halves rule the output is 30-50% off the reference (measured).
+The other sparse shapes are not implemented (no kernel here uses them).
 """
 
 from __future__ import annotations
@@ -31,6 +48,7 @@ from zyfa.trace.emu.state import LANE, LANES
 from zyfa.trace.emu.valu import _bits
 
 _PATTERN = re.compile(r"^v_mfma_(scale_)?f32_(\d+)x(\d+)x(\d+)_(\w+)$")
+_SPARSE = re.compile(r"^v_smfmac_f32_16x16x128_(fp8|bf8)_(fp8|bf8)$")
 _SIMPLE_TYPES = {"bf16": ("bf16", 16), "f16": ("f16", 16), "fp8_fp8": ("e4m3", 8),
                  "bf8_bf8": ("e5m2", 8), "fp8_bf8": ("e4m3/e5m2", 8), "bf8_fp8": ("e5m2/e4m3", 8),
                  "xf32": ("f32", 32), "f32": ("f32", 32)}
@@ -163,3 +181,41 @@ def compile_mfma(inst):
 
     return run
 
+
+
+def compile_smfmac(inst):
+    """Semantics of ``v_smfmac_f32_16x16x128_*`` (module docstring)."""
+    m = _SPARSE.match(inst.opcode)
+    if not m:
+        if inst.opcode.startswith("v_smfmac"):
+            raise EmulationError(f"sparse MFMA {inst.opcode} not implemented (only the gfx950 8-bit "
+                                 f"16x16x128 shapes): {inst.text}")
+        return None
+    M, K = 16, 128
+    fa, fb = ({"fp8": "e4m3", "bf8": "e5m2"}[t] for t in (m.group(1), m.group(2)))
+    if int(inst.mod("abid", "0"), 0) or int(inst.mod("cbsz", "0"), 0):
+        raise EmulationError(f"sparse MFMA index-set selection (cbsz/abid) does not exist for gfx950's 8-bit "
+                             f"shapes (LLVM PR #193541): {inst.text}")
+    dst, a_op, b_op, idx_op = (parse_operand(o) for o in inst.operands[:4])
+    per_lane = K * M // LANES  # 32 logical A elements per lane, 16 of them stored
+    group_start = np.arange(per_lane // 2) // 2 * 4  # first logical element of compressed element c's group
+    shifts = (2 * np.arange(per_lane // 2)).astype(np.uint32)
+    lanes = np.broadcast_to(np.arange(LANES)[:, None], (LANES, per_lane // 2))
+    cidx = _C_INDEX[M]
+
+    def run(w, g):
+        a_regs = np.stack([read_u32(w, a_op, r) for r in range(4)])
+        b_regs = np.stack([read_u32(w, b_op, r) for r in range(8)])
+        index = read_u32(w, idx_op)
+        pos = group_start[None, :] + ((index[:, None] >> shifts[None, :]) & np.uint32(3)).astype(np.int64)
+        logical = np.zeros((LANES, per_lane), np.float64)
+        np.add.at(logical, (lanes, pos), _decode(_elements(a_regs, 8), fa))  # a repeated position adds
+        A = logical.reshape(LANES // M, M, per_lane).transpose(1, 0, 2).reshape(M, K)  # k = 32 * (l // 16) + e
+        Bt = _operand_matrix(b_regs, 8, fb, M, K, M)
+        c = np.stack([w.v[dst.index + r] for r in range(M * M // LANES)]).view(np.float32)
+        out = ((A @ Bt.T).reshape(-1)[cidx] + c.astype(np.float64)).astype(np.float32).view(np.uint32)
+        for r in range(out.shape[0]):
+            w.v[dst.index + r] = out[r]
+        return None
+
+    return run

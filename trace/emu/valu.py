@@ -583,7 +583,7 @@ def _cvt_f32_fp8(table, packed):
             byte = (opsel[0] * 2 + opsel[1]) if not packed else opsel[0] * 2
 
         def run(w, g):
-            raw = read_u32(w, a)
+            raw = read_u32(w, a).copy()  # a view of the register: the first write may overwrite it (v[2:3] <- v2)
             mask = w.exec_mask
             if packed:
                 for i in range(2):

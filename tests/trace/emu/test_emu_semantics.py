@@ -80,6 +80,13 @@ def test_cvt_pk_fp8_and_bf16():
     assert int(w.v[3][2]) & 0xFFFF == t[0] and int(w.v[3][1]) & 0xFFFF == t[1]
 
 
+def test_cvt_pk_f32_fp8_source_overlapping_destination():
+    # AITER v4's Q prescale: v_cvt_pk_f32_fp8 v[186:187], v186 reads both bytes before writing
+    # (the emulator wrote v186 first and decoded the second byte from the new value)
+    w, _ = run_snippet("v_cvt_pk_f32_fp8_e32 v[0:1], v0", vgprs={0: np.full(64, 0x3840, np.uint32)})
+    assert (f32(w, 0) == 2.0).all() and (f32(w, 1) == 1.0).all()
+
+
 def test_pk_fma_op_sel_hi():
     # op_sel_hi:[0,1,1]: the high result takes src0's LOW dword
     w, _ = run_snippet("v_pk_fma_f32 v[4:5], v[0:1], v[2:3], v[2:3] op_sel_hi:[0,1,1]",
@@ -264,6 +271,85 @@ def test_mfma_scale_f8f6f4_block_scales():
     w, _ = run_snippet("v_mfma_scale_f32_32x32x64_f8f6f4 a[0:15], v[0:7], v[16:23], 0, v30, v31 "
                        "op_sel_hi:[0,0,0]", vgprs=vg)
     assert (w.v[AGPR_BASE: AGPR_BASE + 16].view(np.float32) == 32 * 1 + 32 * 2).all()
+
+
+def _b_regs_16x16x128(b_codes):
+    """B (128 x 16 e4m3 codes) in the dense 16x16x128 f8f6f4 layout: B[k][j] is byte
+    16 * (k // 64) + k % 16 of lane 16 * ((k % 64) // 16) + j."""
+    b = np.zeros((64, 32), np.uint8)
+    for k in range(128):
+        for j in range(16):
+            b[16 * ((k % 64) // 16) + j, 16 * (k // 64) + k % 16] = b_codes[k, j]
+    return {8 + r: b.view(np.uint32)[:, r].copy() for r in range(8)}
+
+
+def _d_16x16(w, reg):
+    return np.array([[w.v[reg + i % 4][16 * (i // 4) + j].view(np.float32) for j in range(16)] for i in range(16)])
+
+
+def _smfmac_16x16x128(a_dense_codes, b_codes, c):
+    """Run v_smfmac_f32_16x16x128_fp8_fp8 on a 2:4-sparse A (16 x 128 e4m3 codes), packed element by
+    element: A[i][k] lives in lane 16 * (k // 32) + i as logical element e = k % 32; compressed
+    element 2 * (e // 4) + slot holds the group's first (slot 0) or second non-zero, whose position
+    e % 4 sits in index bits [2c+1:2c] (trace/emu/mfma.py's docstring gives the sources)."""
+    a = np.zeros((64, 16), np.uint8)
+    index = np.zeros(64, np.uint32)
+    for i in range(16):
+        for start in range(0, 128, 4):
+            nonzero = [k for k in range(start, start + 4) if a_dense_codes[i, k]]
+            assert len(nonzero) <= 2
+            for slot, k in enumerate(nonzero):
+                lane, e = 16 * (k // 32) + i, k % 32
+                a[lane, 2 * (e // 4) + slot] = a_dense_codes[i, k]
+                index[lane] |= np.uint32((e % 4) << (2 * (2 * (e // 4) + slot)))
+    vg = {r: a.view(np.uint32)[:, r].copy() for r in range(4)} | _b_regs_16x16x128(b_codes) | {20: index}
+    vg |= {24 + r: c[r].view(np.uint32) for r in range(4)}
+    w, _ = run_snippet("v_smfmac_f32_16x16x128_fp8_fp8 v[24:27], v[0:3], v[8:15], v20", vgprs=vg)
+    return _d_16x16(w, 24)
+
+
+def test_smfmac_16x16x128_fp8_against_dense_numpy():
+    rng = np.random.default_rng(0)
+    codes = rng.integers(1, 0x7F, size=(16, 128)).astype(np.uint8)  # finite (0x7F is NaN), non-zero e4m3
+    keep = np.zeros((16, 128), bool)
+    for i in range(16):
+        for start in range(0, 128, 4):
+            keep[i, start + rng.choice(4, size=rng.integers(0, 3), replace=False)] = True
+    a_codes = np.where(keep, codes, 0).astype(np.uint8)
+    b_codes = (rng.integers(0, 0x7F, size=(128, 16)) & 0x77).astype(np.uint8)
+    c = rng.standard_normal((4, 64)).astype(np.float32)
+    d = _smfmac_16x16x128(a_codes, b_codes, c)
+    A, B = F.decode(F.E4M3, a_codes).astype(np.float64), F.decode(F.E4M3, b_codes).astype(np.float64)
+    c_mat = np.array([[c[i % 4, 16 * (i // 4) + j] for j in range(16)] for i in range(16)], np.float64)
+    assert np.allclose(d, (A @ B + c_mat).astype(np.float32), rtol=1e-6, atol=1e-6)
+
+
+def test_smfmac_aiter_v4_row_sum_pattern():
+    """AITER v4's prologue (instructions 467-480 of fmha_v4_fwd/fwd_hd128_fp8.co): A = 1.0 (e4m3 0x38)
+    in registers 0-1 of lanes with lane & 4 == 0, 2-3 otherwise, only where lane % 4 < 2; index
+    0x44444444 (positions 0, 1) or, where lane % 4 == 1, 0xeeeeeeee (2, 3). D rows 0 + 1 must then
+    sum the B bytes of lanes j and j + 32, rows 4 + 5 those of lanes j + 16 and j + 48: the two
+    query rows a 32x32x64 P operand keeps in output lane j's column (the kernel divides O by
+    D[4g] + D[4g + 1] in lane 16g + j)."""
+    rng = np.random.default_rng(1)
+    b_codes = (rng.integers(0, 0x7F, size=(128, 16)) & 0x77).astype(np.uint8)
+    ones = np.where(LANE % 4 < 2, 0x38383838, 0).astype(np.uint32)
+    low = (LANE & 4) == 0
+    vg = {0: np.where(low, ones, 0), 1: np.where(low, ones, 0), 2: np.where(low, 0, ones),
+          3: np.where(low, 0, ones), 20: np.where(LANE % 4 == 1, 0xEEEEEEEE, 0x44444444).astype(np.uint32)}
+    vg |= _b_regs_16x16x128(b_codes) | {24 + r: np.zeros(64, np.uint32) for r in range(4)}
+    w, _ = run_snippet("v_smfmac_f32_16x16x128_fp8_fp8 v[24:27], v[0:3], v[8:15], v20", vgprs=vg)
+    d = _d_16x16(w, 24)
+    B = F.decode(F.E4M3, b_codes).astype(np.float64)
+    lane_group = (np.arange(128) % 64) // 16  # which lane group 16g + j holds B[k][j]
+    assert np.allclose(d[0] + d[1], B[np.isin(lane_group, (0, 2))].sum(axis=0), rtol=1e-6)
+    assert np.allclose(d[4] + d[5], B[np.isin(lane_group, (1, 3))].sum(axis=0), rtol=1e-6)
+    assert (d[[2, 3, 6, 7]] == 0).all() and (d[8:] == d[:8]).all()
+
+
+def test_smfmac_refuses_index_set_selection():
+    with pytest.raises(EmulationError, match="cbsz/abid"):
+        run_snippet("v_smfmac_f32_16x16x128_fp8_fp8 v[24:27], v[0:3], v[8:15], v20 abid:1")
 
 
 def test_unknown_opcode_names_instruction():
