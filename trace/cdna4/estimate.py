@@ -31,16 +31,23 @@ from zyfa.trace.cdna4.sim import CUSim, SimConfig
 class EstimateConfig:
     """``samples``: grid-x values simulated in detail (first, last and evenly spaced between);
     ``clock_mhz``: converts cycles to time; ``fast_forward``: steady-state loop extrapolation;
-    ``unknown_branch``: policy for data-dependent branches (:class:`sim.SimConfig`)."""
+    ``unknown_branch``: policy for data-dependent branches (:class:`sim.SimConfig`);
+    ``branch_policy``: ``(pc, "taken"/"not-taken")`` pairs for individual data-dependent branches,
+    e.g. measured on the real data path (:func:`zyfa.trace.emu.branches.measured_branch_policy`);
+    they override the kernel's stated directions and ``unknown_branch``."""
 
     samples: int = 3
     clock_mhz: float = timing.param("clock_mhz")
     fast_forward: bool = True
     unknown_branch: Optional[str] = "not-taken"
+    branch_policy: tuple = ()
 
     def __post_init__(self):
         if not isinstance(self.samples, int) or self.samples < 1:
             raise ValueError(f"EstimateConfig.samples must be a positive int, got {self.samples!r}")
+        for item in self.branch_policy:
+            if not (isinstance(item, tuple) and len(item) == 2 and item[1] in ("taken", "not-taken")):
+                raise ValueError(f"EstimateConfig.branch_policy must hold (pc, 'taken'/'not-taken') pairs, got {item!r}")
         if not isinstance(self.clock_mhz, (int, float)) or not 0 < self.clock_mhz < 10000:
             raise ValueError(f"EstimateConfig.clock_mhz must be a number in (0, 10000) MHz, got {self.clock_mhz!r}")
 
@@ -177,7 +184,7 @@ def estimate(launch: Launch, config: EstimateConfig = EstimateConfig(),
             wgs.append(tuple(c))
         sim_cfg = SimConfig(fast_forward=config.fast_forward, record=record, unknown_branch=config.unknown_branch)
         result = CUSim(launch.program, launch.kernargs, wgs, launch.workgroup_size, sim_cfg,
-                       regions=launch.regions, branch_policy=launch.branch_policy,
+                       regions=launch.regions, branch_policy=launch.branch_policy | dict(config.branch_policy),
                        iteration_starts=launch.iteration_starts).run()
         cache[key] = {"coord": key, "resident": resident, "cycles": result.cycles,
                       "mfma_flops_per_workgroup": result.mfma_flops(launch.program) / resident,
@@ -232,6 +239,8 @@ def estimate(launch: Launch, config: EstimateConfig = EstimateConfig(),
         f"data-dependent branches: {sum(s['policy_branches'] for s in runs)} executions (in detail) decided by "
         + (f"the kernel's stated steady-state directions ({len(launch.branch_policy)} branches) and otherwise "
            if launch.branch_policy else "")
+        + (f"directions measured on the data path ({len(config.branch_policy)} branches) and otherwise "
+           if config.branch_policy else "")
         + f"the '{config.unknown_branch}' policy" if any(s["policy_branches"] for s in runs) else
         "data-dependent branches: none (every branch followed computed scalar values)",
         f"dispatched: {total_wg} workgroups over {int(timing.param('cus'))} CUs x {occ} slot(s) "

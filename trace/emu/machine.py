@@ -61,10 +61,14 @@ def compile_inst(inst: Inst, labels: dict):
 
 @dataclass
 class Stats:
-    """What the emulator counted: executed instructions per opcode and LDS bank conflicts
-    (per instruction index: executions and extra cycles, see :meth:`Lds.conflict_cycles`)."""
+    """What the emulator counted: executed instructions per opcode, LDS bank conflicts
+    (per instruction index: executions and extra cycles, see :meth:`Lds.conflict_cycles`) and,
+    per conditional branch (``s_cbranch_*``, by instruction index), wave executions and how many
+    jumped (the data path's branch outcomes, :mod:`zyfa.trace.emu.branches`)."""
 
     executed: Counter = field(default_factory=Counter)
+    branch_runs: Counter = field(default_factory=Counter)
+    branch_taken: Counter = field(default_factory=Counter)
     lds_accesses: Counter = field(default_factory=Counter)
     lds_conflict_cycles: Counter = field(default_factory=Counter)
 
@@ -88,6 +92,7 @@ class Program:
     def __init__(self, kernel: AsmKernel) -> None:
         self.kernel = kernel
         self.fns = [compile_inst(inst, kernel.labels) for inst in kernel.insts]
+        self.cbranch = [inst.opcode.startswith("s_cbranch") for inst in kernel.insts]
 
 
 def _initial_sgprs(kernel: AsmKernel, kernarg_addr: int, kernargs: bytes, wg_id) -> list[int]:
@@ -177,8 +182,8 @@ def _run_group(program: Program, waves: list[Wave], group: Group,
     next wave gets a turn (None: until its next barrier); 1 interleaves the waves round-robin,
     which approximates hardware concurrency for kernels whose waves communicate through LDS
     between barriers relying on timing."""
-    fns, insts = program.fns, program.kernel.insts
-    executed = group.stats.executed
+    fns, insts, cbranch = program.fns, program.kernel.insts, program.cbranch
+    executed, branch_runs, branch_taken = group.stats.executed, group.stats.branch_runs, group.stats.branch_taken
     n = len(fns)
     limit = quantum or MAX_STEPS_PER_WAVE + 1
     since_barrier = {id(w): 0 for w in waves}
@@ -199,6 +204,9 @@ def _run_group(program: Program, waves: list[Wave], group: Group,
                     raise EmulationError(f"wave {w.wave_id}, instruction {pc} (line {inst.line}) "
                                          f"{inst.text!r}: {exc}") from None
                 executed[insts[pc].opcode] += 1
+                if cbranch[pc]:
+                    branch_runs[pc] += 1
+                    branch_taken[pc] += nxt is not None
                 w.executed += 1
                 since_barrier[id(w)] += 1
                 if nxt is None:

@@ -60,8 +60,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--clock", type=float, default=None,
                    help="force the clock in MHz (default: the clock/power model's predicted sustained clock)")
     p.add_argument("--samples", type=int, default=3, help="grid-x values simulated in detail (default 3)")
-    p.add_argument("--unknown-branch", choices=("not-taken", "taken"), default="not-taken",
-                   help="how branches on data the model does not compute go (default not-taken: guarded code runs)")
+    p.add_argument("--unknown-branch", choices=("not-taken", "taken", "emulated"), default="not-taken",
+                   help="how branches on data the model does not compute go (default not-taken: guarded code runs; "
+                        "emulated: each as the functional emulator saw it on b1 h1 s<=1024 Gaussian inputs of the "
+                        "same kernel, the rest not-taken)")
     p.add_argument("-o", "--out", default=None, help="directory for the trace (<kernel>.parquet + .json)")
     p.add_argument("--force", action="store_true", help="overwrite an existing trace of this kernel in -o DIR")
     p.add_argument("--list", action="store_true", help="list the kernels --kernel accepts and exit")
@@ -175,7 +177,12 @@ def _simulate_and_print(args, kernel: str, shape, save: bool) -> float:
 
 def _summarise(args, kernel: str, shape, save: bool) -> dict:
     """Simulate and reduce to what the summary prints (small: it crosses process boundaries)."""
-    config = EstimateConfig(samples=args.samples, unknown_branch=args.unknown_branch,
+    measured, branch_text = {}, None
+    if args.unknown_branch == "emulated":
+        measured, branch_text = _emulated_branches(kernel, shape)
+    config = EstimateConfig(samples=args.samples,
+                            unknown_branch="not-taken" if args.unknown_branch == "emulated" else args.unknown_branch,
+                            branch_policy=tuple(sorted(measured.items())),
                             **({"clock_mhz": args.clock} if args.clock else {}))
     progress = lambda xs: tqdm(xs, desc="cycle model: workgroups", unit="wg", leave=False, disable=None)
     trace, est = tracer.simulate(kernel, shape, config=config, progress=progress)
@@ -191,7 +198,8 @@ def _summarise(args, kernel: str, shape, save: bool) -> dict:
     return {"kernel": trace.meta.kernel, "shape": shape, "grid": tuple(trace.meta.grid),
             "workgroup_size": trace.meta.workgroup_size, "occupancy": est.occupancy, "values": values,
             "origin": origin, "mhz": mhz, "clock_text": clock_text, "seconds": seconds, "cycles": est.cycles,
-            "tflops": shape.tflops(seconds), "tflops_peak": est.tflops * 2400 / est.clock_mhz, "notes": est.notes,
+            "tflops": shape.tflops(seconds), "tflops_peak": est.tflops * 2400 / est.clock_mhz,
+            "notes": est.notes + ([branch_text] if branch_text else []),
             "saved": saved, "wall": est.wall_seconds, "simulated": est.simulated_instructions,
             "extrapolated": est.extrapolated_instructions, "static": _static_counts(kernel, shape),
             "activity": act}
@@ -240,6 +248,13 @@ def _hardware_backend(args, kernel, shape) -> int:
         raise TracerUnavailable(f"{args.backend} tracer unavailable: {exc}") from exc
     print(f"{args.backend} trace of {kernel} on {shape}: {len(trace)} records ({trace.meta.label})")
     return 0
+
+
+def _emulated_branches(kernel: str, shape) -> tuple[dict, str]:
+    # lazy: the emulator imports torch (~1 s on the 2-core box, measured), which only this policy needs
+    from zyfa.trace.emu.branches import measured_branch_policy
+
+    return measured_branch_policy(kernel, shape)
 
 
 def _emulate(kernel: str, shape, activity) -> None:

@@ -166,3 +166,26 @@ def test_aiter_v4_fp8_against_fp64_attention():
     assert rel < 0.05
     # heads x query tiles of 256 x key tiles of 128 x 8 waves x 2 per tile
     assert r.stats.executed["v_smfmac_f32_16x16x128_fp8_fp8"] == 2 * 2 * 3 * 8 * 2
+
+
+@needs_fp8
+def test_aiter_v4_rollback_branches_follow_the_data_path():
+    """v4's six `s_cbranch_vccnz label_rollback_overflow_*` (a row maximum past the lazy-rescale
+    threshold) on Gaussian inputs: the emulator runs them all and none jumps, so the measured policy
+    is 'not-taken' at every site; handed to the cycle model it overrides --unknown-branch, and the
+    opposite direction (a rollback on every tile) costs time, so the measured one is what runs."""
+    from zyfa.trace.cdna4.estimate import EstimateConfig
+    from zyfa.trace.cdna4.tracer import simulate
+    from zyfa.trace.emu.branches import measured_branch_policy
+
+    shape = AttnShape(batch=1, heads=1, heads_k=1, seqlen_q=512, seqlen_k=512, causal=False, dtype="fp8")
+    policy, text = measured_branch_policy("aiter:fmha_v4_fwd/fwd_hd128_fp8", shape)
+    assert len(policy) == 6 and set(policy.values()) == {"not-taken"}
+    assert "6 vcc/exec branch sites ran 48 times, 0 taken" in text  # 16 waves (2 query tiles x 8), 3 checks each
+    measured = simulate("aiter:fmha_v4_fwd/fwd_hd128_fp8", shape,
+                        config=EstimateConfig(unknown_branch="taken", branch_policy=tuple(policy.items())))[1]
+    taken = simulate("aiter:fmha_v4_fwd/fwd_hd128_fp8", shape, config=EstimateConfig(unknown_branch="taken"))[1]
+    default = simulate("aiter:fmha_v4_fwd/fwd_hd128_fp8", shape)[1]
+    assert measured.cycles == default.cycles < taken.cycles
+    with pytest.raises(ValueError, match="branch_policy"):
+        EstimateConfig(branch_policy=((1, "maybe"),))

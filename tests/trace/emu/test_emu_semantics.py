@@ -155,6 +155,12 @@ def test_scalar_alu_scc():
         (1, 1, 11, 11, (0xABCD >> 4) & 0xF, 0xFFFFFFF0)
 
 
+def test_branch_outcomes_are_counted_per_instruction():
+    # a three-trip loop: the back-edge (instruction 3) runs 3 times and jumps twice
+    _, group = run_snippet("s_mov_b32 s0, 3\nloop:\ns_sub_u32 s0, s0, 1\ns_cmp_lg_u32 s0, 0\ns_cbranch_scc1 loop")
+    assert dict(group.stats.branch_runs) == {3: 3} and dict(group.stats.branch_taken) == {3: 2}
+
+
 def test_saveexec_and_branch_skips_when_exec_zero():
     w, _ = run_snippet("\n".join([
         "v_cmp_gt_u32_e32 vcc, 0, v0",  # never true
