@@ -32,8 +32,8 @@ from zyfa.trace.cdna4.estimate import EstimateConfig
 from zyfa.trace.cdna4.tracer import simulate
 
 V4 = "aiter:fmha_v4_fwd/fwd_hd128_fp8"  # AITER v4 FP8 forward: non-causal only
-ROWS = ("zyfa-fp8", "zyfa-fp8-folded", "zyfa-fp8-exact", "aiter-like-fp8", "aiter:fwd_hd128_fp8_causal", "zyfa-bf16",
-        "aiter:fwd_hd128_bf16_causal")
+ROWS = ("zyfa-fp8", "zyfa-fp8-v1", "zyfa-fp8-valu-rowsum", "zyfa-fp8-exact", "aiter-like-fp8",
+        "aiter:fwd_hd128_fp8_causal", "zyfa-bf16", "aiter:fwd_hd128_bf16_causal")
 
 
 def _row(name: str, shape, forced_clock=None):
@@ -95,9 +95,9 @@ def main():
     for pair in pairs:
         if pair.ours in tflops and pair.baseline in tflops:
             print(f"- {pair.ours} / {pair.baseline}: {tflops[pair.ours] / tflops[pair.baseline]:.2f}x ({pair.label})")
-            if pair.ours == "zyfa-fp8" and "zyfa-fp8-folded" in tflops:
-                print(f"- zyfa-fp8-folded / {pair.baseline}: "
-                      f"{tflops['zyfa-fp8-folded'] / tflops[pair.baseline]:.2f}x ({pair.label})")
+            if pair.ours == "zyfa-fp8" and "zyfa-fp8-valu-rowsum" in tflops:
+                print(f"- zyfa-fp8-valu-rowsum / {pair.baseline}: "
+                      f"{tflops['zyfa-fp8-valu-rowsum'] / tflops[pair.baseline]:.2f}x ({pair.label})")
     # AITER v4 has no causal FP8 object: compare on the same shape without the mask
     noncausal = replace(parse_shape(args.shape, heads=args.heads), causal=False)
     print(f"\nAgainst AITER v4 ({V4}), b1 h{args.heads} s{args.shape} d128 NON-causal:\n")
@@ -105,13 +105,13 @@ def main():
           "| MFMA work / FLOPs (w/o row sum) | clock | predicted ms | predicted TFLOP/s | TFLOP/s at 2400 MHz |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     rows = {}
-    for name in ("zyfa-fp8", "zyfa-fp8-folded", V4):
+    for name in ("zyfa-fp8", "zyfa-fp8-valu-rowsum", V4):
         row = _row(name, noncausal, args.clock)
         print(f"| {name} | - | unavailable: {row} | | | | | | | | |" if isinstance(row, str) else row["markdown"])
         if not isinstance(row, str):
             rows[name] = row
     if V4 in rows:
-        for name in ("zyfa-fp8", "zyfa-fp8-folded"):
+        for name in ("zyfa-fp8", "zyfa-fp8-valu-rowsum"):
             if name in rows:
                 print(f"- {name} / {V4}: {rows[name]['tflops'] / rows[V4]['tflops']:.2f}x at the predicted clocks, "
                       f"{rows[name]['tflops_2400'] / rows[V4]['tflops_2400']:.2f}x both at 2400 MHz")

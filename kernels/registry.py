@@ -1,8 +1,8 @@
 """Kernels that tracers can run, and their resolution into a launch (``--kernel NAME``).
 
-Names: our generated gfx950 kernels (``zyfa-fp8``, ``zyfa-fp8-folded``, ``zyfa-fp8-exact``, ``aiter-like-fp8``,
-``zyfa-bf16``: :mod:`zyfa.kernels.gfx950`), Triton AOT builds (``triton-fp8``, ``triton-bf16``:
-the optional plugin :mod:`zyfa.kernels.triton.aot`, which needs Triton), ``aiter:NAME``
+Names: our generated gfx950 kernels (``zyfa-fp8``, ``zyfa-fp8-v1``, ``zyfa-fp8-valu-rowsum``,
+``zyfa-fp8-exact``, ``aiter-like-fp8``, ``zyfa-bf16``: :mod:`zyfa.kernels.gfx950`), Triton AOT
+builds (``triton-fp8``, ``triton-bf16``: the optional plugin :mod:`zyfa.kernels.triton.aot`, which needs Triton), ``aiter:NAME``
 (AITER's code objects: :mod:`zyfa.kernels.aiter`) and a path to a ``.co``/``.hsaco``/``.s``
 file. :func:`resolve` turns any of them -- or a gfx950 generator configuration, with or without
 parameter overrides -- into a :class:`~zyfa.kernels.spec.LaunchDescription` (code, kernel

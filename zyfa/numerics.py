@@ -770,7 +770,7 @@ def zyfa_fp8_attention(q8, k8, v8, q_descale=None, k_descale=None, v_descale=Non
         variant: "zyfa-v2" (spec v2: hybrid phi offset, unbiased FMA constant), "zyfa" /
             "zyfa-v1" / "leanp" (spec v1 steps 1-5; identical numerics: the Hadamard of full ZYFA
             happens at quantisation), "zyfa-folded" (Lean P folded into the QK MFMA: the recipe
-            of the gfx950 kernel zyfa-fp8-folded), "roundedsum", "blockscale", "naive" (the
+            of the gfx950 kernel zyfa-fp8), "roundedsum", "blockscale", "naive" (the
             spec's ablations).
             The default stays "zyfa" (v1), which the gfx950 kernels and their functional
             emulation implement; ``flash_attn_func`` picks by its ``recipe`` argument.

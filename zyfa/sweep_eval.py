@@ -15,7 +15,8 @@ from typing import Optional
 import pandas as pd
 
 from zyfa.analyzer import summary
-from zyfa.kernels.gfx950 import KernelConfig
+from zyfa.kernels.gfx950 import VARIANTS, KernelConfig, specialise
+from zyfa.kernels.registry import DEFAULT_KERNEL
 from zyfa.shapes import AttnShape, parse_shape
 from zyfa import sweep
 from zyfa.trace.cdna4 import tracer
@@ -27,14 +28,18 @@ SWEEPABLE = sweep.EVALUATORS["cycle-model"].params
 
 
 def kernel_config(shape: AttnShape, params: dict) -> KernelConfig:
+    """The flagship (:data:`zyfa.kernels.registry.DEFAULT_KERNEL`) at ``shape``'s dtype and head
+    dims with ``params`` applied; named after the parameters."""
     unknown = set(params) - set(SWEEPABLE)
     if unknown:
         known = ", ".join(SWEEPABLE)
         raise ValueError(f"unknown generator parameter(s) {sorted(unknown)}; sweepable: {known}")
     label = "_".join(f"{k}_{params[k]}" for k in sorted(params)) or "default"
     name = "sweep_" + re.sub(r"[^A-Za-z0-9_]", "_", label)  # also the assembly symbol
-    base = KernelConfig(name, headdim=shape.headdim, headdim_v=shape.headdim_v, dtype=shape.dtype)
-    return replace(base, **params)
+    config = replace(VARIANTS[DEFAULT_KERNEL], name=name, **{"dtype": shape.dtype, **params})
+    if "rowsum" in params:
+        return replace(config, headdim=shape.headdim, headdim_v=shape.headdim_v)
+    return specialise(config, shape.headdim, shape.headdim_v)
 
 
 def simulate(shape_fields: dict, params: dict, clock_mhz: Optional[float] = None):

@@ -1,8 +1,10 @@
 """Hand-scheduled gfx950 attention kernels generated from Python (see README.md in this folder).
 
-``SPECS`` describes ``zyfa-fp8`` (Lean P + two-wave ping-pong + per-64-key pow2 scaled MFMA +
-rounded row sum), ``zyfa-fp8-exact`` (same with v_exp softmax), ``aiter-like-fp8`` (AITER v3
-numerics and structure) and ``zyfa-bf16``; :mod:`zyfa.kernels.registry` registers them.
+``SPECS`` describes ``zyfa-fp8`` (Lean P folded into the QK MFMA + two-wave ping-pong + rounded
+row sum on the MFMA pipe), ``zyfa-fp8-v1`` (spec v1: Lean P by FMA + convert, per-64-key pow2
+scaled MFMA), ``zyfa-fp8-valu-rowsum`` (zyfa-fp8 with the row sum on the VALU), ``zyfa-fp8-exact``
+(v1's scaling with v_exp softmax), ``aiter-like-fp8`` (AITER v3 numerics and structure) and
+``zyfa-bf16``; :mod:`zyfa.kernels.registry` registers them.
 """
 
 from __future__ import annotations
@@ -15,13 +17,16 @@ from zyfa.kernels.gfx950.schedule import ROWS_PER_WG, VARIANTS, WAVES, KernelCon
 from zyfa.kernels.spec import KernelBuild, KernelSpec
 from zyfa.shapes import AttnShape
 
-__all__ = ["config_for", "build_for", "build_config", "grid", "SPECS", "VARIANTS", "KernelConfig", "WORKGROUP_SIZE"]
+__all__ = ["config_for", "specialise", "build_for", "build_config", "grid", "SPECS", "VARIANTS", "KernelConfig", "WORKGROUP_SIZE"]
 
 WORKGROUP_SIZE = WAVES * 64  # threads of every generated kernel
 
 
 def config_for(name: str, shape: AttnShape) -> KernelConfig:
-    """The registered variant ``name`` specialised to ``shape``'s head dims (hd 128, MLA 192/128)."""
+    """The registered variant ``name`` specialised to ``shape``'s head dims (hd 128, MLA 192/128).
+    A folded kernel whose row sum runs on the MFMA pipe takes the VALU row sum at head dims other
+    than 128: its row-sum operand and accumulator-start block do not fit in the registers beside a
+    wider Q (``KernelConfig`` says so); the numerics are the same bits (docs/numerics.md)."""
     if name not in VARIANTS:
         raise ValueError(f"unknown gfx950 kernel {name!r}; known: {', '.join(VARIANTS)}")
     if not isinstance(shape, AttnShape):
@@ -29,7 +34,14 @@ def config_for(name: str, shape: AttnShape) -> KernelConfig:
     base = VARIANTS[name]
     if shape.dtype != base.dtype:
         raise ValueError(f"kernel {name} takes dtype {base.dtype!r}, the shape has dtype={shape.dtype!r}")
-    return replace(base, headdim=shape.headdim, headdim_v=shape.headdim_v)
+    return specialise(base, shape.headdim, shape.headdim_v)
+
+
+def specialise(base: KernelConfig, headdim: int, headdim_v: int) -> KernelConfig:
+    """``base`` at these head dims; a folded row sum on the MFMA pipe becomes the VALU row sum
+    where it does not fit (head dim other than 128)."""
+    rowsum = "valu" if base.softmax == "folded" and headdim != 128 else base.rowsum
+    return replace(base, headdim=headdim, headdim_v=headdim_v, rowsum=rowsum)
 
 
 def grid(shape: AttnShape) -> tuple[int, int, int]:
@@ -94,9 +106,13 @@ def _kernargs(name: str, shape: AttnShape) -> bytes:
 
 
 _DESCRIPTIONS = {
-    "zyfa-fp8": "FP8 e4m3 causal: Lean P, two-wave ping-pong, per-64-key pow2 scaled MFMA, rounded row sum",
-    "zyfa-fp8-folded": "FP8 causal, Lean P folded into the QK MFMA (re-quantised Q, accumulator started at "
-                       "the offset, one convert per probability, overflow fix-up out of line; numerics zyfa-folded)",
+    "zyfa-fp8": "FP8 causal, the write-up's kernel: Lean P folded into the QK MFMA (re-quantised Q, accumulator "
+                "started at the offset, one convert per probability, overflow fix-up out of line; numerics "
+                "zyfa-folded), two-wave ping-pong, rounded row sum by two 16x16x128 MFMAs per tile",
+    "zyfa-fp8-v1": "FP8 e4m3 causal, spec v1 (the FP8 backend's kernel): Lean P by FMA + convert, two-wave "
+                   "ping-pong, per-64-key pow2 scaled MFMA, rounded row sum by one scaled MFMA per block",
+    "zyfa-fp8-valu-rowsum": "zyfa-fp8 with the rounded row sum on the VALU (100 ops per tile) instead of the "
+                            "MFMA pipe (same bits)",
     "zyfa-fp8-exact": "FP8 ablation: exact v_exp softmax with the same scaling, row sum and schedule",
     "aiter-like-fp8": "FP8 baseline rebuilt on AITER v3 FP8's loop (six barrier intervals per tile): running "
                       "fp32 max, v_exp, unrounded row sum",

@@ -30,7 +30,8 @@ LOG2E = 1.4426950408889634
 HIP_LAUNCH_PARAM_BUFFER_POINTER = 0x01
 HIP_LAUNCH_PARAM_BUFFER_SIZE = 0x02
 HIP_LAUNCH_PARAM_END = 0x03
-KERNEL_FOR_DTYPE = {torch.float8_e4m3fn: "zyfa-fp8", torch.bfloat16: "zyfa-bf16"}
+# fp8: the kernel whose bits are recipe zyfa-v1 (zyfa-fp8 is the folded recipe, docs/numerics.md)
+KERNEL_FOR_DTYPE = {torch.float8_e4m3fn: "zyfa-fp8-v1", torch.bfloat16: "zyfa-bf16"}
 
 
 class HipError(RuntimeError):
@@ -220,5 +221,5 @@ register_backend(Backend(
     # Opt-in (backend="gfx950") until it has run on an MI355X: below every other backend, so
     # "auto" never picks kernels that were only verified in the functional emulator.
     priority=-10,
-    description="generated gfx950 assembly (zyfa-fp8 / zyfa-bf16) launched through HIP; MI350X/MI355X only",
+    description="generated gfx950 assembly (zyfa-fp8-v1 / zyfa-bf16) launched through HIP; MI350X/MI355X only",
 ))

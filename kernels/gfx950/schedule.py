@@ -320,10 +320,15 @@ def barrier_intervals(table: tuple[Cluster, ...]) -> list[tuple[Cluster, ...]]:
 
 
 # -- the registered variants -------------------------------------------------------------------------
+# zyfa-fp8 is the write-up's kernel: Lean P folded into the QK MFMA (392 VALU cycles per tile; the
+# spec-v1 Lean P cannot go below 512: one FMA + one convert per probability), the rounded row sum
+# on the MFMA pipe (two 16x16x128 per tile). zyfa-fp8-v1 is spec v1 literally (the FP8 backend's
+# kernel: its bits are recipe zyfa-v1), zyfa-fp8-valu-rowsum zyfa-fp8 with the row sum on the VALU.
 VARIANTS: dict[str, KernelConfig] = {
-    "zyfa-fp8": KernelConfig("zyfa-fp8", softmax="lean", scaling="block", schedule="pingpong"),
-    "zyfa-fp8-folded": KernelConfig("zyfa-fp8-folded", softmax="folded", scaling="block", schedule="pingpong",
-                                    rowsum="valu"),
+    "zyfa-fp8": KernelConfig("zyfa-fp8", softmax="folded", scaling="block", schedule="pingpong", rowsum="mfma"),
+    "zyfa-fp8-v1": KernelConfig("zyfa-fp8-v1", softmax="lean", scaling="block", schedule="pingpong"),
+    "zyfa-fp8-valu-rowsum": KernelConfig("zyfa-fp8-valu-rowsum", softmax="folded", scaling="block",
+                                         schedule="pingpong", rowsum="valu"),
     "zyfa-fp8-exact": KernelConfig("zyfa-fp8-exact", softmax="exact", scaling="block", schedule="pingpong"),
     "aiter-like-fp8": KernelConfig("aiter-like-fp8", softmax="exact", scaling="none", schedule="aiter",
                                    fma="packed"),

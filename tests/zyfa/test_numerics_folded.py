@@ -1,6 +1,6 @@
 """zyfa-folded (docs/numerics.md, "Folded Lean P"): Q re-quantised with the non-power-of-two part
 of 8 t, the reference-offset start of the QK accumulator and the per-tile overflow fix-up. The
-generated kernel ``zyfa-fp8-folded`` equals this emulator bit for bit in the functional emulator
+generated kernel ``zyfa-fp8`` equals this emulator bit for bit in the functional emulator
 (tests/trace/emu/test_emu_kernels.py); here: the parts, the range guard and the accuracy cost."""
 
 import importlib.util

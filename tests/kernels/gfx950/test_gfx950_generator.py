@@ -91,7 +91,7 @@ def test_build_meta_links_every_instruction_to_its_generator_line(generated):
     """The generated instructions' sources are lines of kernels/gfx950/ that emit (a call of
     ``e``/``emit``/``Instr``), and the opcode is spelled out on the line for all but the few
     helpers that take it as a variable (reduce3, the mask compare)."""
-    gen = generated["zyfa-fp8"]
+    gen = generated["zyfa-fp8-v1"]
     root = Path(generator_module.__file__).resolve().parents[2]
     files, literal = {}, 0
     for inst in gen.instructions:
@@ -154,7 +154,7 @@ def test_schedule_table_per_wave_group():
 
 
 def test_build_meta_units_are_derived_from_the_emitted_code(generated):
-    gen = generated["zyfa-fp8"]
+    gen = generated["zyfa-fp8-v1"]
     assert {c["group"] for c in gen.clusters} == {0, 1}
     by_name = {}
     for cl in gen.clusters:
@@ -205,7 +205,7 @@ def _loop_body(gen, group=0):
 
 
 def test_before_end_places_group1_stores_inside_its_mfma_phase(monkeypatch, generated):
-    """zyfa-fp8-folded, wave group 1: the table's store cluster has before_end=3, so its
+    """zyfa-fp8-valu-rowsum, wave group 1: the table's store cluster has before_end=3, so its
     ds_writes sit between the MFMAs, three MFMAs before the phase ends, and the pipeline's
     lgkmcnt waits count them; before_end=0 puts them after the last MFMA."""
     def stores_vs_mfmas(body):
@@ -213,10 +213,10 @@ def test_before_end_places_group1_stores_inside_its_mfma_phase(monkeypatch, gene
         phase = [k for k in mfmas if k < next(k for k, (_, op) in enumerate(body) if op == "s_barrier")]
         writes = [k for k, (_, op) in enumerate(body) if op == "ds_write_b128"]
         return sum(k > writes[-1] for k in phase), len(writes)
-    assert stores_vs_mfmas(_loop_body(generated["zyfa-fp8-folded"], group=1)) == (3, 4)
-    flat = _with_table(monkeypatch, lambda c: replace(c, before_end=0), name="zyfa-fp8-folded")
+    assert stores_vs_mfmas(_loop_body(generated["zyfa-fp8-valu-rowsum"], group=1)) == (3, 4)
+    flat = _with_table(monkeypatch, lambda c: replace(c, before_end=0), name="zyfa-fp8-valu-rowsum")
     assert stores_vs_mfmas(_loop_body(flat, group=1)) == (0, 4)
-    body = _loop_body(generated["zyfa-fp8-folded"], group=1)
+    body = _loop_body(generated["zyfa-fp8-valu-rowsum"], group=1)
     first_write = next(k for k, (_, op) in enumerate(body) if op == "ds_write_b128")
     waits = [op for _, op in body[first_write:]]
     assert "s_waitcnt" in waits  # the MFMAs after the stores still wait for their operand reads
@@ -225,14 +225,14 @@ def test_before_end_places_group1_stores_inside_its_mfma_phase(monkeypatch, gene
 
 
 def test_table_entries_drive_the_emitted_order(monkeypatch):
-    base = generate(VARIANTS["zyfa-fp8"])
+    base = generate(VARIANTS["zyfa-fp8-v1"])
     body = _loop_body(base)
     mfmas = [k for k, (_, op) in enumerate(body) if op.startswith("v_mfma")]
     loads = [k for k, (_, op) in enumerate(body) if op == "buffer_load_dwordx4"]
     assert mfmas[0] < loads[0] < mfmas[1] < loads[1] < mfmas[2]  # spread: one load after each of the first MFMAs
 
     # not spread: all four loads follow the last MFMA of the phase
-    unspread = _loop_body(_with_table(monkeypatch, lambda c: replace(c, spread=False)))
+    unspread = _loop_body(_with_table(monkeypatch, lambda c: replace(c, spread=False), name="zyfa-fp8-v1"))
     mfmas = [k for k, (_, op) in enumerate(unspread) if op.startswith("v_mfma")]
     assert all(k > mfmas[-1] for k, (_, op) in enumerate(unspread) if op == "buffer_load_dwordx4")
 
@@ -241,7 +241,7 @@ def test_table_entries_drive_the_emitted_order(monkeypatch):
         if c.name in ("PV_j-1", "QK_j"):
             return replace(c, name="QK_j", emitter="qk") if c.name == "PV_j-1" else replace(c, name="PV_j-1", emitter="pv")
         return c
-    swapped = _loop_body(_with_table(monkeypatch, swap))
+    swapped = _loop_body(_with_table(monkeypatch, swap, name="zyfa-fp8-v1"))
     first_mfma = next(op for _, op in swapped if op.startswith("v_mfma"))
     assert first_mfma == "v_mfma_f32_32x32x64_f8f6f4" and next(op for _, op in body if op.startswith("v_mfma")) \
         == "v_mfma_scale_f32_32x32x64_f8f6f4"
@@ -251,14 +251,14 @@ def test_table_entries_drive_the_emitted_order(monkeypatch):
         if c.name == "softmax_j":
             return replace(c, barrier=True)
         return replace(c, priority=2) if c.priority else c
-    edited = _with_table(monkeypatch, edit)
+    edited = _with_table(monkeypatch, edit, name="zyfa-fp8-v1")
     ops = [op for _, op in _loop_body(edited)]
     assert ops.count("s_barrier") == 3 and [op for _, op in body].count("s_barrier") == 2
     assert "s_setprio 2" in edited.asm and "s_setprio 1" not in edited.asm and "s_setprio 1" in base.asm
 
     # the mask only on diagonal tiles: "always" drops the scalar skip branch (the other one: the
     # store's jump to the diagonal V NaN check, generator.mask_v_nan)
-    always = _loop_body(_with_table(monkeypatch, lambda c: replace(c, only="always")))
+    always = _loop_body(_with_table(monkeypatch, lambda c: replace(c, only="always"), name="zyfa-fp8-v1"))
     def branches(ops):  # scalar branches other than the per-MFMA masked skips (s_cmp_le_i32 before them)
         return sum(op == "s_cbranch_scc1" and ops[k - 1][1] != "s_cmp_le_i32" for k, (_, op) in enumerate(ops))
     assert branches(body) == 3 and branches(always) == 2
@@ -272,7 +272,7 @@ def test_static_counts_per_tile(generated):
     # mul, ceil, maximum3, NaN-flag fma, mov, swap = 8), the lazy-rescale max + compare (2)
     per_block_lean = 16 + 4 + 1 + 32 + 32
     per_block_exact = 16 + 4 + 1 + 32 + 16
-    lean, exact = tile_counts(generated["zyfa-fp8"]), tile_counts(generated["zyfa-fp8-exact"])
+    lean, exact = tile_counts(generated["zyfa-fp8-v1"]), tile_counts(generated["zyfa-fp8-exact"])
     assert lean.valu_cycles == 4 * (2 * per_block_lean + 8 + 2) == 720
     assert lean.trans_cycles == 0
     assert exact.valu_cycles == 4 * (2 * per_block_exact + 8 + 2) == 592
@@ -292,36 +292,39 @@ def test_static_counts_per_tile(generated):
     assert (bf16.mfma, bf16.mfma_cycles) == (64, 64 * 32) and bf16.valu_cycles == 4 * (235 + 32)
 
 
-def test_folded_lean_p_static_count_is_within_the_write_ups_budget(generated):
-    """zyfa-fp8-folded: the FMA lives in the QK MFMA (scaled, Q's power of two as its E8M0 scale,
-    C = the offset block on each S tile's first MFMA); per tile 32 v_maximum3 (one chain over the
-    lane's 64 values) + 2 for the check + 64 SDWA converts = 98 VALU ops = 392 cycles <= 400."""
-    folded = tile_counts(generated["zyfa-fp8-folded"])
-    assert folded.valu_cycles == 4 * (32 + 2 + 64) == 392 <= 400
-    assert folded.valu_by_opcode == {"v_maximum3_f32": 4 * 32, "v_add_f32": 4, "v_cmp_nlt_f32": 4,
+def test_zyfa_fp8_lean_p_static_count_is_within_the_write_ups_budget(generated):
+    """zyfa-fp8 (folded Lean P): the FMA lives in the QK MFMA (scaled, Q's power of two as its E8M0
+    scale, C = the offset block on each S tile's first MFMA); per tile 32 v_maximum3 (one chain over
+    the lane's 64 values) + 2 for the check + 64 SDWA converts = 98 VALU ops = 392 cycles <= 400.
+    The rounded row sum: two unscaled 16x16x128 MFMAs (32 cycles each) into 4 AGPRs, or on the VALU
+    (zyfa-fp8-valu-rowsum: 2 x (16 converts + 31 adds) + 6 = 100 ops, no row-sum MFMA)."""
+    counts = tile_counts(generated["zyfa-fp8"])
+    assert counts.valu_cycles == 4 * (32 + 2 + 64) == 392 <= 400
+    assert counts.valu_by_opcode == {"v_maximum3_f32": 4 * 32, "v_add_f32": 4, "v_cmp_nlt_f32": 4,
                                      "v_cvt_u32_f32_sdwa": 4 * 64}
-    # the registered variant sums P on the VALU (rowsum_j: 2 x (16 converts + 31 adds) + 6 = 100 ops),
-    # so its tile has the 16 MFMAs of QK and PV only, PV unscaled
-    assert (folded.mfma, folded.mfma_rowsum, folded.mfma_cycles, folded.rowsum_valu_cycles) == (16, 0, 16 * 64, 400)
-    gen = generated["zyfa-fp8-folded"]
+    assert (counts.mfma, counts.mfma_rowsum, counts.mfma_cycles, counts.rowsum_cycles) == (18, 2, 16 * 64 + 64, 64)
+    assert counts.rowsum_valu_cycles == 0
+    assert generated["zyfa-fp8"].registers["rowsum_accumulator"] == "a[64:67]" and generated["zyfa-fp8"].read_ahead == 3
+    valu = tile_counts(generated["zyfa-fp8-valu-rowsum"])
+    assert valu.valu_cycles == 392
+    assert (valu.mfma, valu.mfma_rowsum, valu.mfma_cycles, valu.rowsum_valu_cycles) == (16, 0, 16 * 64, 400)
+    gen = generated["zyfa-fp8-valu-rowsum"]
     pv = [i for i in gen.instructions if i.cluster == "PV_j-1" and i.opcode.startswith("v_mfma")]
     assert {i.opcode for i in pv} == {"v_mfma_f32_32x32x64_f8f6f4"} and "rowsum_accumulator" not in gen.registers
-    # rowsum="mfma": two unscaled 16x16x128 MFMAs (32 cycles each) into 4 AGPRs
-    mfma = generate(replace(VARIANTS["zyfa-fp8-folded"], name="folded-mfma-rowsum", rowsum="mfma"))
-    counts = tile_counts(mfma)
-    assert (counts.mfma, counts.mfma_rowsum, counts.mfma_cycles, counts.rowsum_cycles) == (18, 2, 16 * 64 + 64, 64)
-    assert counts.valu_cycles == 392 and counts.rowsum_valu_cycles == 0
-    assert mfma.registers["rowsum_accumulator"] == "a[64:67]" and mfma.read_ahead == 3
-    qk = [i for i in gen.instructions if i.cluster == "QK_j" and i.opcode.startswith("v_mfma")]
-    offset = gen.registers["qk_offset_block"]
-    assert {i.opcode for i in qk} == {"v_mfma_scale_f32_32x32x64_f8f6f4"}
-    assert sum(str(i.operands[3]) == offset for i in qk) == len(qk) // 2  # first MFMA of each S tile
-    # no block scale bookkeeping: both P blocks carry the constant E8M0 119 (2^-8)
-    assert "v_med3_i32" not in {i.opcode for i in gen.instructions if i.cluster == "softmax_j"}
+    for gen in (generated["zyfa-fp8"], generated["zyfa-fp8-valu-rowsum"]):
+        qk = [i for i in gen.instructions if i.cluster == "QK_j" and i.opcode.startswith("v_mfma")]
+        offset = gen.registers["qk_offset_block"]
+        assert {i.opcode for i in qk} == {"v_mfma_scale_f32_32x32x64_f8f6f4"}
+        assert sum(str(i.operands[3]) == offset for i in qk) == len(qk) // 2  # first MFMA of each S tile
+        # no block scale bookkeeping: both P blocks carry the constant E8M0 119 (2^-8)
+        assert "v_med3_i32" not in {i.opcode for i in gen.instructions if i.cluster == "softmax_j"}
     with pytest.raises(ValueError, match="headdim 128 only"):
         KernelConfig("f192", softmax="folded", headdim=192)  # rowsum="mfma" (the default)
     assert generate(KernelConfig("f192v", softmax="folded", headdim=192, rowsum="valu")).vgprs <= 192
-
+    # the registered zyfa-fp8 on an MLA shape takes the VALU row sum (config_for), the only form that fits
+    mla = config_for("zyfa-fp8", AttnShape(batch=1, heads=2, heads_k=2, seqlen_q=256, seqlen_k=256, headdim=192, dtype="fp8"))
+    assert (mla.rowsum, mla.headdim, config_for("zyfa-fp8", AttnShape(batch=1, heads=2, heads_k=2, seqlen_q=256, seqlen_k=256,
+                                                                        dtype="fp8")).rowsum) == ("valu", 192, "mfma")
 
 def test_rescale_threshold_adds_one_compare_operand():
     lazy = generate(KernelConfig("lazy8", rescale_threshold=8))

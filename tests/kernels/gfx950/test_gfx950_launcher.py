@@ -107,7 +107,7 @@ def test_launch_records_exact_argument_buffer(shim):
     dims = (ctypes.c_uint * 7)()
     c.shim_dims(dims)
     assert list(dims) == [2, 4, 2, 512, 1, 1, 0]  # ceil(300/256) query blocks, heads, batch; 512 threads
-    assert c.shim_stream() == 0x5150 and c.shim_name() == b"zyfa_fp8"
+    assert c.shim_stream() == 0x5150 and c.shim_name() == b"zyfa_fp8_v1"
     buf = (ctypes.c_ubyte * 4096)()
     assert c.shim_args(buf) == 128
     recorded = ka.unpack(bytes(buf[:128]))

@@ -43,13 +43,13 @@ def _check_against_clean(kernel, shape, inputs):
     return r
 
 
-@pytest.mark.parametrize("kernel", ["zyfa-fp8", "zyfa-fp8-folded"])
+@pytest.mark.parametrize("kernel", ["zyfa-fp8", "zyfa-fp8-valu-rowsum"])
 @pytest.mark.parametrize("slot,index", [("q", (0, 200, 0, 3)), ("k", (0, 100, 0, 5)), ("v", (0, 100, 0, 7))])
 def test_zyfa_fp8_nan_pattern_equals_the_reference(kernel, slot, index):
     _check_against_clean(kernel, SHAPE, _poisoned(SHAPE, slot, index))
 
 
-@pytest.mark.parametrize("kernel", ["zyfa-fp8", "zyfa-fp8-folded", "zyfa-fp8-exact", "aiter-like-fp8"])
+@pytest.mark.parametrize("kernel", ["zyfa-fp8", "zyfa-fp8-valu-rowsum", "zyfa-fp8-exact", "aiter-like-fp8"])
 def test_v_nan_reaches_exactly_the_reading_rows_and_leaves_the_others_bitwise(kernel):
     # keys 40 and 300 of column 7 (diagonal tiles of workgroups 0 and 1), key 130 of column 64 (a
     # full tile of workgroup 1, a diagonal one of workgroup 0), the last key 319 of column 127

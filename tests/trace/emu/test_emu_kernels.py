@@ -1,8 +1,7 @@
 """Our generated gfx950 kernels, emulated, against the numerics emulator (docs/numerics.md).
 
-Bounds: the Lean P, folded Lean P and exact-exp block-scaled kernels (``zyfa-fp8``,
-``zyfa-fp8-folded``, ``zyfa-fp8-exact``) must
-match ``zyfa.numerics`` bit for bit (out and lse): their fp32 work is exact or single-rounded in
+Bounds: the folded Lean P, Lean P and exact-exp block-scaled kernels (``zyfa-fp8``,
+``zyfa-fp8-valu-rowsum``, ``zyfa-fp8-v1``, ``zyfa-fp8-exact``) must match ``zyfa.numerics`` bit for bit (out and lse): their fp32 work is exact or single-rounded in
 the same order as the spec. The exact-softmax kernels (``aiter-like-fp8``, ``zyfa-bf16``) sum
 unrounded probabilities and accumulate P @ V in fp32 in their own order: each output element may
 differ from the reference by one bf16 ulp plus the fp32 summation-order bound
@@ -10,12 +9,8 @@ differ from the reference by one bf16 ulp plus the fp32 summation-order bound
 2 fp32 ulps, and at least 99.9% of the outputs are bit-identical.
 """
 
-from dataclasses import replace
-
 import pytest
 import torch
-
-from zyfa.kernels import gfx950, registry
 
 from zyfa.shapes import AttnShape
 from zyfa.trace.emu import emulate_kernel, make_inputs
@@ -23,7 +18,7 @@ from zyfa.trace.emu import emulate_kernel, make_inputs
 pytest.importorskip("zyfa.kernels.gfx950")
 
 
-BIT_EXACT = ("zyfa-fp8", "zyfa-fp8-folded", "folded-mfma-rowsum", "zyfa-fp8-exact")
+BIT_EXACT = ("zyfa-fp8", "zyfa-fp8-v1", "zyfa-fp8-valu-rowsum", "zyfa-fp8-exact")
 
 
 def _shape(kernel, seqlen, heads=2, heads_k=None, batch=1):
@@ -54,7 +49,7 @@ def _check(result):
         assert ((result.lse - result.ref_lse).abs() <= 2 * lse_ulp).all()
 
 
-@pytest.mark.parametrize("kernel", ["zyfa-fp8", "zyfa-fp8-folded", "zyfa-fp8-exact", "aiter-like-fp8", "zyfa-bf16"])
+@pytest.mark.parametrize("kernel", ["zyfa-fp8", "zyfa-fp8-v1", "zyfa-fp8-valu-rowsum", "zyfa-fp8-exact", "aiter-like-fp8", "zyfa-bf16"])
 def test_generated_kernel_s256(kernel):
     result = emulate_kernel(kernel, _shape(kernel, 256))
     _check(result)
@@ -67,7 +62,7 @@ def test_generated_kernel_s256(kernel):
     assert torch.allclose(result.out[0, 0].float(), expect.to(torch.bfloat16).float())
 
 
-@pytest.mark.parametrize("kernel", ["zyfa-fp8", "zyfa-fp8-folded", "aiter-like-fp8"])
+@pytest.mark.parametrize("kernel", ["zyfa-fp8", "zyfa-fp8-v1", "zyfa-fp8-valu-rowsum", "aiter-like-fp8"])
 def test_zyfa_fp8_race_free_across_wave_orders(kernel):
     # run-to-barrier and round-robin interleaving must give identical bits
     shape = _shape(kernel, 256, heads=1)
@@ -89,7 +84,7 @@ def test_aiter_schedule_race_free_over_many_tiles():
     _check(a)
 
 
-@pytest.mark.parametrize("kernel", ["zyfa-fp8", "zyfa-fp8-folded"])
+@pytest.mark.parametrize("kernel", ["zyfa-fp8", "zyfa-fp8-v1", "zyfa-fp8-valu-rowsum"])
 def test_masked_mfmas_are_skipped(kernel):
     """b1 h1 s256 causal, one workgroup: wave w (rows 32w..32w+31) runs the QK MFMAs of the
     w + 1 S tiles of 32 keys it needs (2 head-dim chunks each) and, per 64-key P block it needs,
@@ -97,36 +92,25 @@ def test_masked_mfmas_are_skipped(kernel):
     branched over. Bit-exact all the same."""
     result = emulate_kernel(kernel, _shape(kernel, 256, heads=1))
     _check(result)
-    per_block = 4 if kernel == "zyfa-fp8-folded" else 5  # folded sums P on the VALU
+    per_block = 4 if kernel == "zyfa-fp8-valu-rowsum" else 5  # this one sums P on the VALU
     qk = sum(2 * (w + 1) for w in range(8))
     pv = sum(per_block * -(-(32 * w + 32) // 64) for w in range(8))
     executed = sum(n for op, n in result.stats.executed.items() if op.startswith("v_mfma"))
     assert qk == 72 and executed == qk + pv
 
 
-def test_folded_with_the_mfma_row_sum_bit_exact():
-    """zyfa-fp8-folded with rowsum="mfma" (two 16x16x128 MFMAs per tile and a selector operand
-    instead of the VALU sum) computes the same recipe: bit-exact too."""
-    spec = registry.get_kernel("zyfa-fp8-folded")
-    config = replace(gfx950.VARIANTS["zyfa-fp8-folded"], name="folded-mfma-rowsum", rowsum="mfma")
-    spec = replace(spec, name=config.name, build=lambda shape: gfx950.build_config(config), variant=config)
-    result = emulate_kernel(spec, _shape("zyfa-fp8-folded", 300))
-    assert result.stats.executed["v_mfma_f32_16x16x128_f8f6f4"] > 0
-    _check(result)
-
-
 def test_folded_fixup_path_bit_exact_when_the_row_max_grows_mid_sequence():
-    """zyfa-fp8-folded's out-of-line fix-up runs on the first tile (every row leaves the initial
+    """zyfa-fp8's out-of-line fix-up runs on the first tile (every row leaves the initial
     reference) and again where a later tile's scores overflow the e4m3 code: keys 256.. are
     copies of the queries 256.., so each row 256 + i meets its own |q|^2, a much larger score,
     on its diagonal tile.
     Both the kernel and zyfa.numerics move the reference there; they agree bit for bit."""
-    shape = _shape("zyfa-fp8-folded", 512, heads=1)
-    plain = emulate_kernel("zyfa-fp8-folded", shape)
+    shape = _shape("zyfa-fp8", 512, heads=1)
+    plain = emulate_kernel("zyfa-fp8", shape)
     _check(plain)
     inputs = make_inputs(shape)
     inputs["k"][:, 256:] = inputs["q"][:, 256:]
-    grown = emulate_kernel("zyfa-fp8-folded", shape, inputs=inputs)
+    grown = emulate_kernel("zyfa-fp8", shape, inputs=inputs)
     _check(grown)
     # v_ceil_f32 runs only in the fix-up (d = ceil((M - 120.5) / 8)): more fix-ups with the copies
     assert 0 < plain.stats.executed["v_ceil_f32"] < grown.stats.executed["v_ceil_f32"]
@@ -159,23 +143,24 @@ def test_zyfa_fp8_seqlen_not_multiple_of_tile():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kernel", ["zyfa-fp8", "zyfa-fp8-folded", "zyfa-fp8-exact", "aiter-like-fp8", "zyfa-bf16"])
+@pytest.mark.parametrize("kernel", ["zyfa-fp8", "zyfa-fp8-v1", "zyfa-fp8-valu-rowsum", "zyfa-fp8-exact", "aiter-like-fp8", "zyfa-bf16"])
 @pytest.mark.parametrize("seqlen", [300, 512])
 def test_generated_kernel_more_shapes(kernel, seqlen):
     _check(emulate_kernel(kernel, _shape(kernel, seqlen)))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kernel", ["zyfa-fp8", "zyfa-fp8-folded"])
+@pytest.mark.parametrize("kernel", ["zyfa-fp8", "zyfa-fp8-v1", "zyfa-fp8-valu-rowsum"])
 def test_zyfa_fp8_gqa(kernel):
     _check(emulate_kernel(kernel, _shape(kernel, 256, heads=4, heads_k=2)))
 
 
 def test_zyfa_fp8_folded_mla_192_128():
-    """MLA 192/128 (head dims of Q/K 192, V 128) with GQA 4/2: three QK chunks chained into y."""
+    """MLA 192/128 (head dims of Q/K 192, V 128) with GQA 4/2: three QK chunks chained into y
+    (zyfa-fp8 sums P on the VALU at this head dim: gfx950.config_for)."""
     shape = AttnShape(batch=1, heads=4, heads_k=2, seqlen_q=300, seqlen_k=300, headdim=192, headdim_v=128,
                       causal=True, dtype="fp8")
-    _check(emulate_kernel("zyfa-fp8-folded", shape))
+    _check(emulate_kernel("zyfa-fp8", shape))
 
 
 @pytest.mark.slow
@@ -183,7 +168,7 @@ def test_zyfa_fp8_folded_mla_192_128():
 def test_zyfa_fp8_folded_seqlen_q_ne_seqlen_k(sq, sk):
     shape = AttnShape(batch=1, heads=2, heads_k=2, seqlen_q=sq, seqlen_k=sk, headdim=128, headdim_v=128,
                       causal=True, dtype="fp8")
-    _check(emulate_kernel("zyfa-fp8-folded", shape))
+    _check(emulate_kernel("zyfa-fp8", shape))
 
 
 def test_inputs_are_deterministic():
