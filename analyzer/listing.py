@@ -36,9 +36,13 @@ def region_of(trace: Trace) -> np.ndarray:
     """Region name per record (object array).
 
     The ``region`` column where it is set. Where it is null: ``loop`` for an instruction (pc) that
-    executes in more than one main-loop iteration, else ``prologue`` / ``epilogue`` by whether its
-    pc lies before or after the loop's first pc (the whole trace's records without a pc are
-    ``prologue`` before the first loop record's issue and ``epilogue`` after it).
+    executes in more than one main-loop iteration; any other record by when its wave issues it:
+    ``prologue`` before the wave's first loop record, ``epilogue`` after its last, ``loop`` in
+    between (code the loop branches to out of line, which a generator may place after the loop:
+    zyfa-bf16's second wave per SIMD loads its first tile from there before its loop starts, and
+    the pc alone called that the epilogue). A wave without loop records falls back to the pc:
+    ``prologue`` before the loop's first pc, else ``epilogue`` (records without a pc: before or
+    after the first loop record's issue).
     """
     key = "analyzer.listing.region_of"
     if key in trace.cache:
@@ -58,9 +62,18 @@ def region_of(trace: Trace) -> np.ndarray:
             first_pc = min(loop_pcs)
             first_issue = issue[in_loop].min()
             before = np.where(pc >= 0, pc < first_pc, issue < first_issue)
+            after = ~before
+            cu, simd, wv = (trace.column(c).astype(np.int64) for c in ("cu", "simd", "wave"))
+            wave = pd.Series((cu << 42) | (simd << 21) | wv)  # one key per (cu, simd, wave)
+            span = pd.DataFrame({"wave": wave[in_loop].to_numpy(), "issue": issue[in_loop]}).groupby("wave")["issue"]
+            first = wave.map(span.min()).to_numpy(dtype=np.float64)  # NaN: the wave has no loop record
+            last = wave.map(span.max()).to_numpy(dtype=np.float64)
+            timed = ~np.isnan(first)
+            before = np.where(timed, issue < first, before)
+            after = np.where(timed, issue > last, after)
         else:
-            before = np.ones(n, bool)
-        derived = np.where(in_loop, LOOP, np.where(before, PROLOGUE, EPILOGUE)).astype(object)
+            before, after = np.ones(n, bool), np.zeros(n, bool)
+        derived = np.where(in_loop, LOOP, np.where(before, PROLOGUE, np.where(after, EPILOGUE, LOOP))).astype(object)
         region = np.where(missing, derived, region)
     trace.cache[key] = region
     return region

@@ -269,7 +269,8 @@ class Marker:
 
 def epilogue_starts(trace: Trace) -> list[tuple[int, int]]:
     """``(track, cycle)``: where each wave's epilogue starts, the first issue of its records in the
-    ``epilogue`` region (:func:`zyfa.analyzer.listing.region_of`: after the main loop's pcs). Waves
+    ``epilogue`` region (:func:`zyfa.analyzer.listing.region_of`: issued after the wave's last
+    record of a main-loop pc, wherever the code lies in the binary). Waves
     of different workgroups run different numbers of key blocks (causal), so each has its own."""
     if len(trace) == 0:
         return []

@@ -55,6 +55,25 @@ def test_regions_derived_from_loop_structure_without_region_column():
     assert set(listing.instruction_listing(t)["region"]) == {"loop", "epilogue"}
 
 
+def test_regions_follow_each_wave_in_time_not_the_pc_alone():
+    """Code placed after the loop in the binary but run before a wave's loop starts (zyfa-bf16's
+    second wave per SIMD loads its first tile from there) is that wave's prologue, code the loop
+    branches to out of line is loop, and only what runs after the wave's last loop record is its
+    epilogue."""
+    t = pingpong(region=False)
+    recs = t.table.to_pylist()
+    recs.append(_rec(1, 0x80, "buffer_load_dwordx4", "VMEM", 10, 4, None))  # wave 1 (loop from cycle 32), before it
+    recs.append(_rec(0, 0x90, "v_cndmask_b32", "VALU", 50, 4, None))  # wave 0, between its loop records
+    recs.append(_rec(1, 0x90, "v_cndmask_b32", "VALU", 500, 4, None))  # wave 1, after its last loop record
+    t = Trace.from_records(recs, META)
+    region = listing.region_of(t)
+    pcs, wave = t.column("pc"), t.column("wave")
+    assert set(region[(pcs == 0x80)]) == {"prologue"}
+    assert set(region[(pcs == 0x90) & (wave == 0)]) == {"loop"}
+    assert set(region[(pcs == 0x90) & (wave == 1)]) == {"epilogue"}
+    assert set(region[pcs == 0x40]) == {"epilogue"} and set(region[pcs < 0x40]) == {"loop"}
+
+
 def test_occurrences():
     t = pingpong()
     rows = listing.occurrences(t, 0x28)

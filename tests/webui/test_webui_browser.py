@@ -485,6 +485,26 @@ def test_headline_equals_the_cli_prediction_and_names_the_phase(browser, tmp_pat
         words = page.inner_text("#why-words")
         assert "Largest term:" in words and "cycles" in words
         page.screenshot(path=str(ARTIFACTS / "11-headline-why.png"))
+        # each wave's epilogue tick comes after its loop: no record of a loop pc (one that runs in
+        # several key blocks) is issued later (the pc rule put it at ~3300 cycles, before the loop,
+        # where the second wave of a SIMD runs code placed after the loop)
+        page.wait_for_function("() => { const gd = document.querySelector('#timeline .js-plotly-plot');"
+                               " return gd && gd.data && gd.data.filter(t => t.name == 'epilogue starts').length == 2; }",
+                               timeout=TIMEOUT_MS)
+        ticks = page.evaluate("() => document.querySelector('#timeline .js-plotly-plot').data"
+                              ".filter(t => t.name == 'epilogue starts').map(t => [t.yaxis, Array.from(t.x), Array.from(t.y)])")
+        traces = {k: next(store.get(e.id) for e in store.entries() if store.get(e.id).meta.kernel == k)
+                  for k in ("zyfa-fp8", "aiter-like-fp8")}
+        for (axis, xs, ys), kernel in zip(sorted(ticks), ("zyfa-fp8", "aiter-like-fp8")):  # y: A, y3: B
+            df = traces[kernel].df
+            per_pc = df.groupby("pc")["iteration"].nunique()
+            loop = df[df["pc"].isin(per_pc.index[per_pc > 1])]
+            waves = tracks(traces[kernel])
+            assert len(xs) == len(waves), kernel
+            for x, y in zip(xs, ys):
+                w = waves[int(y)]
+                mine = loop[(loop["cu"] == w.cu) & (loop["simd"] == w.simd) & (loop["wave"] == w.wave)]
+                assert len(mine) and int(mine["issue"].max()) < x, (kernel, w.label, x)
         # the instruction view names the generator line that emitted each instruction (#18's build meta)
         page.wait_for_function("() => (document.querySelector('#listing-info') || {textContent: ''}).textContent"
                                ".includes('A: emitter lines recorded')", timeout=TIMEOUT_MS)
