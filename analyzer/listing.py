@@ -7,9 +7,9 @@ Pure functions (no UI): the web UI's instruction view and headline call them; th
   rocprof-compute-viewer's instruction timing view: executions, busy and latency cycles, stall
   cycles by reason, and the instruction's share of all stall + busy cycles.
 * :func:`region_of`: the schedule region of each record: the ``region`` column where the
-  generator recorded it, else a region derived from the loop structure (``prologue``,
-  ``loop``, ``epilogue`` by the ``iteration`` column and pc order), so AITER code objects and
-  ATT-imported hardware traces are grouped too.
+  generator recorded it, else its :func:`loop_part`: ``prologue``, ``loop``, ``epilogue`` from the
+  loop structure (the ``iteration`` column and each wave's time order), so AITER code objects and
+  ATT-imported hardware traces are grouped too, and any two traces can be compared part by part.
 * :func:`mfma_pipe_budget` and :func:`explain`: the MFMA pipe's time per key block split into
   terms that add up exactly, and two traces' terms ranked by how much of the cycle difference
   each explains; :func:`pipe_intervals`: the cycle ranges behind one term (what a UI shades).
@@ -32,18 +32,52 @@ from zyfa.trace.schema import Trace
 PROLOGUE, LOOP, EPILOGUE = "prologue", "loop", "epilogue"
 
 
-def region_of(trace: Trace) -> np.ndarray:
-    """Region name per record (object array).
+def loop_part(trace: Trace) -> np.ndarray:
+    """Each record's part of the loop structure (object array of ``prologue``, ``loop``,
+    ``epilogue``), whatever the ``region`` column says: comparable between any two traces.
 
-    The ``region`` column where it is set. Where it is null: ``loop`` for an instruction (pc) that
-    executes in more than one main-loop iteration; any other record by when its wave issues it:
-    ``prologue`` before the wave's first loop record, ``epilogue`` after its last, ``loop`` in
-    between (code the loop branches to out of line, which a generator may place after the loop:
-    zyfa-bf16's second wave per SIMD loads its first tile from there before its loop starts, and
-    the pc alone called that the epilogue). A wave without loop records falls back to the pc:
-    ``prologue`` before the loop's first pc, else ``epilogue`` (records without a pc: before or
-    after the first loop record's issue).
+    ``loop`` for an instruction (pc) that executes in more than one main-loop iteration; any other
+    record by when its wave issues it: ``prologue`` before the wave's first loop record,
+    ``epilogue`` after its last, ``loop`` in between (code the loop branches to out of line,
+    which a generator may place after the loop: zyfa-bf16's second wave per SIMD loads its first
+    tile from there before its loop starts, and the pc alone called that the epilogue). A wave
+    without loop records falls back to the pc: ``prologue`` before the loop's first pc, else
+    ``epilogue`` (records without a pc: before or after the first loop record's issue).
     """
+    key = "analyzer.listing.loop_part"
+    if key in trace.cache:
+        return trace.cache[key]
+    n = len(trace)
+    it = trace.column("iteration", fill=-1) if n else np.empty(0, np.int64)
+    pc = trace.column("pc", fill=-1) if n else np.empty(0, np.int64)
+    issue = trace.column("issue") if n else np.empty(0, np.int64)
+    frame = pd.DataFrame({"pc": pc, "it": it})
+    iters_per_pc = frame[frame.pc >= 0].groupby("pc")["it"].nunique()
+    loop_pcs = set(iters_per_pc.index[iters_per_pc > 1])
+    in_loop = np.fromiter((p in loop_pcs for p in pc), bool, n) if loop_pcs else np.zeros(n, bool)
+    if in_loop.any():
+        first_pc = min(loop_pcs)
+        first_issue = issue[in_loop].min()
+        before = np.where(pc >= 0, pc < first_pc, issue < first_issue)
+        after = ~before
+        cu, simd, wv = (trace.column(c).astype(np.int64) for c in ("cu", "simd", "wave"))
+        wave = pd.Series((cu << 42) | (simd << 21) | wv)  # one key per (cu, simd, wave)
+        span = pd.DataFrame({"wave": wave[in_loop].to_numpy(), "issue": issue[in_loop]}).groupby("wave")["issue"]
+        first = wave.map(span.min()).to_numpy(dtype=np.float64)  # NaN: the wave has no loop record
+        last = wave.map(span.max()).to_numpy(dtype=np.float64)
+        timed = ~np.isnan(first)
+        before = np.where(timed, issue < first, before)
+        after = np.where(timed, issue > last, after)
+    else:
+        before, after = np.ones(n, bool), np.zeros(n, bool)
+    part = np.where(in_loop, LOOP, np.where(before, PROLOGUE, np.where(after, EPILOGUE, LOOP))).astype(object)
+    trace.cache[key] = part
+    return part
+
+
+def region_of(trace: Trace) -> np.ndarray:
+    """Region name per record (object array): the ``region`` column where it is set (the
+    generator's cluster names), else :func:`loop_part`."""
     key = "analyzer.listing.region_of"
     if key in trace.cache:
         return trace.cache[key]
@@ -51,30 +85,7 @@ def region_of(trace: Trace) -> np.ndarray:
     region = np.asarray(trace.table.column("region").to_pandas(), dtype=object) if n else np.empty(0, object)
     missing = pd.isna(region)
     if missing.any():
-        it = trace.column("iteration", fill=-1)
-        pc = trace.column("pc", fill=-1)
-        issue = trace.column("issue")
-        frame = pd.DataFrame({"pc": pc, "it": it})
-        iters_per_pc = frame[frame.pc >= 0].groupby("pc")["it"].nunique()
-        loop_pcs = set(iters_per_pc.index[iters_per_pc > 1])
-        in_loop = np.fromiter((p in loop_pcs for p in pc), bool, n) if loop_pcs else np.zeros(n, bool)
-        if in_loop.any():
-            first_pc = min(loop_pcs)
-            first_issue = issue[in_loop].min()
-            before = np.where(pc >= 0, pc < first_pc, issue < first_issue)
-            after = ~before
-            cu, simd, wv = (trace.column(c).astype(np.int64) for c in ("cu", "simd", "wave"))
-            wave = pd.Series((cu << 42) | (simd << 21) | wv)  # one key per (cu, simd, wave)
-            span = pd.DataFrame({"wave": wave[in_loop].to_numpy(), "issue": issue[in_loop]}).groupby("wave")["issue"]
-            first = wave.map(span.min()).to_numpy(dtype=np.float64)  # NaN: the wave has no loop record
-            last = wave.map(span.max()).to_numpy(dtype=np.float64)
-            timed = ~np.isnan(first)
-            before = np.where(timed, issue < first, before)
-            after = np.where(timed, issue > last, after)
-        else:
-            before, after = np.ones(n, bool), np.zeros(n, bool)
-        derived = np.where(in_loop, LOOP, np.where(before, PROLOGUE, np.where(after, EPILOGUE, LOOP))).astype(object)
-        region = np.where(missing, derived, region)
+        region = np.where(missing, loop_part(trace), region)
     trace.cache[key] = region
     return region
 
@@ -83,14 +94,14 @@ def instruction_listing(trace: Trace, window: WindowSpec = "whole") -> pd.DataFr
     """One row per instruction (``pc``) over the records issued in W, in program order.
 
     Columns: ``pc``, ``opcode``, ``operands`` and ``unit`` (of its first execution), ``region``
-    (:func:`region_of`, the most frequent one), ``executions`` (records), ``busy`` (Σ end - start:
+    (:func:`region_of`) and ``part`` (:func:`loop_part`), the most frequent of each, ``executions`` (records), ``busy`` (Σ end - start:
     cycles its unit was occupied), ``latency`` (mean end - issue), ``stall`` (Σ stall: cycles its
     wave waited before issuing it), ``stall_<reason>`` per reason present, and ``share``: the
     instruction's stall + busy over the sum of stall + busy of all instructions in W.
     Records without a pc (Proton regions) are grouped by (opcode, operands) with ``pc = -1``.
     """
     w = resolve_window(trace, window)
-    empty = ["pc", "opcode", "operands", "unit", "region", "executions", "busy", "latency", "stall", "share"]
+    empty = ["pc", "opcode", "operands", "unit", "region", "part", "executions", "busy", "latency", "stall", "share"]
     if len(trace) == 0:
         return pd.DataFrame(columns=empty)
     issue = trace.column("issue")
@@ -101,7 +112,8 @@ def instruction_listing(trace: Trace, window: WindowSpec = "whole") -> pd.DataFr
     frame = pd.DataFrame({
         "pc": cols["pc"].fillna(-1).astype(np.int64).to_numpy(), "opcode": cols["opcode"].astype(object).to_numpy(),
         "operands": cols["operands"].astype(object).fillna("").to_numpy(), "unit": cols["unit"].astype(object).to_numpy(),
-        "region": region_of(trace)[rec], "busy": (trace.column("end") - trace.column("start"))[rec],
+        "region": region_of(trace)[rec], "part": loop_part(trace)[rec],
+        "busy": (trace.column("end") - trace.column("start"))[rec],
         "latency": (trace.column("end") - issue)[rec], "stall": trace.column("stall")[rec],
         "reason": cols["stall_reason"].astype(object).fillna("unknown").to_numpy(),
     })
@@ -110,11 +122,12 @@ def instruction_listing(trace: Trace, window: WindowSpec = "whole") -> pd.DataFr
     out = g.agg(**{k: (k, "first") for k in ("opcode", "operands", "unit") if k not in keys},
                 executions=("busy", "size"), busy=("busy", "sum"), latency=("latency", "mean"),
                 stall=("stall", "sum")).reset_index()
-    # most frequent region per instruction (ties: the name first in sort order)
-    counts = frame.groupby([*keys, "region"]).size().reset_index(name="n")
-    counts = counts.sort_values([*keys, "n"], ascending=[True] * len(keys) + [False], kind="stable")
-    out = out.merge(counts.drop_duplicates(keys)[[*keys, "region"]], on=keys, how="left")
-    out = out[["pc", "opcode", "operands", "unit", "region", "executions", "busy", "latency", "stall"]]
+    # most frequent region and loop part per instruction (ties: the name first in sort order)
+    for col in ("region", "part"):
+        counts = frame.groupby([*keys, col]).size().reset_index(name="n")
+        counts = counts.sort_values([*keys, "n"], ascending=[True] * len(keys) + [False], kind="stable")
+        out = out.merge(counts.drop_duplicates(keys)[[*keys, col]], on=keys, how="left")
+    out = out[["pc", "opcode", "operands", "unit", "region", "part", "executions", "busy", "latency", "stall"]]
     stalled = frame[frame["stall"] > 0]
     if len(stalled):
         by_reason = stalled.pivot_table(index=keys, columns="reason", values="stall", aggfunc="sum", fill_value=0)

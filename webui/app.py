@@ -121,7 +121,9 @@ WHY_TERM = "why-term"  # pattern-matching id type of the "why" table's clickable
 LISTING_COLUMNS = [
     {"field": "pc", "headerName": "pc", "width": 90, "filter": "agNumberColumnFilter",
      "valueFormatter": {"function": "params.value >= 0 ? '0x' + params.value.toString(16) : '—'"}},
-    {"field": "region", "filter": "agTextColumnFilter"}, {"field": "opcode", "filter": "agTextColumnFilter"},
+    {"field": "region", "filter": "agTextColumnFilter"},
+    {"field": "part", "headerName": "loop part", "filter": "agTextColumnFilter", "width": 110},
+    {"field": "opcode", "filter": "agTextColumnFilter"},
     {"field": "operands", "filter": "agTextColumnFilter"}, {"field": "unit", "filter": "agTextColumnFilter"},
     {"field": "executions", "filter": "agNumberColumnFilter"},
     {"field": "busy", "headerName": "busy cycles", "filter": "agNumberColumnFilter"},
@@ -634,15 +636,25 @@ def _listing_rows(frame) -> list[dict]:
 
 
 def _region_view(regions) -> html.Table | str:
+    """metrics.region_table as a table: a heading row per level (loop structure, schedule region)."""
     if regions.empty:
         return ""
-    cols = [c for c in regions.columns if c != "region"]
+    cols = [c for c in regions.columns if c not in ("level", "region")]
     head = html.Tr([html.Th("region")] + [html.Th(c.replace("_", " ")) for c in cols])
-    body = [html.Tr([html.Td(r["region"])] + [html.Td(metrics.fmt(r[c]), style={"textAlign": "right",
-                                                                                   "padding": "0 8px"})
-                                              for c in cols], **{"data-region": r["region"]})
-            for r in regions.to_dict("records")]
-    return html.Details([html.Summary("A and B aligned by schedule region (Σ over the region's instructions)"),
+    body, level = [], None
+    for r in regions.to_dict("records"):
+        if r["level"] != level:
+            level = r["level"]
+            what = ("prologue / main loop / epilogue of each trace (comparable for any two kernels)"
+                    if level == "loop structure" else "the generator's cluster names")
+            body.append(html.Tr(html.Th(f"by {level}: {what}", colSpan=len(cols) + 1,
+                                        style={"textAlign": "left", "paddingTop": "4px"})))
+        body.append(html.Tr([html.Td(r["region"])] + [html.Td(metrics.fmt(r[c]), style={"textAlign": "right",
+                                                                                           "padding": "0 8px"})
+                                                      for c in cols],
+                            **{"data-level": r["level"], "data-region": r["region"]}))
+    return html.Details([html.Summary("A and B aligned by loop structure and by schedule region "
+                                      "(Σ over the instructions of each)"),
                          html.Table([html.Thead(head), html.Tbody(body)], id="region-table")], open=True)
 
 

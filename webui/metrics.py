@@ -275,18 +275,35 @@ def why_words(explained: pd.DataFrame, work: pd.DataFrame, a_label: str, b_label
     return text
 
 
+LOOP_PARTS = ("prologue", "loop", "epilogue")
+
+
 def region_table(listings: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """Per region, each slot's executions, busy and stall cycles (sums of its listing rows) and the
-    B − A difference of busy + stall: the A and B listings aligned by schedule region."""
-    parts = {}
-    for slot, frame in listings.items():
-        if frame.empty:
+    """The A and B listings aligned: each slot's executions, busy and stall cycles (sums of its
+    listing rows) and the B − A difference of busy + stall, first per part of the loop structure
+    (``level = "loop structure"``: prologue, loop, epilogue, which any two traces have, a
+    generator build and an AITER code object alike), then per schedule region (``level =
+    "schedule region"``: the generator's cluster names) where a trace names any."""
+    levels = [("loop structure", "part")]
+    if any(not f.empty and not set(f["region"]) <= set(LOOP_PARTS) for f in listings.values()):
+        levels.append(("schedule region", "region"))
+    tables = []
+    for level, column in levels:
+        parts = {}
+        for slot, frame in listings.items():
+            if frame.empty:
+                continue
+            sums = frame.groupby(column)[["executions", "busy", "stall"]].sum()
+            parts[slot] = sums.rename(columns=lambda c: f"{slot.upper()}_{c}")
+        if not parts:
             continue
-        sums = frame.groupby("region")[["executions", "busy", "stall"]].sum()
-        parts[slot] = sums.rename(columns=lambda c: f"{slot.upper()}_{c}")
-    if not parts:
-        return pd.DataFrame(columns=["region"])
-    out = pd.concat(parts.values(), axis=1).fillna(0).astype(np.int64)
-    if "a" in parts and "b" in parts:
-        out["B−A busy+stall"] = (out["B_busy"] + out["B_stall"]) - (out["A_busy"] + out["A_stall"])
-    return out.reset_index().rename(columns={"index": "region"})
+        out = pd.concat(parts.values(), axis=1).fillna(0).astype(np.int64)
+        if column == "part":
+            out = out.reindex([p for p in LOOP_PARTS if p in out.index])
+        if "a" in parts and "b" in parts:
+            out["B−A busy+stall"] = (out["B_busy"] + out["B_stall"]) - (out["A_busy"] + out["A_stall"])
+        tables.append(out.rename_axis("region").reset_index().assign(level=level))
+    if not tables:
+        return pd.DataFrame(columns=["level", "region"])
+    out = pd.concat(tables, ignore_index=True)
+    return out[["level", "region", *[c for c in out.columns if c not in ("level", "region")]]]

@@ -74,6 +74,15 @@ def test_regions_follow_each_wave_in_time_not_the_pc_alone():
     assert set(region[pcs == 0x40]) == {"epilogue"} and set(region[pcs < 0x40]) == {"loop"}
 
 
+def test_loop_part_ignores_the_region_names():
+    t = pingpong(region=True)
+    pcs = t.column("pc")
+    assert set(listing.region_of(t)[pcs < 0x40]) == {"QK_j", "softmax_j"}
+    assert set(listing.loop_part(t)[pcs < 0x40]) == {"loop"} and set(listing.loop_part(t)[pcs == 0x40]) == {"epilogue"}
+    out = listing.instruction_listing(t).set_index("pc")
+    assert (out.loc[0x10, "region"], out.loc[0x10, "part"], out.loc[0x40, "part"]) == ("QK_j", "loop", "epilogue")
+
+
 def test_occurrences():
     t = pingpong()
     rows = listing.occurrences(t, 0x28)

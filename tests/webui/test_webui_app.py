@@ -155,6 +155,23 @@ def test_metric_table_is_the_analyzer_compare(make_trace):
     assert [None if math.isnan(v) else v for v in one["a"]] == list(s.values())
 
 
+def test_region_table_aligns_by_loop_structure_then_by_region(make_trace):
+    a, b = make_trace(), make_trace("aiter-like-fp8", valu_ops=24, gap=8)
+    frames = {"a": metrics.listing(a, "whole"), "b": metrics.listing(b.__class__(b.df.assign(region=None), b.meta),
+                                                                       "whole")}
+    out = metrics.region_table(frames)
+    loop = out[(out["level"] == "loop structure")].set_index("region")
+    assert list(loop.index) == ["loop"]  # every fixture pc runs in every iteration
+    assert (loop.loc["loop", "A_executions"], loop.loc["loop", "B_executions"]) == (len(a), len(b))
+    named = out[out["level"] == "schedule region"].set_index("region")
+    assert set(named.index) == {"QK_0", "softmax_0", "loop"}  # per pc its most frequent name (ties: the first)
+    assert named.loc["loop", "A_executions"] == 0 and named.loc["loop", "B_executions"] == len(b)  # B names none
+    assert loop.loc["loop", "B−A busy+stall"] == (loop.loc["loop", "B_busy"] + loop.loc["loop", "B_stall"]
+                                                   - loop.loc["loop", "A_busy"] - loop.loc["loop", "A_stall"])
+    unnamed = metrics.region_table({"b": frames["b"]})
+    assert set(unnamed["level"]) == {"loop structure"}  # no names: the loop structure alone
+
+
 def test_window_spec():
     assert metrics.window_spec("steady") == "steady"
     assert metrics.window_spec("view", (10.4, 20.2)) == (10, 21)

@@ -434,6 +434,12 @@ def test_instruction_view_click_highlights_every_execution(browser, served):
     cell.wait_for(timeout=TIMEOUT_MS)
     assert cell.text_content() == "v_exp_f32"
     assert "B: no source" in page.locator("#listing-info").text_content()  # hand-made records: no generator build
+    # A and B aligned part by part of the loop structure (every fixture record is in the loop: its
+    # pcs run in every iteration), then by the regions the traces name
+    a = store.get("file:zyfa.parquet")
+    row = page.locator('#region-table tr[data-level="loop structure"][data-region="loop"] td').all_text_contents()
+    assert row[:2] == ["loop", str(len(a))] and row[4] == str(len(b))  # region, A executions, busy, stall, B executions
+    assert page.locator('#region-table tr[data-level="schedule region"][data-region="softmax_0"]').count() == 1
     _settled(page)
     cell.click()
     n = int((b.column("pc") == 0x200 + 8 * 3).sum())
@@ -505,6 +511,10 @@ def test_headline_equals_the_cli_prediction_and_names_the_phase(browser, tmp_pat
                 w = waves[int(y)]
                 mine = loop[(loop["cu"] == w.cu) & (loop["simd"] == w.simd) & (loop["wave"] == w.wave)]
                 assert len(mine) and int(mine["issue"].max()) < x, (kernel, w.label, x)
+        # ZYFA and the AITER reconstruction compared part by part of the loop structure
+        page.wait_for_selector('#region-table tr[data-level="loop structure"][data-region="loop"]', timeout=TIMEOUT_MS)
+        loop = page.locator('#region-table tr[data-level="loop structure"][data-region="loop"] td').all_text_contents()
+        assert int(loop[1].replace(",", "")) > 0 and int(loop[4].replace(",", "")) > 0
         # the instruction view names the generator line that emitted each instruction (#18's build meta)
         page.wait_for_function("() => (document.querySelector('#listing-info') || {textContent: ''}).textContent"
                                ".includes('A: emitter lines recorded')", timeout=TIMEOUT_MS)
