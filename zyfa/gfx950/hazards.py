@@ -8,6 +8,7 @@ reports each producer closer than its rule in :data:`timing.HAZARDS` requires.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from zyfa.gfx950 import timing
 from zyfa.gfx950.isa import Instruction, Program, is_vector_key, register_keys
@@ -35,23 +36,32 @@ class Violation:
                 f"pc 0x{self.producer_pc:x}, has {self.actual} (insert s_nop {self.needed - self.actual - 1})")
 
 
-def _vector(keys) -> frozenset:
+# _vector and _consumer_reads are memoised on register-key tuples and operand texts (immutable
+# results): the generator's hazard padding and the cycle model's static tables ask them for every
+# instruction, and a kernel repeats a few hundred distinct ones.
+@functools.cache
+def _vector(keys: tuple) -> frozenset:
     return frozenset(k for k in keys if is_vector_key(k))
+
+
+@functools.cache
+def _consumer_reads(unit: str, operands: tuple, uses: tuple) -> tuple[tuple[str, frozenset], ...]:
+    if unit == "MFMA":
+        ab = frozenset()
+        for operand in operands[1:3] + operands[4:]:
+            ab |= _vector(register_keys(operand))
+        c = _vector(register_keys(operands[3])) if len(operands) > 3 else frozenset()
+        return (("MFMA_AB", ab), ("MFMA_C", c))
+    if unit in ("VALU", "TRANS"):
+        return (("VALU", _vector(uses)),)
+    if unit in ("LDS", "VMEM"):
+        return (("MEM", _vector(uses)),)
+    return ()
 
 
 def consumer_reads(inst: Instruction) -> list[tuple[str, frozenset]]:
     """(consumer kind, vector registers read) of one instruction, kinds as in HazardRule."""
-    if inst.unit == "MFMA":
-        ab = frozenset()
-        for operand in inst.operands[1:3] + inst.operands[4:]:
-            ab |= _vector(register_keys(operand))
-        c = _vector(register_keys(inst.operands[3])) if len(inst.operands) > 3 else frozenset()
-        return [("MFMA_AB", ab), ("MFMA_C", c)]
-    if inst.unit in ("VALU", "TRANS"):
-        return [("VALU", _vector(inst.uses))]
-    if inst.unit in ("LDS", "VMEM"):
-        return [("MEM", _vector(inst.uses))]
-    return []
+    return list(_consumer_reads(inst.unit, inst.operands, inst.uses))
 
 
 def required_wait_states(producer: Instruction, consumer: Instruction) -> list[tuple[timing.HazardRule, int, frozenset]]:

@@ -44,6 +44,11 @@ _REG = re.compile(r"(?<![\w.])([vas])(?:\[(\d+):(\d+)\]|(\d+))(?![\w])")
 _SPECIAL = re.compile(r"(?<![\w])(vcc_lo|vcc_hi|vcc|exec_lo|exec_hi|exec|m0|flat_scratch_lo|flat_scratch_hi|flat_scratch)(?![\w])")
 
 
+# The pure functions of mnemonic/operand text below are memoised (functools.cache): a kernel of
+# 3k-8k instructions repeats a few hundred distinct texts, and parsing them again and again (with
+# the generator's hazard padding) was about a tenth of the headline command's CPU (py-spy, 2-core
+# box, 2026-12-03). They return immutable values (str, tuples).
+@functools.cache
 def register_keys(operand: str) -> tuple[int, ...]:
     """All register keys named by one operand string (``v[0:15]`` -> 0..15, ``a3`` -> 259)."""
     keys: list[int] = []
@@ -73,6 +78,7 @@ _WAIT = re.compile(r"^s_(waitcnt\w*|nop|sleep)$")
 _MISC_S = re.compile(r"^s_(setprio|endpgm\w*|sendmsg\w*|trap|code_end|icache_inv|set_gpr_idx_\w+|setreg\w*|ttracedata|incperflevel|decperflevel|setkill|sethalt)$")
 
 
+@functools.cache
 def classify(opcode: str) -> str:
     """Execution unit of a mnemonic, one of :data:`UNITS`."""
     if not isinstance(opcode, str) or not opcode:
@@ -101,9 +107,13 @@ def classify(opcode: str) -> str:
     return "MISC"
 
 
+_ENCODING_SUFFIX = re.compile(r"_(e32|e64|sdwa|dpp)$")
+
+
+@functools.cache
 def base_opcode(opcode: str) -> str:
     """Mnemonic without its encoding suffix (``v_exp_f32_e32`` -> ``v_exp_f32``)."""
-    return re.sub(r"_(e32|e64|sdwa|dpp)$", "", opcode.lower())
+    return _ENCODING_SUFFIX.sub("", opcode.lower())
 
 
 # -- MFMA flops per instruction -----------------------------------------------------------------
@@ -160,6 +170,7 @@ def _atomic_returns(op: str, modifiers: tuple[str, ...]) -> bool:
     return any(m in ("glc", "sc0") for m in modifiers)
 
 
+@functools.cache
 def defs_uses(opcode: str, operands: tuple[str, ...], modifiers: tuple[str, ...] = ()) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Register keys written and read by one instruction (explicit operands only; SCC is left to
     the scalar executor)."""
@@ -189,6 +200,9 @@ def defs_uses(opcode: str, operands: tuple[str, ...], modifiers: tuple[str, ...]
 
 
 # -- data types --------------------------------------------------------------------------------
+_MNEMONIC = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
 @dataclass(frozen=True)
 class Instruction:
     """One instruction of a program.
@@ -214,7 +228,7 @@ class Instruction:
     def __post_init__(self):
         if not isinstance(self.pc, int) or self.pc < 0:
             raise ValueError(f"Instruction.pc must be a non-negative int, got {self.pc!r}")
-        if not isinstance(self.opcode, str) or not re.match(r"^[a-z][a-z0-9_]*$", self.opcode):
+        if not isinstance(self.opcode, str) or not _MNEMONIC.match(self.opcode):
             raise ValueError(f"Instruction.opcode must be a lower-case mnemonic, got {self.opcode!r}")
         if self.size not in (4, 8, 12, 16):
             raise ValueError(f"Instruction.size must be 4, 8, 12 or 16 bytes, got {self.size!r}")
@@ -637,9 +651,11 @@ def _branch_target(opcode: str, rest: str, source: str) -> Optional[str]:
     return target
 
 
+@functools.cache  # the generator's hazard padding parses every emitted line; most lines repeat
 def parse_instruction(text: str, pc: int = 0) -> Instruction:
     """One instruction from its llvm-mc text (``v_add_f32 v0, v1, v2``), as :func:`parse_asm`
-    reads it (size estimated, branch targets are labels)."""
+    reads it (size estimated, branch targets are labels). Memoised: equal texts give the same
+    (immutable) Instruction object."""
     line = _strip_comment(text).strip()
     if not line:
         raise ValueError(f"no instruction in {text!r}")
