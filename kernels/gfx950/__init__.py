@@ -89,6 +89,8 @@ def build_config(config: KernelConfig) -> KernelBuild:
         # (repository path:line; hazard s_nops name pad_hazards), for source links
         "instruction_sources": [inst.source for inst in gen.instructions],
         "instruction_pcs": list(built.pcs),
+        # encoded bytes per instruction (the disassembly's): the model's parser needs no second assembler run
+        "instruction_sizes": list(built.sizes),
         "config": {k: getattr(gen.config, k) for k in gen.config.__dataclass_fields__},
         "registers": gen.registers,
         "vgprs": gen.vgprs, "agprs": gen.agprs, "sgprs": gen.sgprs, "lds_bytes": gen.lds_bytes, "read_ahead": gen.read_ahead,

@@ -25,7 +25,7 @@ LD_LLD = "ld.lld-22"
 LLVM_OBJDUMP = "llvm-objdump-22"
 TRIPLE = "amdgcn-amd-amdhsa"
 MCPU = "gfx950"
-_INST = re.compile(r"^\s+([a-z][a-z0-9_]*)\b.*//\s*([0-9A-Fa-f]+):")
+_INST = re.compile(r"^\s+([a-z][a-z0-9_]*)\b.*//\s*([0-9A-Fa-f]+):((?:\s+[0-9A-Fa-f]{8})*)")
 _SYMBOL = re.compile(r"^([0-9a-fA-F]+) <([^>]+)>:\s*$")
 
 
@@ -38,6 +38,7 @@ class Built:
     generated: Generated
     code_object: Path
     pcs: tuple[int, ...]  # byte offset of every instruction from the kernel entry
+    sizes: tuple[int, ...]  # encoded bytes of every instruction (from the same disassembly)
 
     @property
     def clusters(self) -> list[dict]:
@@ -86,9 +87,10 @@ def disassemble(code_object: Path) -> str:
     return _run([_tool(LLVM_OBJDUMP), "-d", f"--mcpu={MCPU}", str(code_object)])
 
 
-def instruction_pcs(objdump: str, symbol: str) -> tuple[int, ...]:
-    """Byte offsets from the entry of ``symbol`` of its instructions, in order."""
-    pcs, entry, inside = [], None, False
+def instruction_layout(objdump: str, symbol: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(byte offsets from the entry of ``symbol``, encoded bytes) of its instructions, in order:
+    the sizes are the 32-bit words llvm-objdump prints per instruction, x 4."""
+    pcs, sizes, entry, inside = [], [], None, False
     for line in objdump.splitlines():
         head = _SYMBOL.match(line)
         if head:
@@ -98,9 +100,10 @@ def instruction_pcs(objdump: str, symbol: str) -> tuple[int, ...]:
         match = _INST.match(line)
         if inside and match and match.group(1) != "s_code_end":
             pcs.append(int(match.group(2), 16) - entry)
+            sizes.append(4 * len(match.group(3).split()))
     if not pcs:
         raise ToolchainError(f"symbol {symbol!r} not found in the disassembly")
-    return tuple(pcs)
+    return tuple(pcs), tuple(sizes)
 
 
 @functools.lru_cache(maxsize=32)
@@ -112,8 +115,8 @@ def build(config: KernelConfig) -> Built:
     path = cache_dir() / f"{config.name}-{digest}.co"
     if not path.exists():
         assemble(full, path)
-    pcs = instruction_pcs(disassemble(path), generated.symbol)
+    pcs, sizes = instruction_layout(disassemble(path), generated.symbol)
     if len(pcs) != len(generated.instructions):
         raise ToolchainError(f"{config.name}: {len(generated.instructions)} instructions generated but "
                              f"{len(pcs)} disassembled")
-    return Built(generated, path, pcs)
+    return Built(generated, path, pcs, sizes)

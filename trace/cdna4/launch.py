@@ -68,7 +68,7 @@ def from_description(desc: LaunchDescription) -> Launch:
     build = desc.build
     if build.asm is not None:
         program = parse_asm(build.asm, kernel=build.symbol, workgroup_size=desc.workgroup_size,
-                            source=f"{desc.origin}:{build.name}")
+                            source=f"{desc.origin}:{build.name}", sizes=build.meta.get("instruction_sizes"))
     elif build.code_object is not None:
         program = load_program(build.code_object, build.symbol)
     else:

@@ -19,7 +19,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 MAX_ASM_BYTES = 64 * 2**20  # a generated attention kernel's .s is well under 1 MiB
 
@@ -562,13 +562,15 @@ def _strip_comment(line: str) -> str:
 
 
 def parse_asm(text: str, kernel: Optional[str] = None, workgroup_size: Optional[int] = None,
-              encode: bool = True, source: str = "<asm>") -> Program:
+              encode: bool = True, source: str = "<asm>", sizes: Optional[Sequence[int]] = None) -> Program:
     """Parse llvm-mc syntax gfx950 assembly (our generator's ``.s``).
 
     Labels are ``name:`` lines; ``.amdhsa_*`` directives inside ``.amdhsa_kernel`` fill the
-    descriptor. With ``encode`` and ``llvm-mc-22`` present, instruction sizes (and so pcs) come
-    from assembling the instructions; otherwise every size is estimated (4 bytes, 8 for VOP3,
-    MFMA, memory and literal forms) and the program's pcs are approximate.
+    descriptor. Instruction sizes (and so pcs): ``sizes`` when given (the encoded bytes of every
+    instruction in order, e.g. from the disassembly of the code object this text was assembled
+    into); else, with ``encode`` and ``llvm-mc-22`` present, from assembling the instructions;
+    otherwise every size is estimated (4 bytes, 8 for VOP3, MFMA, memory and literal forms) and
+    the program's pcs are approximate.
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be str, got {type(text).__name__}")
@@ -623,7 +625,12 @@ def parse_asm(text: str, kernel: Optional[str] = None, workgroup_size: Optional[
         lines.append((parts[0].lower(), parts[1] if len(parts) > 1 else ""))
     if not lines:
         raise ValueError(f"no instructions found in the assembly text ({source})")
-    sizes = _encoded_sizes([f"{op} {rest}".strip() for op, rest in lines]) if encode else None
+    if sizes is not None:
+        sizes = list(sizes)
+        if len(sizes) != len(lines):
+            raise ValueError(f"parse_asm: {len(sizes)} sizes given for {len(lines)} instructions ({source})")
+    elif encode:
+        sizes = _encoded_sizes([f"{op} {rest}".strip() for op, rest in lines])
     if sizes is None:
         sizes = [_estimate_size(op, rest) for op, rest in lines]
     instructions = []

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from zyfa.gfx950.isa import parse_asm
 from zyfa.kernels.gfx950 import build_for, config_for, grid
 from zyfa.kernels.gfx950.build import build, disassemble
 from zyfa.kernels.gfx950.counts import tile_counts
@@ -374,6 +375,11 @@ def test_assembles_and_round_trips_through_objdump():
     clusters = built.clusters
     assert all(c["pc_start"] < (c["pc_end"] or 1 << 30) for c in clusters)
     assert [c["pc_start"] for c in clusters] == sorted(c["pc_start"] for c in clusters)
+    # the sizes read off the disassembly lay the text out at the disassembly's offsets, as the
+    # model's parser (which takes them instead of encoding the text again) and llvm-mc agree
+    program = parse_asm(built.generated.asm, sizes=built.sizes)
+    assert tuple(i.pc for i in program.instructions) == built.pcs
+    assert program == parse_asm(built.generated.asm)
 
 
 def test_pad_hazards_uses_the_machine_descriptions_rules():

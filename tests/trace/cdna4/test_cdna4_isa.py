@@ -75,6 +75,17 @@ def test_objdump_matches_asm_text(assemble):
     assert dis.instructions[14].operands == ("vmcnt(0) lgkmcnt(0)",)
 
 
+def test_sizes_from_the_disassembly_give_the_encoded_program(assemble):
+    # parse_asm(sizes=...) (the generator's path: sizes read off the assembled code object's
+    # disassembly) lays the program out exactly as parse_asm's own llvm-mc encoding does
+    dis = disassemble(assemble(SNIPPET))
+    encoded = parse_asm(SNIPPET)
+    given = parse_asm(SNIPPET, sizes=[i.size for i in dis.instructions])
+    assert given == encoded and [i.size for i in given.instructions] == [i.size for i in encoded.instructions]
+    with pytest.raises(ValueError, match="3 sizes given for 20 instructions"):
+        parse_asm(SNIPPET, sizes=[4, 4, 4])
+
+
 def test_descriptor_from_code_object_and_text(assemble):
     co = assemble(SNIPPET)
     for desc in (disassemble(co).descriptor, parse_asm(SNIPPET).descriptor):
