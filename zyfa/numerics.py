@@ -328,6 +328,7 @@ ALPHA_POLY = (1.0, 0.6931470632553101, 0.2402293086051941, 0.055485282093286514,
               0.0012467845808714628, 0.00021612914861179888)
 ALPHA_MIN_EXP = -126.0   # alpha = 0 below 2^-126 (d < -126): no subnormal alpha on any device
 V2_TILE = 128            # spec v2: the running max M is updated once per 128-key tile (two 64-key blocks)
+V2_QK_CHUNK = 64         # spec v2: scores summed over head-dim chunks of 64 in order, one rounding each
 
 
 def alpha_v2(d: torch.Tensor) -> torch.Tensor:
@@ -411,10 +412,19 @@ class _Operands:
         """First query row with an allowed key in the block starting at key ``k0``."""
         return max(0, k0 - (self.sk - self.sq)) if self.causal else 0
 
-    def scores(self, r0: int, k0: int):
-        """fp32 scores (b, hk, g, rows, block) of rows r0: and keys k0:k0+block, and the mask."""
-        kb = self.k[..., k0:k0 + self.block, :]
-        s = torch.matmul(self.q[..., r0:, :], kb.transpose(-1, -2)).to(torch.float32)
+    def scores(self, r0: int, k0: int, chunk: Optional[int] = None):
+        """fp32 scores (b, hk, g, rows, block) of rows r0: and keys k0:k0+block, and the mask.
+
+        ``chunk``: None = the correctly rounded dot product; else the head dim in chunks of that
+        many elements, in order, each chunk's exact dot product added to the fp32 running sum with
+        one rounding (spec v2: the MFMA chain, K = 64 per MFMA)."""
+        kb = self.k[..., k0:k0 + self.block, :].transpose(-1, -2)
+        if chunk is None:
+            return torch.matmul(self.q[..., r0:, :], kb).to(torch.float32), self.allowed(r0, k0)
+        s = None
+        for c0 in range(0, self.q.shape[-1], chunk):
+            part = torch.matmul(self.q[..., r0:, c0:c0 + chunk], kb[..., c0:c0 + chunk, :])  # exact
+            s = (part if s is None else s.to(torch.float64) + part).to(torch.float32)
         return s, self.allowed(r0, k0)
 
     def allowed(self, r0: int, k0: int) -> torch.Tensor:
@@ -514,7 +524,7 @@ def _blocks_v2(ops: _Operands) -> Iterator[tuple]:
         for b0 in range(k0, min(k0 + V2_TILE, ops.sk), KEY_BLOCK):
             if ops.first_row(b0) >= ops.sq:
                 break
-            s, allowed = ops.scores(r0, b0)
+            s, allowed = ops.scores(r0, b0, chunk=V2_QK_CHUNK)
             mask = _Mask(allowed)
             blocks.append((b0, s, allowed, mask, (t * mask.amax(s))[..., 0]))  # x_b = fp32(t * block max)
         m_new = m[..., r0:]

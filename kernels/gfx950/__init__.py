@@ -115,6 +115,8 @@ _DESCRIPTIONS = {
                    "ping-pong, per-64-key pow2 scaled MFMA, rounded row sum by one scaled MFMA per block",
     "zyfa-fp8-valu-rowsum": "zyfa-fp8 with the rounded row sum on the VALU (100 ops per tile) instead of the "
                             "MFMA pipe (same bits)",
+    "zyfa-fp8-v2": "FP8 e4m3 causal, numerics spec v2: Lean P with the hybrid phi offset (row max P = 256 exactly, "
+                   "unbiased constant), per-tile fp32 running max, O and L rescaled by spec v2's alpha out of line",
     "zyfa-fp8-exact": "FP8 ablation: exact v_exp softmax with the same scaling, row sum and schedule",
     "aiter-like-fp8": "FP8 baseline rebuilt on AITER v3 FP8's loop (six barrier intervals per tile): running "
                       "fp32 max, v_exp, unrounded row sum",

@@ -144,7 +144,7 @@ SIGNATURES: dict[str, tuple] = {
     "v_max3_f32": (V1, VC, VC, VC), "v_fma_f32": (V1, VC, VC, VC), "v_med3_i32": (V1, VC, VC, VC),
     "v_ldexp_f32": (V1, VC, VC),
     "v_pk_fma_f32": (("v", 2), ("v", 2), ("v", 2), ("v", 2)), "v_pk_mul_f32": (("v", 2), ("v", 2), ("v", 2)),
-    "v_ceil_f32": (V1, VSC), "v_cvt_i32_f32": (V1, VSC), "v_cvt_u32_f32": (V1, VSC), "v_cvt_u32_f32_sdwa": (V1, V1),
+    "v_ceil_f32": (V1, VSC), "v_floor_f32": (V1, VSC), "v_cvt_i32_f32": (V1, VSC), "v_cvt_u32_f32": (V1, VSC), "v_cvt_u32_f32_sdwa": (V1, V1),
     "v_cvt_f32_u32": (V1, VSC), "v_cvt_f32_i32": (V1, VSC),
     "v_cvt_pk_fp8_f32": (V1, VC, VC), "v_cvt_pk_f32_fp8": (("v", 2), VC),
     "v_cvt_pk_f32_fp8_sdwa": (("v", 2), V1), "v_cvt_pk_bf16_f32": (V1, VC, VC),

@@ -70,6 +70,12 @@ READ_AHEAD = {"fp8": 3, "bf16": 4}
 FOLD_REF0 = 2.0 ** 14  # initial reference exponent
 FOLD_OFF0 = 120.5 - 8 * FOLD_REF0  # its accumulator start, exact in fp32
 FOLD_MID, FOLD_HALF = 127.0 - 2.0 ** 15, 2.0 ** 15  # a tile is accepted when |fp32(max y - MID)| < HALF
+# softmax="lean-v2" (numerics zyfa-v2, docs/numerics.md spec v2): the fp32 values zyfa.numerics defines
+# (LEANP_BIAS_V2, ALPHA_POLY c1..c6, ALPHA_MIN_EXP), as bit patterns; kept here because importing
+# zyfa.numerics would import torch into every generator run (tests/kernels/gfx950 checks they agree)
+V2_BIAS_BITS = 0x42F01632  # 120.04335021972656
+V2_ALPHA_POLY_BITS = (0x3F317216, 0x3E75FEAC, 0x3D634489, 0x3C1E85C9, 0x3AA36B26, 0x3962A0BA)  # c1..c6
+V2_ALPHA_MIN_EXP = -126.0
 
 
 class RegisterBudgetError(ValueError):
@@ -244,6 +250,8 @@ class _Kernel:
         self.hc = ra.take("s", "head_constants", 4, align=4)  # t, T8 (or 8t), dv, unused
         self.rsrc = {name: ra.take("s", f"rsrc_{name}", 4, align=4) for name in ("q", "k", "v", "o", "lse")}
         self.s = _take_fields(ScalarRegs, ra, "s")
+        if c.softmax == "lean-v2":  # spec v2's alpha coefficients c1..c6 (VOP3 takes no literal)
+            self.alpha_poly = ra.take("s", "alpha_poly", len(V2_ALPHA_POLY_BITS), align=1)
         if self.block:  # masked-MFMA skipping (skip_if_masked)
             self.wave_key_limit = ra.take("s", "wave_key_limit", 1)  # keys < this are allowed for some row of the wave
             self.tile_key_limit = ra.take("s", "tile_key_limit", 1)  # wave_key_limit - 128 j
@@ -537,7 +545,10 @@ class _Kernel:
         e("v_mov_b32", self.v.one127, E8M0_ONE)
         e("v_mov_b32", self.v.c254, 254)
         e("v_mov_b32", self.v.cneg8, -8.0)
-        e("v_mov_b32", self.v.c1205, 120.5)
+        e("v_mov_b32", self.v.c1205, V2_BIAS_BITS if self.c.softmax == "lean-v2" else 120.5)  # Lean P constant c
+        if self.c.softmax == "lean-v2":
+            for reg, bits in zip(self.alpha_poly, V2_ALPHA_POLY_BITS):
+                e("s_mov_b32", reg, bits)
         e("v_mov_b32", self.v.czero, 0)
         e("v_mov_b32", self.v.cinf, POS_INF)
         e("v_mov_b32", self.v.cneginf, NEG_INF)
@@ -558,7 +569,7 @@ class _Kernel:
             for i in range(self.qk_init.count):
                 e("v_mov_b32", self.qk_init[i], FOLD_OFF0)
         else:
-            scale = self.hc[1] if (self.block and self.c.softmax == "lean") else self.hc[0]
+            scale = self.hc[1] if (self.block and self.c.softmax in ("lean", "lean-v2")) else self.hc[0]
             e("v_mov_b32", self.Tp[0], scale)
             e("v_mov_b32", self.Tp[1], scale)
         if self.block:
@@ -1042,6 +1053,75 @@ class _Kernel:
             else:
                 self.exact_p_codes(beta, bm[beta])
 
+    def softmax_v2(self, cluster: Cluster, label_id: str):
+        """P of tile j by spec v2 (docs/numerics.md): the block maxima of both 64-key blocks
+        exchanged as in :meth:`block_exponents` but without the ceil (``x_b = t * max``, clamped at
+        -2^30 for a block with no allowed key, NaN kept for the row flag), the tile's running max
+        ``M_new = max(M, x_b0, x_b1)`` (``v.ref`` holds M), lanes where it grew branch to
+        :meth:`rescale_alpha` (out of line), then ``F = floor(M)``, ``phi = M - F``,
+        ``K = fp32(c - 8 phi)`` and per block ``n = ceil(x_b - phi)``, the E8M0 byte of
+        ``2^(n - 8 - F)`` (:meth:`scale_byte`), ``C = fp32(K - 8 n)`` and the 32 Lean P codes
+        (``fma(s, 8t, C)`` + convert, as v1). A masked block's ``x_b = -2^30`` gives code 0 and scale
+        byte 0; a row with no allowed key yet keeps ``M = -2^30`` (the spec's -inf: its O and L are 0,
+        and the first real tile's alpha is 0 either way). 14 VALU ops per tile more than v1's
+        exponents and constants (:meth:`block_exponents`, :meth:`lazy_rescale_branch`)."""
+        e = self.e
+        mx, x, sc = (self.v.mx0, self.v.mx1), (self.v.bm0, self.v.bm1), (self.v.sc0, self.v.sc1)
+        for beta in range(BLOCK_N // SCALE_BLOCK):
+            block = self.S[32 * beta:32 * beta + 32]
+            self.reduce3("v_maximum3_f32", [block[i] for i in range(block.count)], mx[beta])
+        e("v_permlane32_swap_b32", mx[0], mx[1])
+        e("v_maximum3_f32", mx[0], mx[0], mx[1], mx[1])  # block 0's row max in lanes 0-31, block 1's in 32-63
+        e("v_mul_f32", mx[0], self.hc[0], mx[0])  # x_b = fp32(t * max)
+        e("v_maximum3_f32", x[0], self.s.neg_big, mx[0], mx[0])
+        e("v_fma_f32", self.nan_flag, x[0], 0, self.nan_flag)  # NaN row flag (docs/numerics.md, Non-finite inputs)
+        e("v_mov_b32", x[1], x[0])
+        e("v_permlane32_swap_b32", x[0], x[1])  # x_b0 and x_b1 in both lane halves
+        m_new = self.v.mx1
+        e("v_maximum3_f32", m_new, self.v.ref, x[0], x[1])
+        e("v_cmp_gt_f32", "vcc", m_new, self.v.ref)
+        self.branch_out_of_line(self.nested_rescale(cluster), label_id, self.rescale_alpha)
+        e("v_mov_b32", self.v.ref, m_new)
+        whole, phi, k = self.v.mx0, self.v.mx1, self.v.kk
+        e("v_floor_f32", whole, self.v.ref)
+        e("v_sub_f32", phi, self.v.ref, whole)  # exact
+        e("v_fma_f32", k, phi, self.v.cneg8, self.v.c1205)  # fp32(c - 8 phi)
+        for beta in range(BLOCK_N // SCALE_BLOCK):
+            n = x[beta]
+            e("v_sub_f32", n, n, phi)
+            e("v_ceil_f32", n, n)
+            self.scale_byte(n, sc[beta], whole)
+            e("v_fma_f32", self.Cp[0], n, self.v.cneg8, k)  # C = fp32(K - 8 n)
+            self.fmas(self.S[32 * beta:32 * beta + 32])
+            self.code_bytes(beta)
+
+    def rescale_alpha(self):
+        """Out of line (lanes whose running max grew; exec-masked): spec v2's ``alpha = 2^d``,
+        ``d = fp32(M - M_new)`` (``v.ref`` - ``v.mx1``), by its fixed sequence (docs/numerics.md step
+        5): ``dc = max(d, -126)``, ``i = floor(dc)``, ``f = dc - i``, six FMAs ``p = fma(p, f, c_k)``
+        from ``p = c6`` (c1..c6 in SGPRs, c0 = 1.0 inline), ``alpha = ldexp(p, i)`` and 0
+        where ``d < -126``: 14 VALU ops; then O and L *= alpha (one rounded ``v_mul_f32`` per
+        accumulator register, as :meth:`rescale_o`'s ``v_ldexp_f32``). ``v.ref`` is set by the caller."""
+        e = self.e
+        d, f, i, p = self.v.tmp, self.v.tmp2, self.v.kk, self.Cp[0]
+        e("v_sub_f32", d, self.v.ref, self.v.mx1)
+        e("v_max_f32", f, V2_ALPHA_MIN_EXP, d)
+        e("v_floor_f32", i, f)
+        e("v_sub_f32", f, f, i)  # exact, in [0, 1)
+        e("v_mov_b32", p, self.alpha_poly[5])  # c6
+        for k in (4, 3, 2, 1, 0):  # c5 .. c1
+            e("v_fma_f32", p, p, f, self.alpha_poly[k])
+        e("v_fma_f32", p, p, f, 1.0)  # c0
+        e("v_cvt_i32_f32", i, i)
+        e("v_ldexp_f32", p, p, i)  # exact: p in [1, 2], i >= -126
+        e("v_cmp_gt_f32", "vcc", V2_ALPHA_MIN_EXP, d)
+        e("v_cndmask_b32", p, p, self.v.czero, "vcc")  # alpha = 0 where d < -126 (also d = -inf)
+        for acc in (self.O, self.L) if self.L else (self.O,):
+            for r in range(acc.count):
+                e("v_accvgpr_read_b32", f, acc[r])
+                e("v_mul_f32", f, p, f)
+                e("v_accvgpr_write_b32", acc[r], f)
+
     def lazy_rescale_branch(self, cluster: Cluster, bm: tuple, label_id: str):
         """Lanes whose tile max ``max(bm0, bm1)`` exceeds ``ref`` (+ ``rescale_threshold``) branch
         (exec-masked) to the out-of-line ``rescale`` cluster that ``cluster`` nests; the common
@@ -1082,12 +1162,13 @@ class _Kernel:
         self.asm.items.append(back)
         e("s_or_b64", "exec", "exec", self.s.saved_exec)
 
-    def scale_byte(self, bm: Reg, sc: Reg):
+    def scale_byte(self, bm: Reg, sc: Reg, ref: Optional[Reg] = None):
         """E8M0 scale byte of a block's P (step 4): ``clamp(cvt_i32(bm - ref) + 119, 0, 254)``,
         i.e. 2^(bm - 8 - ref); 4 VALU ops. The clamp at 0 keeps a block far below the running max
-        at 2^-127 instead of dropping it (kernels/gfx950/README.md, Numerics)."""
+        at 2^-127 instead of dropping it (kernels/gfx950/README.md, Numerics). ``ref``: default
+        ``v.ref`` (v1's integer running max; spec v2 passes floor(M) and n for bm)."""
         e = self.e
-        e("v_sub_f32", self.v.tmp, bm, self.v.ref)
+        e("v_sub_f32", self.v.tmp, bm, self.v.ref if ref is None else ref)
         e("v_cvt_i32_f32", self.v.tmp, self.v.tmp)
         e("v_add_u32", self.v.tmp, E8M0_ONE - 8, self.v.tmp)
         e("v_med3_i32", sc, self.v.tmp, 0, self.v.c254)
@@ -1264,6 +1345,8 @@ class _Kernel:
     def emit_softmax(self, cluster: Cluster, label_id: str):
         if self.folded:
             self.softmax_folded(cluster, label_id)
+        elif self.c.softmax == "lean-v2":
+            self.softmax_v2(cluster, label_id)
         elif self.block:
             self.softmax_block_scaled(cluster, label_id)
         else:

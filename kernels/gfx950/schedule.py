@@ -26,7 +26,7 @@ ROWS_PER_WG = BLOCK_M * WAVES
 BLOCK_N = 128  # keys per loop iteration (tile)
 SCALE_BLOCK = 64  # keys per pow2 scaling block (docs/numerics.md)
 
-SOFTMAX = ("lean", "exact", "folded")
+SOFTMAX = ("lean", "exact", "folded", "lean-v2")
 SCALING = ("block", "none")
 SCHEDULES = ("pingpong", "serial", "aiter")
 FMA_FORMS = ("scalar", "packed")
@@ -42,7 +42,10 @@ class KernelConfig:
     code), ``exact`` (``v_exp_f32`` + fp8/bf16 convert) or ``folded`` (Lean P with the FMA folded
     into the QK MFMA: Q re-quantised with ``8 t``'s non-power-of-two part, its power of two as the
     MFMA's E8M0 scale, the accumulator started at ``120.5 - 8 ref``; one ``v_cvt_u32_f32`` per
-    probability, an overflow check per tile; numerics ``zyfa-folded``, docs/numerics.md). ``scaling``: ``block`` (per-64-key
+    probability, an overflow check per tile; numerics ``zyfa-folded``, docs/numerics.md) or ``lean-v2``
+    (Lean P with spec v2's hybrid phi offset: the running max M in fp32, the FMA constant
+    ``c - 8 bm'``, alpha = 2^(M_old - M) by spec v2's FMA sequence in the out-of-line rescale, which
+    multiplies O and L by it; numerics ``zyfa-v2``). ``scaling``: ``block`` (per-64-key
     pow2 scale into ``v_mfma_scale_f32_32x32x64_f8f6f4``, row sum of the rounded P by one extra
     MFMA per 64-key block, lazy rescale of O) or ``none`` (AITER v3 numerics: running fp32
     max, O rescaled every tile, row sum of the unrounded p by VALU adds).
@@ -70,7 +73,7 @@ class KernelConfig:
             value = getattr(self, field_name)
             if value not in allowed:
                 raise ValueError(f"Unknown KernelConfig.{field_name}: {value!r} (expected one of {allowed})")
-        if self.softmax in ("lean", "folded") and self.scaling != "block":
+        if self.softmax in ("lean", "folded", "lean-v2") and self.scaling != "block":
             raise ValueError(f"KernelConfig: softmax={self.softmax!r} needs scaling='block' (the code is relative to "
                              "a power-of-two reference that the scaled MFMA removes)")
         if self.schedule == "aiter" and (self.softmax, self.scaling) != ("exact", "none"):
@@ -83,6 +86,9 @@ class KernelConfig:
         if isinstance(self.rescale_threshold, bool) or not isinstance(self.rescale_threshold, int) \
                 or not 0 <= self.rescale_threshold <= 64:
             raise ValueError(f"KernelConfig.rescale_threshold must be an int in [0, 64], got {self.rescale_threshold!r}")
+        if self.softmax == "lean-v2" and self.rescale_threshold:
+            raise ValueError("KernelConfig: softmax='lean-v2' rescales whenever the running max grows (spec v2): "
+                             f"rescale_threshold must be 0, got {self.rescale_threshold!r}")
         if self.rowsum == "valu" and self.softmax != "folded":
             raise ValueError("KernelConfig: rowsum='valu' needs softmax='folded' (unscaled P)")
         if self.softmax == "folded" and self.rowsum == "mfma" and self.headdim != 128:
@@ -327,6 +333,7 @@ def barrier_intervals(table: tuple[Cluster, ...]) -> list[tuple[Cluster, ...]]:
 VARIANTS: dict[str, KernelConfig] = {
     "zyfa-fp8": KernelConfig("zyfa-fp8", softmax="folded", scaling="block", schedule="pingpong", rowsum="mfma"),
     "zyfa-fp8-v1": KernelConfig("zyfa-fp8-v1", softmax="lean", scaling="block", schedule="pingpong"),
+    "zyfa-fp8-v2": KernelConfig("zyfa-fp8-v2", softmax="lean-v2", scaling="block", schedule="pingpong"),
     "zyfa-fp8-valu-rowsum": KernelConfig("zyfa-fp8-valu-rowsum", softmax="folded", scaling="block",
                                          schedule="pingpong", rowsum="valu"),
     "zyfa-fp8-exact": KernelConfig("zyfa-fp8-exact", softmax="exact", scaling="block", schedule="pingpong"),
@@ -340,7 +347,7 @@ def all_configs(headdims=(128, 192)) -> list[KernelConfig]:
     """Every valid (softmax, scaling, schedule, headdim) fp8 combination, for tests and what-if."""
     configs = []
     for softmax, scaling, sched, d in product(SOFTMAX, SCALING, SCHEDULES, headdims):
-        if softmax in ("lean", "folded") and scaling != "block" \
+        if softmax in ("lean", "folded", "lean-v2") and scaling != "block" \
                 or sched == "aiter" and (softmax, scaling) != ("exact", "none"):
             continue
         configs.append(KernelConfig(f"fp8-{softmax}-{scaling}-{sched}-d{d}", softmax=softmax, scaling=scaling,

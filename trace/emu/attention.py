@@ -42,11 +42,13 @@ def _constants(shape: AttnShape, inputs: dict, softmax_scale: float) -> np.ndarr
 
 def reference_variant(config: dict) -> str:
     """The ``zyfa.numerics`` variant a generated kernel's configuration computes: Lean P with
-    block scaling = "zyfa"; Lean P folded into the QK MFMA = "zyfa-folded"; exact exp2 with block scaling (and the rounded-P row sum) =
+    block scaling = "zyfa"; spec v2's Lean P = "zyfa-v2"; Lean P folded into the QK MFMA = "zyfa-folded"; exact exp2 with block scaling (and the rounded-P row sum) =
     "roundedsum"; exact exp2 without block scaling (AITER v3) = "naive"."""
     softmax, scaling = config.get("softmax", "lean"), config.get("scaling", "block")
     if softmax == "lean":
         return "zyfa"
+    if softmax == "lean-v2":
+        return "zyfa-v2"
     if softmax == "folded":
         return "zyfa-folded"
     return "roundedsum" if scaling == "block" else "naive"

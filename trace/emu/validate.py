@@ -109,7 +109,7 @@ def main(argv=None) -> int:
             print(f"{name:<48} {exact:>8.4f} {err:>10.3g} {extra:>12.3g}  (max_err/bound)")
         for name, _, err, torch_err in _attention_rows():
             print(f"{name:<48} {'':>8} {err:>10.3g} {torch_err:>12.3g}  (torch bf16 sdpa max_err)")
-    for kernel in ("zyfa-fp8", "zyfa-fp8-v1", "zyfa-fp8-valu-rowsum", "zyfa-fp8-exact", "aiter-like-fp8", "zyfa-bf16"):
+    for kernel in ("zyfa-fp8", "zyfa-fp8-v1", "zyfa-fp8-v2", "zyfa-fp8-valu-rowsum", "zyfa-fp8-exact", "aiter-like-fp8", "zyfa-bf16"):
         for s in args.seqlen:
             shape = AttnShape(batch=1, heads=args.heads, heads_k=args.heads, seqlen_q=s,
                               seqlen_k=s, dtype=registry.get_kernel(kernel).dtype)

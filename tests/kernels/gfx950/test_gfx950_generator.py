@@ -3,6 +3,7 @@
 import inspect
 import re
 import shutil
+import struct
 import subprocess
 from dataclasses import replace
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from zyfa import numerics
 from zyfa.gfx950.isa import parse_asm
 from zyfa.kernels.gfx950 import build_for, config_for, grid
 from zyfa.kernels.gfx950.build import build, disassemble
@@ -484,9 +486,9 @@ def test_mla_target_builds():
 def test_every_valid_fp8_combination_generates_within_budget():
     from zyfa.kernels.gfx950.schedule import all_configs
     configs = all_configs()
-    # (lean|exact|folded)+block, exact+none; pingpong|serial; hd 128|192 (folded: rowsum="valu");
+    # (lean|lean-v2|exact|folded)+block, exact+none; pingpong|serial; hd 128|192 (folded: rowsum="valu");
     # + exact+none under "aiter", hd 128|192
-    assert len(configs) == 4 * 2 * 2 + 2
+    assert len(configs) == 5 * 2 * 2 + 2
     for config in configs:
         gen = generate(config)
         assert gen.vgprs + gen.agprs <= 256 and gen.lds_bytes <= 160 * 1024, config.name
@@ -521,3 +523,18 @@ def test_markstein_division_equals_ieee_inside_the_guard():
         q = fma_f32(fma_f32(-d, q0, tiny), r, q0)
         assert (q.view(np.uint32) != (tiny / d).view(np.uint32)).sum() > 100
     assert inside.sum() > n // 2
+
+
+def test_v2_constants_are_the_numerics_values():
+    """zyfa-fp8-v2's fp32 constants (kept as bit patterns so the generator does not import torch)
+    are spec v2's: the Lean P constant c and the alpha polynomial c1..c6 of zyfa.numerics."""
+    bits = lambda x: struct.unpack("<I", struct.pack("<f", x))[0]  # noqa: E731
+    assert generator_module.V2_BIAS_BITS == bits(numerics.LEANP_BIAS_V2)
+    assert generator_module.V2_ALPHA_POLY_BITS == tuple(bits(c) for c in numerics.ALPHA_POLY[1:])
+    assert numerics.ALPHA_POLY[0] == 1.0  # the kernel's inline 1.0
+    assert generator_module.V2_ALPHA_MIN_EXP == numerics.ALPHA_MIN_EXP
+
+
+def test_v2_refuses_a_rescale_threshold():
+    with pytest.raises(ValueError, match="lean-v2.*rescale_threshold must be 0"):
+        KernelConfig("x", softmax="lean-v2", rescale_threshold=4)

@@ -1,7 +1,7 @@
 """Our generated gfx950 kernels, emulated, against the numerics emulator (docs/numerics.md).
 
 Bounds: the folded Lean P, Lean P and exact-exp block-scaled kernels (``zyfa-fp8``,
-``zyfa-fp8-valu-rowsum``, ``zyfa-fp8-v1``, ``zyfa-fp8-exact``) must match ``zyfa.numerics`` bit for bit (out and lse): their fp32 work is exact or single-rounded in
+``zyfa-fp8-valu-rowsum``, ``zyfa-fp8-v1``, ``zyfa-fp8-v2`` (spec v2), ``zyfa-fp8-exact``) must match ``zyfa.numerics`` bit for bit (out and lse): their fp32 work is exact or single-rounded in
 the same order as the spec. The exact-softmax kernels (``aiter-like-fp8``, ``zyfa-bf16``) sum
 unrounded probabilities and accumulate P @ V in fp32 in their own order: each output element may
 differ from the reference by one bf16 ulp plus the fp32 summation-order bound
@@ -18,7 +18,7 @@ from zyfa.trace.emu import emulate_kernel, make_inputs
 pytest.importorskip("zyfa.kernels.gfx950")
 
 
-BIT_EXACT = ("zyfa-fp8", "zyfa-fp8-v1", "zyfa-fp8-valu-rowsum", "zyfa-fp8-exact")
+BIT_EXACT = ("zyfa-fp8", "zyfa-fp8-v1", "zyfa-fp8-v2", "zyfa-fp8-valu-rowsum", "zyfa-fp8-exact")
 
 
 def _shape(kernel, seqlen, heads=2, heads_k=None, batch=1):
@@ -49,7 +49,7 @@ def _check(result):
         assert ((result.lse - result.ref_lse).abs() <= 2 * lse_ulp).all()
 
 
-@pytest.mark.parametrize("kernel", ["zyfa-fp8", "zyfa-fp8-v1", "zyfa-fp8-valu-rowsum", "zyfa-fp8-exact", "aiter-like-fp8", "zyfa-bf16"])
+@pytest.mark.parametrize("kernel", ["zyfa-fp8", "zyfa-fp8-v1", "zyfa-fp8-v2", "zyfa-fp8-valu-rowsum", "zyfa-fp8-exact", "aiter-like-fp8", "zyfa-bf16"])
 def test_generated_kernel_s256(kernel):
     result = emulate_kernel(kernel, _shape(kernel, 256))
     _check(result)
@@ -62,7 +62,7 @@ def test_generated_kernel_s256(kernel):
     assert torch.allclose(result.out[0, 0].float(), expect.to(torch.bfloat16).float())
 
 
-@pytest.mark.parametrize("kernel", ["zyfa-fp8", "zyfa-fp8-v1", "zyfa-fp8-valu-rowsum", "aiter-like-fp8"])
+@pytest.mark.parametrize("kernel", ["zyfa-fp8", "zyfa-fp8-v1", "zyfa-fp8-v2", "zyfa-fp8-valu-rowsum", "aiter-like-fp8"])
 def test_zyfa_fp8_race_free_across_wave_orders(kernel):
     # run-to-barrier and round-robin interleaving must give identical bits
     shape = _shape(kernel, 256, heads=1)
@@ -84,7 +84,7 @@ def test_aiter_schedule_race_free_over_many_tiles():
     _check(a)
 
 
-@pytest.mark.parametrize("kernel", ["zyfa-fp8", "zyfa-fp8-v1", "zyfa-fp8-valu-rowsum"])
+@pytest.mark.parametrize("kernel", ["zyfa-fp8", "zyfa-fp8-v1", "zyfa-fp8-v2", "zyfa-fp8-valu-rowsum"])
 def test_masked_mfmas_are_skipped(kernel):
     """b1 h1 s256 causal, one workgroup: wave w (rows 32w..32w+31) runs the QK MFMAs of the
     w + 1 S tiles of 32 keys it needs (2 head-dim chunks each) and, per 64-key P block it needs,
@@ -143,14 +143,14 @@ def test_zyfa_fp8_seqlen_not_multiple_of_tile():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kernel", ["zyfa-fp8", "zyfa-fp8-v1", "zyfa-fp8-valu-rowsum", "zyfa-fp8-exact", "aiter-like-fp8", "zyfa-bf16"])
+@pytest.mark.parametrize("kernel", ["zyfa-fp8", "zyfa-fp8-v1", "zyfa-fp8-v2", "zyfa-fp8-valu-rowsum", "zyfa-fp8-exact", "aiter-like-fp8", "zyfa-bf16"])
 @pytest.mark.parametrize("seqlen", [300, 512])
 def test_generated_kernel_more_shapes(kernel, seqlen):
     _check(emulate_kernel(kernel, _shape(kernel, seqlen)))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kernel", ["zyfa-fp8", "zyfa-fp8-v1", "zyfa-fp8-valu-rowsum"])
+@pytest.mark.parametrize("kernel", ["zyfa-fp8", "zyfa-fp8-v1", "zyfa-fp8-v2", "zyfa-fp8-valu-rowsum"])
 def test_zyfa_fp8_gqa(kernel):
     _check(emulate_kernel(kernel, _shape(kernel, 256, heads=4, heads_k=2)))
 
@@ -169,6 +169,36 @@ def test_zyfa_fp8_folded_seqlen_q_ne_seqlen_k(sq, sk):
     shape = AttnShape(batch=1, heads=2, heads_k=2, seqlen_q=sq, seqlen_k=sk, headdim=128, headdim_v=128,
                       causal=True, dtype="fp8")
     _check(emulate_kernel("zyfa-fp8", shape))
+
+
+@pytest.mark.parametrize("shape", [
+    AttnShape(batch=1, heads=4, heads_k=2, seqlen_q=300, seqlen_k=300, headdim=192, headdim_v=128, causal=True,
+              dtype="fp8"),
+    AttnShape(batch=1, heads=2, heads_k=2, seqlen_q=200, seqlen_k=333, causal=True, dtype="fp8"),
+    AttnShape(batch=1, heads=2, heads_k=2, seqlen_q=333, seqlen_k=200, causal=True, dtype="fp8"),
+    AttnShape(batch=1, heads=2, heads_k=2, seqlen_q=256, seqlen_k=256, causal=False, dtype="fp8"),
+], ids=["mla192-gqa", "sq<sk", "sq>sk", "non-causal"])
+def test_zyfa_fp8_v2_shapes(shape):
+    """Spec v2 kernel (MLA 192/128 with three QK chunks, bottom-right causal both ways, no mask)."""
+    _check(emulate_kernel("zyfa-fp8-v2", shape))
+
+
+def test_zyfa_fp8_v2_alpha_path_bit_exact_when_the_row_max_grows_mid_sequence():
+    """zyfa-fp8-v2's out-of-line rescale (spec v2's alpha FMA sequence, O and L multiplied) runs on
+    the first tile of every row (alpha = 0) and wherever a tile raises a row's fp32 running max:
+    with keys 256.. copied from the queries, rows 256.. meet a much larger score on their diagonal
+    tile (alpha far from a power of two). Out and lse equal zyfa.numerics bit for bit."""
+    shape = _shape("zyfa-fp8-v2", 512, heads=1)
+    plain = emulate_kernel("zyfa-fp8-v2", shape)
+    _check(plain)
+    inputs = make_inputs(shape)
+    inputs["k"][:, 256:] = inputs["q"][:, 256:]
+    grown = emulate_kernel("zyfa-fp8-v2", shape, inputs=inputs)
+    _check(grown)
+    # v_ldexp_f32 runs only in the alpha path (one per lane-row and rescale): taken more with the copies
+    assert 0 < plain.stats.executed["v_ldexp_f32"] < grown.stats.executed["v_ldexp_f32"]
+    v1 = emulate_kernel("zyfa-fp8-v1", shape, inputs=inputs)  # the recipes differ: the variant reaches the code
+    assert not torch.equal(v1.out.view(torch.int16), grown.out.view(torch.int16))
 
 
 def test_inputs_are_deterministic():
