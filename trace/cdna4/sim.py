@@ -205,7 +205,7 @@ def static_of(program: Program) -> list:
 class _Wave:
     __slots__ = ("wid", "wg", "simd", "slot", "pc", "prio", "ready", "last_issue", "done", "at_barrier",
                  "vm", "lgkm", "reg_ready", "last_writer", "state", "iters", "log", "region", "end", "ready_reason",
-                 "rr_until", "hz_until")
+                 "rr_until", "hz_until", "head_pc", "head_best", "head_reason")
 
     def __init__(self, wid, wg, simd, slot, state):
         self.wid, self.wg, self.simd, self.slot = wid, wg, simd, slot
@@ -222,6 +222,12 @@ class _Wave:
         self.last_writer: dict = {}
         self.rr_until = 0  # latest reg_ready / hazard time recorded: below it the per-register checks are skipped
         self.hz_until = 0
+        # CUSim._earliest's wave-own part (ready, register dependencies, hazards) of the instruction
+        # at head_pc: it changes only when this wave issues, is shifted or leaves a barrier (each
+        # sets head_pc = -1), not while the wave waits on other waves' units
+        self.head_pc = -1
+        self.head_best = 0
+        self.head_reason = "issue"
         self.state = state
         self.iters = 0
         self.log: list = []
@@ -308,6 +314,8 @@ class CUSim:
         self.mfma_busy = [0] * simds
         self.lds_free = 0
         self.vmem_free = 0
+        self._live = len(self.waves)  # waves not done (s_endpgm)
+        self._at_barrier = 0  # waves waiting at s_barrier: _release_barriers has work only then
         self._rows: list = []
         self.counts = [0] * len(program)  # executions per instruction, extrapolated periods included
         self.unknown_branches: dict = {}  # pc -> times decided by the unknown-branch policy (detailed only)
@@ -329,27 +337,31 @@ class CUSim:
 
     # -- earliest issue time of a wave's next instruction and the binding reason ------------------
     def _earliest(self, w: _Wave, s: _Static):
-        best, reason = w.ready, w.ready_reason
-        if w.rr_until > best:
-            rr = w.reg_ready
-            for k in s.reads:
-                r = rr.get(k)
-                if r is not None and r > best:
-                    best, reason = r, "dependency"
-        if s.hz_reads and w.hz_until > best:
-            lw = w.last_writer
-            for kind, keys in s.hz_reads:
-                for k in keys:
-                    prod = lw.get(k)
-                    if prod is None:
-                        continue
-                    needs, p_defs, p_mfma = prod  # needs: issue + wait cycles per consumer kind
-                    if kind == 1 and p_mfma and p_defs != keys:
-                        need = needs[0]  # partial C overlap: the A/B rule
-                    else:
-                        need = needs[kind]
-                    if need > best:
-                        best, reason = need, "hazard"
+        if w.head_pc == w.pc:  # the wave-own part, as computed when this instruction came to its head
+            best, reason = w.head_best, w.head_reason
+        else:
+            best, reason = w.ready, w.ready_reason
+            if w.rr_until > best:
+                rr = w.reg_ready
+                for k in s.reads:
+                    r = rr.get(k)
+                    if r is not None and r > best:
+                        best, reason = r, "dependency"
+            if s.hz_reads and w.hz_until > best:
+                lw = w.last_writer
+                for kind, keys in s.hz_reads:
+                    for k in keys:
+                        prod = lw.get(k)
+                        if prod is None:
+                            continue
+                        needs, p_defs, p_mfma = prod  # needs: issue + wait cycles per consumer kind
+                        if kind == 1 and p_mfma and p_defs != keys:
+                            need = needs[0]  # partial C overlap: the A/B rule
+                        else:
+                            need = needs[kind]
+                        if need > best:
+                            best, reason = need, "hazard"
+            w.head_pc, w.head_best, w.head_reason = w.pc, best, reason
         pf = self.pipe_free[w.simd]
         free = pf[s.pipe]
         if free > best:
@@ -382,7 +394,8 @@ class CUSim:
         t = 0
         by_simd = [[w for w in waves if w.simd == s] for s in range(self.simds)]
         cfg = self.config
-        live = len(waves)
+        earliest, issue = self._earliest, self._issue
+        live = self._live = len(waves)
         while live:
             if t > cfg.max_cycles:
                 raise RuntimeError(f"simulation passed max_cycles={cfg.max_cycles} at pc indices "
@@ -397,29 +410,31 @@ class CUSim:
                     if w.pc >= n:
                         raise RuntimeError(f"wave {w.wid} ran past the end of {self.program.name!r} without s_endpgm")
                     s = static[w.pc]
-                    e, reason = self._earliest(w, s)
+                    e, reason = earliest(w, s)
                     if e <= t:
                         cands.append((-w.prio, w.last_issue, w.wid, w, s, reason))
                     elif e < next_t:
                         next_t = e
                 if not cands:
                     continue
-                cands.sort(key=lambda c: c[:3])
+                if len(cands) > 1:
+                    cands.sort()  # by (-prio, last issue, wave id): ids are unique, the tuples never tie
                 used = set()
                 for _, _, _, w, s, reason in cands:
                     if s.pipe in used:
                         next_t = min(next_t, t + period)
                         continue
                     used.add(s.pipe)
-                    self._issue(w, s, t, reason)
+                    issue(w, s, t, reason)
                     issued_any = True
-            self._release_barriers()
+            if self._at_barrier:
+                self._release_barriers()
             if self._backedge is not None:
                 pending = self._on_backedge(self._backedge, t)
                 self._backedge = None
                 if pending is not None:
                     t += self._fast_forward(*pending, at=t + period - self.time_offset)
-            live = sum(1 for w in waves if not w.done)
+            live = self._live
             if not live:
                 break
             if issued_any:
@@ -443,6 +458,7 @@ class CUSim:
     def _issue(self, w: _Wave, s: _Static, t: int, reason: str) -> None:
         inst = s.inst
         simd = w.simd
+        w.head_pc = -1  # its ready time, registers and pc change here
         pf = self.pipe_free[simd]
         start = t
         if s.scaled and (pf["MFMA"] < t or not self.mfma_busy[simd]):
@@ -532,9 +548,11 @@ class CUSim:
                         self._backedge = w.pc
         elif op == "s_endpgm":
             w.done = True
+            self._live -= 1
             w.end = max(w.end, t + timing.CYCLES_PER_PASS)
         elif op == "s_barrier":
             w.at_barrier = True
+            self._at_barrier += 1
         elif op == "s_setprio":
             w.prio = int(inst.operands[0], 0) if inst.operands else 0
         elif s.nop:
@@ -561,6 +579,8 @@ class CUSim:
                 for w in group:
                     w.at_barrier = False
                     w.ready, w.ready_reason = max(w.ready, release), "barrier"
+                    w.head_pc = -1
+                self._at_barrier -= len(group)
 
     # -- steady-state loop extrapolation --------------------------------------------------------------
     def _on_backedge(self, branch_index: int, t: int) -> Optional[tuple]:
@@ -761,6 +781,7 @@ class CUSim:
 
     def _shift(self, d: int) -> None:
         for w in self.waves:
+            w.head_pc = -1
             w.ready += d
             w.last_issue += d
             w.end += d
