@@ -111,6 +111,16 @@ def test_nan_checks_switch_changes_nothing_on_finite_input(results, dtype):
         assert r["nan_with"] == 32 and r["nan_without"] == 0, r
 
 
+@pytest.mark.parametrize("case", ["gqa", "mla", "one_key", "clean"])
+def test_first_nan_keys_kernel_equals_torch_form(results, case):
+    """The FP8 NaN rule's first-NaN words come from one kernel now; the torch form it replaced is the
+    reference (several NaN codes per column, not-contiguous K and V)."""
+    r = results[f"first_nan_keys_{case}"]
+    assert r["equal"], r
+    assert not r["contiguous"] or case == "one_key", r  # one key: the views are contiguous anyway
+    assert (r["nan_columns"] > 0) == (case != "clean"), r
+
+
 HADAMARD_CASES = [f"{c}_{g}" for c in ("hadamard_gqa_d64_fp32", "hadamard_d128_bf16", "hadamard_d256_fp16",
                                          "hadamard_tiny") for g in ("head", "token")]
 

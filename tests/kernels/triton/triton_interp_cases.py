@@ -228,6 +228,7 @@ def main():
     results.update(nan_cases())
     results.update(fixed_config_cases())
     results.update(nan_checks_switch())
+    results.update(first_nan_keys_cases())
     print(json.dumps(results))
 
 
@@ -335,6 +336,36 @@ def nan_checks_switch():
             "nan_with": int(torch.isnan(with_checks).sum()),
             "nan_without": int(torch.isnan(without).sum()),
         }
+    return out
+
+
+def first_nan_keys_torch(k, v):
+    """The torch form ``first_nan_keys`` had before its kernel (elementwise passes, argmax = the first
+    of equal maxima): the reference the kernel is compared with."""
+    none = attn_fp8_module.NO_NAN_KEY.value
+    in_k = ((k.view(torch.uint8) & 0x7F) == 0x7F).any(-1)
+    in_v = (v.view(torch.uint8) & 0x7F) == 0x7F
+    return [torch.where(x.any(1), x.to(torch.uint8).argmax(1), none).to(torch.int32) for x in (in_k, in_v)]
+
+
+def first_nan_keys_cases():
+    """``first_nan_keys`` (one kernel, atomic min per word) against the torch form: several NaN codes
+    (0x7f and 0xff) per column, ragged last key block, MLA widths, K and V not contiguous (V
+    transposed in memory, K with heads outermost), no NaN at all, one key."""
+    torch.manual_seed(5)
+    out = {}
+    for name, (b, s, hk, d, dv, density) in {"gqa": (2, 150, 3, 64, 64, 1 / 300), "mla": (1, 70, 2, 192, 128, 1 / 200),
+                                             "one_key": (1, 1, 2, 32, 32, 1 / 20), "clean": (1, 90, 2, 32, 32, 0.0)}.items():
+        k = torch.randn(b, hk, s, d).to(torch.float8_e4m3fn).transpose(1, 2)  # heads outermost
+        v = torch.randn(b, dv, s, hk).to(torch.float8_e4m3fn).permute(0, 2, 3, 1)  # transposed: keys fastest
+        for x in (k, v):
+            u = x.view(torch.uint8)
+            hit = torch.rand(u.shape) < density
+            u[hit] = torch.where(torch.rand(u.shape) < 0.5, 0x7F, 0xFF).to(torch.uint8)[hit]
+        got, want = attn_fp8_module.first_nan_keys(k, v), first_nan_keys_torch(k, v)
+        out[f"first_nan_keys_{name}"] = {"equal": all(torch.equal(g, w) for g, w in zip(got, want)),
+                                         "contiguous": k.is_contiguous() or v.is_contiguous(),
+                                         "nan_columns": int((want[1] < attn_fp8_module.NO_NAN_KEY.value).sum())}
     return out
 
 
