@@ -111,7 +111,7 @@ PROBE = """
 # every request answered and every logged redraw's frame painted
 IDLE = """() => { const s = window.store && window.store.getState();
   const dash = s && s.callbacks && Object.entries(s.callbacks).every(([k, v]) => k === 'completed' || !v || !v.length);
-  const timer = !window.zyfaTimeline || window.zyfaTimeline.state.timer === null;
+  const T = window.zyfaTimeline, timer = !T || (T.state.timer === null && !T.state.drawing);
   const L = window.zyfaLog;
   return Boolean(dash && timer && !document.querySelector('.dash-graph--pending')
     && L.figure.every(r => r.t1 !== null) && L.relayout.every(r => r.frame !== null) && L.plot.every(r => r.frame !== null)); }"""

@@ -826,8 +826,12 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
             window = _window(metric_range, dict(panels))
             shaded = (BUDGET_TERMS[shade["term"]], [metrics.term_intervals(p.trace, shade["term"], window)
                                                     for _, p in panels])
-        fig = figures.schedule_figure([p for _, p in panels], view, None, lit, shaded, pad=TIMELINE_PAD)
-        return {**fig.to_dict(), "config": TIMELINE_CONFIG}
+        out = figures.schedule_figure([p for _, p in panels], view, None, lit, shaded, pad=TIMELINE_PAD).to_dict()
+        # what the figure shows besides its range: the page keeps recent figures of one content and
+        # draws a view from them when it can (assets/timeline.js)
+        out["layout"]["meta"]["content"] = json.dumps([a, b, highlight, shade, metric_range if shaded else None],
+                                                      sort_keys=True)
+        return {**out, "config": TIMELINE_CONFIG}
 
     # selecting a record sends only its outline (the figure is not sent again)
     @app.callback(Output(ID.timeline_shapes, "data"),

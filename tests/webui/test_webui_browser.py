@@ -300,6 +300,24 @@ def test_large_trace_is_decimated_wide_and_detailed_zoomed(browser, tmp_path, ma
         page.wait_for_function("(text) => (document.querySelector('#grid-info') || {textContent: ''}).textContent.startsWith(text)",
                                arg=f"{in_view} instructions in view in A", timeout=TIMEOUT_MS)
         page.screenshot(path=str(ARTIFACTS / "07-large-zoomed.png"))
+        # back to the whole trace (double click): the page kept the first figure and draws it again
+        # without asking the server for one
+        figure_requests: list[str] = []
+        page.on("request", lambda r: figure_requests.append(r.post_data) if "_dash-update-component" in r.url
+                and "timeline-figure" in (r.post_data or "") else None)
+        _settled(page)
+        page.locator("#timeline").scroll_into_view_if_needed()
+        box = page.locator("#timeline .nsewdrag").first.bounding_box()
+        with page.expect_response(_is_update("grid-source"), timeout=TIMEOUT_MS):
+            page.mouse.dblclick(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        lo, hi = extent(big)
+        page.wait_for_function("(t) => (document.querySelector('#view-info') || {textContent: ''}).textContent === t",
+                               arg=f"cycles {lo:,}–{hi:,}: merged segments (zoom in for single instructions)",
+                               timeout=TIMEOUT_MS)
+        _settled(page)
+        page.wait_for_function("() => window.zyfaTimeline.state.drawing === 0", timeout=TIMEOUT_MS)
+        assert figure_requests == [] and _plot(page)["bars"] < len(big) / 4
+        assert _plot(page)["range"] == [lo, hi]
         page.close()
     finally:
         server.shutdown()

@@ -14,17 +14,24 @@ either side, at the view's resolution) and says so in layout.meta. After a zoom 
     must change, the `lod` store, which asks the server for a new figure: the view left the covered
     range, or zoomed in past twice the resolution the covered data was merged at.
 The new figure is drawn at the view the page shows by then, so a late answer never moves the view.
+The last few figures of the same content (traces, highlight, shading: layout.meta.content) are kept:
+a view one of them can draw (back to the whole trace, out again after a zoom in) is drawn from it
+without asking the server.
 */
 (function () {
     'use strict';
     const IDS = {plot: 'timeline-plot', view: 'view', lod: 'lod', info: 'view-info', click: 'timeline-click'};
     const DEBOUNCE_MS = 150;
+    const CACHED_FIGURES = 4;
     const state = {
         view: null,       // [x0, x1] drawn now
         committed: null,  // last view written to the `view` store from here (its echo changes nothing)
         requested: null,  // last view written to the `lod` store (a figure for it is on its way)
         meta: null,       // layout.meta of the figure drawn
         figure: null,     // the figure object drawn (to tell a selection-only change)
+        shapes: [],       // the selection outline drawn
+        cache: [],        // recent figures of the drawn figure's content, newest last
+        drawing: 0,       // Plotly.react calls in flight
         timer: null,
     };
 
@@ -82,7 +89,11 @@ The new figure is drawn at the view the page shows by then, so a late answer nev
         const v = state.view;
         if (!v) { return; }
         if (!same(v, state.committed)) { state.committed = v; setProps(IDS.view, {data: v}); }
-        if (needsData(v, state.meta) && !same(v, state.requested)) { state.requested = v; setProps(IDS.lod, {data: v}); }
+        if (!needsData(v, state.meta) || same(v, state.requested)) { return; }
+        const kept = state.cache.find(f => f !== state.figure && !needsData(v, f.layout.meta));
+        if (kept) { draw(kept); return; }
+        state.requested = v;
+        setProps(IDS.lod, {data: v});
     }
 
     function setView(range) {
@@ -126,26 +137,24 @@ The new figure is drawn at the view the page shows by then, so a late answer nev
         return out;
     }
 
-    /* Clientside callback: draw the server's figure (`timeline-figure`) with the selection outline
-       (`timeline-shapes`); a change of the outline alone is a relayout of the shapes only. */
-    async function render(figure, shapes) {
-        const ctx = window.dash_clientside.callback_context;
-        const trigger = ctx && ctx.triggered_id;
-        const Plotly = await plotly();
+    /* Draw `figure` (the server's, or a kept one) at the view shown now, with the selection outline. */
+    async function draw(figure) {
         const gd = document.getElementById(IDS.plot);
-        if (!gd || !figure || !figure.layout) { return window.dash_clientside.no_update; }
-        if (trigger === 'timeline-shapes' && state.figure === figure && gd.data) {
-            await Plotly.relayout(gd, {shapes: shapes || []});
-            return Date.now();
-        }
         const meta = figure.layout.meta || {};
         const fresh = state.figure === null || !same(meta.extent, state.meta && state.meta.extent);
         if (fresh || !state.view) { state.view = figure.layout.xaxis.range.slice(); }
+        if (!state.meta || meta.content !== state.meta.content) { state.cache = []; }
+        state.cache = state.cache.filter(f => f !== figure).concat([figure]).slice(-CACHED_FIGURES);
         state.meta = meta;
         state.figure = figure;
         if (same(meta.view, state.requested)) { state.requested = null; }  // the answer to the last request
-        const layout = Object.assign(withRange(figure.layout, state.view), {shapes: shapes || []});
-        await Plotly.react(gd, {data: figure.data, layout: layout, config: figure.config || {}});
+        const layout = Object.assign(withRange(figure.layout, state.view), {shapes: state.shapes});
+        state.drawing += 1;
+        try {
+            await window.Plotly.react(gd, {data: figure.data, layout: layout, config: figure.config || {}});
+        } finally {
+            state.drawing -= 1;
+        }
         if (!gd.zyfaBound) {
             gd.zyfaBound = true;
             gd.on('plotly_relayout', onRelayout);
@@ -153,6 +162,23 @@ The new figure is drawn at the view the page shows by then, so a late answer nev
         }
         showInfo();
         if (needsData(state.view, state.meta)) { setView(state.view); }  // zoomed again while this was on its way
+    }
+
+    /* Clientside callback: draw the server's figure (`timeline-figure`) with the selection outline
+       (`timeline-shapes`); a change of the outline alone is a relayout of the shapes only. */
+    async function render(figure, shapes) {
+        const ctx = window.dash_clientside.callback_context;
+        const outlineOnly = Boolean(ctx && ctx.triggered && ctx.triggered.length &&
+                                    ctx.triggered.every(t => t.prop_id === 'timeline-shapes.data'));
+        const Plotly = await plotly();
+        const gd = document.getElementById(IDS.plot);
+        if (!gd || !figure || !figure.layout) { return window.dash_clientside.no_update; }
+        state.shapes = shapes || [];
+        if (outlineOnly && state.figure && gd.data) {
+            await Plotly.relayout(gd, {shapes: state.shapes});
+            return Date.now();
+        }
+        await draw(figure);
         return Date.now();
     }
 

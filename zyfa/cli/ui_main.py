@@ -3,13 +3,15 @@
 Opens the trace files named and every ``*.parquet`` trace under each ``--trace-dir``; nothing
 else on disk is served. With the CDNA4 cycle model installed the page can also re-simulate
 kernels with other generator parameters (what-if: softmax variant, P scaling, ping-pong on/off),
-and with no trace given it starts from simulated zyfa-fp8 vs aiter-like-fp8 traces (--shape).
+and with no trace given it starts from the comparisons ``zyfa-trace kernel`` makes by default
+(zyfa.kernels.baseline.default_pairs: ZYFA vs AITER's own code objects where the amd-aiter wheel
+has them, and zyfa-fp8 vs aiter-like-fp8, our reconstruction of AITER's FP8 kernel), simulated at --shape.
 Binds 127.0.0.1 unless --host says otherwise.
 
 examples:
   zyfa-ui out/zyfa-fp8.parquet out/aiter-like-fp8.parquet
   zyfa-ui --trace-dir out/ --port 8060
-  zyfa-ui --shape 4k            # no trace: simulate zyfa-fp8 and aiter-like-fp8 first
+  zyfa-ui --shape 4k            # no trace: simulate zyfa-trace kernel's default pairs at 4k first
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shape", default="1k", metavar="SEQLEN",
                    help="sequence length of the start-up simulation when no trace is given (default 1k; b1 h1 d128)")
     p.add_argument("--no-simulate", dest="simulate", action="store_false",
-                   help="with no trace given, start empty instead of simulating zyfa-fp8 and aiter-like-fp8")
+                   help="with no trace given, start empty instead of simulating zyfa-trace kernel's default pairs")
 
 
 def run(args: argparse.Namespace) -> int:
