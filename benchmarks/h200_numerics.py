@@ -2,7 +2,7 @@
 
 Run from the repository root (no install needed; zyfa is made importable from the checkout):
 
-    python3 benchmarks/h200_numerics.py [--skip-attention-check]
+    python3 benchmarks/h200_numerics.py [--skip-attention-check] [--accuracy-sources llm --accuracy-rows ...]
         # prints a report; with $OUT set also writes $OUT/h200_numerics.json and $OUT/h200_numerics.log
 
 Checks and measures, in this order (at most about 4 minutes, most of it Triton compiles):
@@ -16,12 +16,13 @@ Checks and measures, in this order (at most about 4 minutes, most of it Triton c
    ``quantize_fp8(hadamard(x))`` bit for bit (codes and descales), Q and K at b1 s16k h32 d128 bf16,
    per (batch, kv head) and per token; and ``quantize_fp8`` itself on the GPU == on the CPU.
 3. Times (triton.testing.do_bench, median ms) at b1 h32 s16384 d128 causal: zyfa-bench's rows
-   zyfa-triton-fp8 (autotuned attention_fp8, recipe zyfa-v1; run twice) and
-   zyfa-triton-fp8-hadamard (the fused rotation of Q and K inside the timed call), measured with
-   zyfa-bench's own code in this process; the fused op on Q and on K for several launches (each
-   also checked bit for bit), the unfused torch path, and a bf16 -> fp8 cast of Q and K (the
-   same bytes as the one-pass op: its floor here); prints the fused Q+K time as % of the
-   attention time and as a multiple of the floor.
+   zyfa-triton-fp8 and zyfa-triton-fp8-v2 (autotuned attention_fp8, recipes zyfa-v1 / zyfa-v2;
+   each twice), zyfa-triton-fp8-quantise and zyfa-triton-fp8-hadamard (Q and K quantised from bf16
+   inside the timed call by the fused kernel without / with its rotation), measured with
+   zyfa-bench's own code in this process; the fused op on Q and K with and without the rotation
+   (alternated), the unfused torch path, and a bf16 -> fp8 cast of Q and K (the same bytes as the
+   one-pass op: its floor here); prints the rotation's marginal cost and the fused time as % of
+   the attention time and the fused time as a multiple of the floor.
 4. zyfa-accuracy rows (emulator on the GPU) on the LLM-like sink input, then Gaussian and
    outlier-K inputs, at d128, 16K keys, the last 2048 query rows: total / kernel-only rel. L2,
    row KL, flushed mass, LSE bias per kernel family and ablation, and the issue's ratios
@@ -31,6 +32,7 @@ Checks and measures, in this order (at most about 4 minutes, most of it Triton c
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -132,11 +134,19 @@ def check_hadamard(x: dict) -> None:
             diff = int((x8.view(torch.uint8) != ref8.view(torch.uint8)).sum())
             say(f"  {name} per {gran}: codes bitwise equal {codes} ({diff} differ), descales equal {scales}")
             RESULTS[f"hadamard_{name}_{gran}"] = dict(codes_equal=codes, descales_equal=scales, differing=diff)
+            # the same kernel without the rotation: the quantisation alone == quantize_fp8(x)
+            x8, ds = hadamard_quantize_fp8(t, gran, nheads_k=hk, rotate=False)
+            ref8, ref_ds = numerics.quantize_fp8(t, gran, nheads_k=hk)
+            codes = bool(torch.equal(x8.view(torch.uint8), ref8.view(torch.uint8)))
+            scales = bool(torch.equal(ds, ref_ds))
+            say(f"  {name} per {gran}, rotate=False (quantise only) vs quantize_fp8(x): codes equal {codes}, "
+                f"descales equal {scales}")
+            RESULTS[f"quantise_only_{name}_{gran}"] = dict(codes_equal=codes, descales_equal=scales)
 
 
-# fused Hadamard + quantise launches timed (rows per program, warps); the first is the default (one row
-# per thread), the last gives a thread half a row
-LAUNCHES = ((128, 4), (64, 2), (64, 4))
+# zyfa-bench rows timed in this order (v1 and v2 twice, interleaved: the repeats bound the noise)
+BENCH_ROWS = ("zyfa-triton-fp8", "zyfa-triton-fp8-v2", "zyfa-triton-fp8-quantise", "zyfa-triton-fp8-hadamard",
+              "zyfa-triton-fp8", "zyfa-triton-fp8-v2")
 
 
 def bench(x: dict) -> None:
@@ -148,15 +158,19 @@ def bench(x: dict) -> None:
     inputs = bench_main.Inputs(shape)
     sampler = bench_main.NvmlSampler()
     ms = {}
-    for backend in ("zyfa-triton-fp8", "zyfa-triton-fp8-hadamard", "zyfa-triton-fp8"):
+    for backend in BENCH_ROWS:
         row = bench_main.measure(model, shape, backend, inputs, None, 0, 100.0, 300.0, sampler)
         say("  zyfa-bench row: " + bench_main.format_row(row) + (f"  ERROR {row.error}" if row.error else ""))
         ms.setdefault(backend, []).append(row.ms)
     attn = min(ms["zyfa-triton-fp8"])
     ms["attention"] = attn
-    had = ms["zyfa-triton-fp8-hadamard"][0]
-    say(f"  zyfa-bench rows: with the rotation {had:.3f} ms vs {ms['zyfa-triton-fp8'][0]:.3f} / "
-        f"{ms['zyfa-triton-fp8'][1]:.3f} ms without (the two runs of the plain row bound the noise)")
+    v1, v2 = (min(ms[b]) for b in ("zyfa-triton-fp8", "zyfa-triton-fp8-v2"))
+    say(f"  recipe zyfa-v2 / zyfa-v1 (autotuned attention_fp8, best of the runs): {v2:.3f} / {v1:.3f} ms = "
+        f"{v2 / v1:.3f}x; runs v1 {ms['zyfa-triton-fp8']}, v2 {ms['zyfa-triton-fp8-v2']}")
+    had, quant = ms["zyfa-triton-fp8-hadamard"][0], ms["zyfa-triton-fp8-quantise"][0]
+    say(f"  zyfa-bench rows from BF16 Q, K: quantise + attention {quant:.3f} ms, Hadamard + quantise + attention "
+        f"{had:.3f} ms: the rotation adds {had - quant:+.3f} ms = {100 * (had - quant) / attn:+.2f}% of the "
+        f"attention ({attn:.3f} ms); plain rows {ms['zyfa-triton-fp8']} bound the noise")
     elems = x["q"].numel() + x["k"].numel()
     # the floor on this machine: a bf16 -> fp8 cast of Q and K moves what the one-pass op must move
     cast = sum(triton.testing.do_bench(lambda t=x[n]: t.to(torch.float8_e4m3fn)) for n in ("q", "k"))
@@ -166,15 +180,17 @@ def bench(x: dict) -> None:
     for gran in ("head", "token"):
         passes = 2 if gran == "head" else 1  # head scales read x twice (amax pass + quantise pass)
         moved = elems * (2 * passes + 1) + (elems // 128) * 4 * (gran == "token")
-        for bs, nw in LAUNCHES:
-            equal = all(torch.equal(hadamard_quantize_fp8(x[n], gran, 32, bs, nw)[0].view(torch.uint8),
-                                    numerics.quantize_fp8(numerics.hadamard(x[n]), gran, 32)[0].view(torch.uint8))
-                        for n in ("q", "k"))
-            t = sum(triton.testing.do_bench(lambda n=n: hadamard_quantize_fp8(x[n], gran, 32, bs, nw)) for n in ("q", "k"))
-            ms[f"fused_{gran}_{bs}x{nw}"] = t
-            say(f"  Hadamard+quantise Q and K per {gran}, {bs} rows x {nw} warps: {t:.3f} ms = "
-                f"{100 * t / attn:.2f}% of the attention; {moved / t / 1e6:.0f} GB/s over {moved / 2**20:.0f} MiB; "
-                f"{t / cast:.2f}x the cast floor; codes == torch path: {equal}")
+        times = {}
+        for rotate in (False, True, False, True):  # alternated: drift hits both alike
+            t = sum(triton.testing.do_bench(lambda n=n: hadamard_quantize_fp8(x[n], gran, 32, rotate=rotate))
+                    for n in ("q", "k"))
+            times.setdefault(rotate, []).append(t)
+        fused, quant = min(times[True]), min(times[False])
+        ms[f"fused_{gran}"], ms[f"quantise_only_{gran}"] = times[True], times[False]
+        say(f"  Q and K per {gran} (default launch): quantise only {quant:.3f} ms {times[False]}, Hadamard + "
+            f"quantise {fused:.3f} ms {times[True]}: the rotation adds {fused - quant:+.3f} ms = "
+            f"{100 * (fused - quant) / attn:+.2f}% of the attention; fused {100 * fused / attn:.2f}% of it, "
+            f"{moved / fused / 1e6:.0f} GB/s, {fused / cast:.2f}x the cast floor")
         torch_ms = sum(triton.testing.do_bench(lambda t=x[n]: numerics.quantize_fp8(numerics.hadamard(t), gran, nheads_k=32))
                        for n in ("q", "k"))
         ms[f"torch_{gran}"] = torch_ms
@@ -186,12 +202,14 @@ class _OutOfTime(Exception):
     pass
 
 
-ACCURACY_UNTIL_S = 90  # rows still missing this long after the script started are skipped
-ACCURACY_ROWS = ("aiter-v3", "naive", "ck", "zyfa-v2", "zyfa-v2-head", "input-hadamard")
+ACCURACY = {"until_s": 90,  # rows still missing this long after the script started are skipped
+            "rows": ("aiter-v3", "naive", "ck", "zyfa-v2", "zyfa-v2-head", "input-hadamard"),
+            "sources": ("llm", "gaussian", "outliers")}
 
 
 def accuracy(start: float) -> None:
-    for source in ("llm", "gaussian", "outliers"):
+    ACCURACY_UNTIL_S, ACCURACY_ROWS = ACCURACY["until_s"], ACCURACY["rows"]
+    for source in ACCURACY["sources"]:
         say(f"== 4. zyfa-accuracy, --source {source}, b1 h1 s16384 d128 causal, last 2048 queries (emulator on the GPU)")
         config = accuracy_main.StudyConfig(source=source, heads=1, seqlen=16384, queries=2048, headdim=128,
                                            device="cuda", rows=ACCURACY_ROWS)
@@ -225,7 +243,20 @@ def accuracy(start: float) -> None:
             return
 
 
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--skip-attention-check", action="store_true")
+    parser.add_argument("--accuracy-until", type=float, default=ACCURACY["until_s"],
+                        help="seconds after the start past which the accuracy step stops (default %(default)s)")
+    parser.add_argument("--accuracy-rows", default=",".join(ACCURACY["rows"]))
+    parser.add_argument("--accuracy-sources", default=",".join(ACCURACY["sources"]))
+    return parser.parse_args(argv)
+
+
 def main() -> int:
+    args = parse_args()
+    ACCURACY.update(until_s=args.accuracy_until, rows=tuple(args.accuracy_rows.split(",")),
+                    sources=tuple(args.accuracy_sources.split(",")))
     if not torch.cuda.is_available():
         print("h200_numerics: needs a CUDA GPU (torch.cuda.is_available() is False)", file=sys.stderr)
         return 2
@@ -236,7 +267,7 @@ def main() -> int:
     x = {n: torch.randn(1, 16384, 32, 128, generator=g, device="cuda", dtype=torch.bfloat16) for n in ("q", "k", "v")}
     x["k"][..., :4] *= 8  # K outlier channels, what the rotation is for
     steps = [lambda: check_hadamard(x), lambda: accuracy(start), lambda: bench(x)]
-    if "--skip-attention-check" not in sys.argv[1:]:
+    if not args.skip_attention_check:
         steps.insert(0, check_attention)
     # order: the checks, the accuracy rows (time-boxed), then the timings (autotuning takes a while)
     for step in steps:

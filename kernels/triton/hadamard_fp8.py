@@ -111,10 +111,12 @@ def _offsets(off_b, off_h, offs_s, stride_b, stride_s, stride_h, D: tl.constexpr
 
 @triton.jit
 def _rotated_rows(X, off_b, off_h, offs_s, stride_b, stride_s, stride_h, S, D: tl.constexpr,
-                  BLOCK_S: tl.constexpr, INV_SQRT_D: tl.constexpr):
+                  BLOCK_S: tl.constexpr, INV_SQRT_D: tl.constexpr, ROTATE: tl.constexpr):
     x = tl.load(X + _offsets(off_b, off_h, offs_s, stride_b, stride_s, stride_h, D, 8),
                 mask=offs_s[None, :, None] < S, other=0.0).to(tl.float32)
-    return _rotate(x, D // 8, BLOCK_S, 8, INV_SQRT_D)
+    if ROTATE:
+        x = _rotate(x, D // 8, BLOCK_S, 8, INV_SQRT_D)
+    return x
 
 
 @triton.jit
@@ -150,11 +152,11 @@ def _store_codes(Y, q, off_b, off_h, offs_s, stride_b, stride_s, stride_h, S, D:
 @triton.jit
 def _hadamard_fp8_token(X, Y, DS, stride_xb, stride_xs, stride_xh, stride_yb, stride_ys, stride_yh,
                         stride_db, stride_ds, H, S, D: tl.constexpr, BLOCK_S: tl.constexpr,
-                        INV_SQRT_D: tl.constexpr, OUT_F32: tl.constexpr):
+                        INV_SQRT_D: tl.constexpr, OUT_F32: tl.constexpr, ROTATE: tl.constexpr):
     off_b = tl.program_id(1) // H
     off_h = tl.program_id(1) % H
     offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
-    y = _rotated_rows(X, off_b, off_h, offs_s, stride_xb, stride_xs, stride_xh, S, D, BLOCK_S, INV_SQRT_D)
+    y = _rotated_rows(X, off_b, off_h, offs_s, stride_xb, stride_xs, stride_xh, S, D, BLOCK_S, INV_SQRT_D, ROTATE)
     # -- per-token descale = amax / 448 (1 for an all-zero row); codes = RNE(x / descale) ----
     descale = tl.div_rn(_row_amax(y), 448.0)  # NaN / inf stay: the wrapper checks the descales
     descale = tl.where(descale == 0.0, 1.0, descale)
@@ -165,11 +167,11 @@ def _hadamard_fp8_token(X, Y, DS, stride_xb, stride_xs, stride_xh, stride_yb, st
 
 @triton.jit
 def _hadamard_amax_head(X, AMAX, stride_xb, stride_xs, stride_xh, H, GROUP, S, D: tl.constexpr,
-                        BLOCK_S: tl.constexpr, INV_SQRT_D: tl.constexpr):
+                        BLOCK_S: tl.constexpr, INV_SQRT_D: tl.constexpr, ROTATE: tl.constexpr):
     off_b = tl.program_id(1) // H
     off_h = tl.program_id(1) % H
     offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
-    y = _rotated_rows(X, off_b, off_h, offs_s, stride_xb, stride_xs, stride_xh, S, D, BLOCK_S, INV_SQRT_D)
+    y = _rotated_rows(X, off_b, off_h, offs_s, stride_xb, stride_xs, stride_xh, S, D, BLOCK_S, INV_SQRT_D, ROTATE)
     amax = tl.reduce(tl.reshape(_row_amax(y), [BLOCK_S]), 0, _max_nan)
     # NaN -> inf before the atomic (its float max is an integer max on the bits): the wrapper
     # rejects a non-finite amax
@@ -179,11 +181,11 @@ def _hadamard_amax_head(X, AMAX, stride_xb, stride_xs, stride_xh, H, GROUP, S, D
 @triton.jit
 def _hadamard_fp8_head(X, Y, AMAX, DS, stride_xb, stride_xs, stride_xh, stride_yb, stride_ys, stride_yh,
                        H, GROUP, S, D: tl.constexpr, BLOCK_S: tl.constexpr, INV_SQRT_D: tl.constexpr,
-                       OUT_F32: tl.constexpr):
+                       OUT_F32: tl.constexpr, ROTATE: tl.constexpr):
     off_b = tl.program_id(1) // H
     off_h = tl.program_id(1) % H
     offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
-    y = _rotated_rows(X, off_b, off_h, offs_s, stride_xb, stride_xs, stride_xh, S, D, BLOCK_S, INV_SQRT_D)
+    y = _rotated_rows(X, off_b, off_h, offs_s, stride_xb, stride_xs, stride_xh, S, D, BLOCK_S, INV_SQRT_D, ROTATE)
     group = off_b * (H // GROUP) + off_h // GROUP
     descale = tl.div_rn(tl.load(AMAX + group), 448.0)
     descale = tl.where(descale == 0.0, 1.0, descale)
@@ -194,7 +196,8 @@ def _hadamard_fp8_head(X, Y, AMAX, DS, stride_xb, stride_xs, stride_xh, stride_y
 
 
 def hadamard_quantize_fp8(x: torch.Tensor, granularity: str = "head", nheads_k: int | None = None,
-                          block_s: int | None = None, num_warps: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                          block_s: int | None = None, num_warps: int | None = None,
+                          rotate: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """Hadamard-rotates ``x`` (batch, seqlen, nheads, headdim) along headdim and quantises it to e4m3.
 
     Bit-identical to ``quantize_fp8(hadamard(x), granularity, nheads_k)`` of :mod:`zyfa.numerics`.
@@ -204,7 +207,12 @@ def hadamard_quantize_fp8(x: torch.Tensor, granularity: str = "head", nheads_k: 
     power of two in [16, 256]. Returns ``(x8 float8_e4m3fn of x's shape, descale)``.
     ``block_s`` (rows per program; default 128 per head, 64 per token at 4 warps, scaled with
     ``num_warps``) and ``num_warps`` choose the launch; any choice gives the same bits.
+    ``rotate=False``: the same kernel without the butterflies, i.e. the FP8 quantisation alone,
+    bit-identical to ``quantize_fp8(x, granularity, nheads_k)``: the pass an FP8 API makes from
+    bf16 inputs anyway, so the rotation's marginal cost is the time difference of the two calls.
     """
+    if not isinstance(rotate, bool):
+        raise TypeError(f"rotate must be a bool, got {type(rotate).__name__}")
     if granularity not in GRANULARITIES:
         raise ValueError(f"granularity must be one of {GRANULARITIES}, got {granularity!r}")
     if not isinstance(x, torch.Tensor) or x.dim() != 4:
@@ -232,14 +240,15 @@ def hadamard_quantize_fp8(x: torch.Tensor, granularity: str = "head", nheads_k: 
     if granularity == "token":
         descale = torch.empty(b, s, h, dtype=torch.float32, device=x.device)
         _hadamard_fp8_token[grid](x, y, descale, *xs, *ys, descale.stride(0), descale.stride(1), h, s,
-                                  D=d, BLOCK_S=block_s, INV_SQRT_D=inv_sqrt_d, OUT_F32=_INTERPRET, num_warps=num_warps)
+                                  D=d, BLOCK_S=block_s, INV_SQRT_D=inv_sqrt_d, OUT_F32=_INTERPRET, ROTATE=rotate,
+                                  num_warps=num_warps)
     else:
         amax = torch.zeros(b, hk, dtype=torch.float32, device=x.device)
         descale = torch.empty(b, hk, dtype=torch.float32, device=x.device)
         _hadamard_amax_head[grid](x, amax, *xs, h, h // hk, s, D=d, BLOCK_S=block_s, INV_SQRT_D=inv_sqrt_d,
-                                  num_warps=num_warps)
+                                  ROTATE=rotate, num_warps=num_warps)
         _hadamard_fp8_head[grid](x, y, amax, descale, *xs, *ys, h, h // hk, s, D=d, BLOCK_S=block_s,
-                                 INV_SQRT_D=inv_sqrt_d, OUT_F32=_INTERPRET, num_warps=num_warps)
+                                 INV_SQRT_D=inv_sqrt_d, OUT_F32=_INTERPRET, ROTATE=rotate, num_warps=num_warps)
     # a NaN or inf in x makes its row's (group's) amax, hence descale, non-finite: checked here on
     # the small descale tensor instead of a pass over x (which cost as much as the kernel's reads)
     if not bool(torch.isfinite(descale).all()):

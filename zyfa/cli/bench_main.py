@@ -113,6 +113,28 @@ def _zyfa_fp8_hadamard(x: Inputs):
     return call
 
 
+def _zyfa_fp8_v2(x: Inputs):
+    """zyfa-triton-fp8 with recipe zyfa-v2 (docs/numerics.md spec v2), the same autotuned launch."""
+    # lazy: the Triton kernel modules import triton (optional dependency, extra [gpu])
+    from zyfa.kernels.triton.attn_fp8 import attention_fp8
+    return lambda: attention_fp8(x.q8, x.k8, x.v8, x.scale, x.shape.causal, x.dq, x.dk, x.dv, recipe="zyfa-v2")[0]
+
+
+def _zyfa_fp8_quantise(x: Inputs):
+    """zyfa-triton-fp8 from BF16 Q and K quantised inside the timed call by the fused kernel without
+    its rotation (``rotate=False``: the quantisation pass an FP8 API from BF16 makes anyway): the
+    reference for what the Hadamard adds in zyfa-triton-fp8-hadamard."""
+    # lazy: the Triton kernel modules import triton (optional dependency, extra [gpu])
+    from zyfa.kernels.triton.attn_fp8 import attention_fp8
+    from zyfa.kernels.triton.hadamard_fp8 import hadamard_quantize_fp8
+
+    def call():
+        q8, dq = hadamard_quantize_fp8(x.q, "head", x.shape.heads_k, rotate=False)
+        k8, dk = hadamard_quantize_fp8(x.k, "head", x.shape.heads_k, rotate=False)
+        return attention_fp8(q8, k8, x.v8, x.scale, x.shape.causal, dq, dk, x.dv)[0]
+    return call
+
+
 def _zyfa_cute_fp8(pingpong: bool, q_in_regs: bool = False, pbuf: bool = False, v_once: bool = False,
                    n128: bool = False, lpt: bool = True, kv_stages: int = 4):
     """The CuTe DSL kernel (variants: see ``attention_fp8_sm90``); ``v_once`` prepares V' once
@@ -182,7 +204,8 @@ def _fa3(fp8: bool):
 
 BUILDERS: dict[str, Callable] = {
     **CUTE_VARIANTS,
-    "zyfa-triton-fp8": _zyfa_fp8, "zyfa-triton-fp8-hadamard": _zyfa_fp8_hadamard, "zyfa-triton-bf16": _zyfa_bf16,
+    "zyfa-triton-fp8": _zyfa_fp8, "zyfa-triton-fp8-v2": _zyfa_fp8_v2, "zyfa-triton-fp8-hadamard": _zyfa_fp8_hadamard,
+    "zyfa-triton-fp8-quantise": _zyfa_fp8_quantise, "zyfa-triton-bf16": _zyfa_bf16,
     "sdpa-cudnn": _sdpa("cudnn"), "sdpa-flash": _sdpa("flash"),
     "fa3-bf16": _fa3(False), "fa3-fp8": _fa3(True),
 }

@@ -18,10 +18,11 @@ from triton.compiler import ASTSource  # noqa: E402
 from zyfa.kernels.triton import hadamard_fp8 as H  # noqa: E402
 
 ARGS = {
-    "token": (H._hadamard_fp8_token, ["*bf16", "*fp8e4nv", "*fp32"] + ["i32"] * 10, ["D", "BLOCK_S", "INV_SQRT_D", "OUT_F32"]),
-    "amax": (H._hadamard_amax_head, ["*bf16", "*fp32"] + ["i32"] * 6, ["D", "BLOCK_S", "INV_SQRT_D"]),
+    "token": (H._hadamard_fp8_token, ["*bf16", "*fp8e4nv", "*fp32"] + ["i32"] * 10,
+              ["D", "BLOCK_S", "INV_SQRT_D", "OUT_F32", "ROTATE"]),
+    "amax": (H._hadamard_amax_head, ["*bf16", "*fp32"] + ["i32"] * 6, ["D", "BLOCK_S", "INV_SQRT_D", "ROTATE"]),
     "head": (H._hadamard_fp8_head, ["*bf16", "*fp8e4nv", "*fp32", "*fp32"] + ["i32"] * 9,
-             ["D", "BLOCK_S", "INV_SQRT_D", "OUT_F32"]),
+             ["D", "BLOCK_S", "INV_SQRT_D", "OUT_F32", "ROTATE"]),
 }
 
 
@@ -30,7 +31,7 @@ def compile_sm90(kernel: str, d: int, num_warps: int = H.NUM_WARPS) -> str:
     fn, types, constexprs = ARGS[kernel]
     names = fn.arg_names
     signature = dict(zip(names, types + ["constexpr"] * len(constexprs)))
-    const = {"D": d, "BLOCK_S": 32 * num_warps, "INV_SQRT_D": d ** -0.5, "OUT_F32": False}
+    const = {"D": d, "BLOCK_S": 32 * num_warps, "INV_SQRT_D": d ** -0.5, "OUT_F32": False, "ROTATE": True}
     # 16-divisible pointers and strides, as the launcher specialises contiguous tensors
     attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(names) if signature[n].startswith("*") or n.startswith("stride")}
     src = ASTSource(fn=fn, signature=signature, constexprs={k: const[k] for k in constexprs}, attrs=attrs)

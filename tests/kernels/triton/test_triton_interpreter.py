@@ -123,6 +123,9 @@ def test_first_nan_keys_kernel_equals_torch_form(results, case):
 
 HADAMARD_CASES = [f"{c}_{g}" for c in ("hadamard_gqa_d64_fp32", "hadamard_d128_bf16", "hadamard_d256_fp16",
                                          "hadamard_tiny") for g in ("head", "token")]
+# the same kernel with rotate=False (the quantisation alone) against quantize_fp8(x)
+HADAMARD_CASES += [f"quantise_only_{c}_{g}" for c in ("hadamard_gqa_d64_fp32", "hadamard_d128_bf16", "hadamard_d256_fp16")
+                   for g in ("head", "token")]
 
 
 @pytest.mark.parametrize("case", HADAMARD_CASES)

@@ -186,6 +186,14 @@ def main():
                 "descale_equal": bool(torch.equal(ds, ref_ds)),
                 "dtype": str(x8.dtype),
             }
+            # rotate=False: the same kernel as the FP8 quantisation alone == quantize_fp8(x)
+            x8, ds = hadamard_quantize_fp8(x, gran, nheads_k=hk, rotate=False)
+            ref8, ref_ds = numerics.quantize_fp8(x, gran, nheads_k=hk)
+            results[f"quantise_only_{name}_{gran}"] = {
+                "codes_equal": bool(torch.equal(x8.view(torch.uint8), ref8.view(torch.uint8))),
+                "descale_equal": bool(torch.equal(ds, ref_ds)),
+                "dtype": str(x8.dtype),
+            }
     # tiny values: descales below 2^-100 take the kernel's div_rn branch, subnormal x the other one
     for gran in ("head", "token"):
         g = torch.Generator().manual_seed(7)
