@@ -103,7 +103,7 @@ def _generator_launch(config: KernelConfig, shape: AttnShape, name: str, origin:
     if config.dtype != shape.dtype:
         raise ValueError(f"kernel {name} takes dtype {config.dtype!r}, the shape has dtype={shape.dtype!r}")
     return LaunchDescription(name=name, build=gfx950.build_config(config), kernargs=gfx950.kernargs.pack(shape),
-                             grid=gfx950.grid(shape), workgroup_size=gfx950.WORKGROUP_SIZE, shape=shape,
+                             grid=gfx950.grid(shape, config), workgroup_size=gfx950.WORKGROUP_SIZE, shape=shape,
                              origin=origin)
 
 
@@ -116,8 +116,8 @@ def _with_overrides(spec: KernelSpec, shape: AttnShape, overrides: Mapping) -> L
     if unknown:
         raise ValueError(f"unknown generator parameter(s) {unknown}; settable: {settable}")
     name = _config_name(spec.name, overrides)
-    config = replace(spec.variant, name=re.sub(r"[^A-Za-z0-9_-]", "_", name), headdim=shape.headdim,
-                     headdim_v=shape.headdim_v, **overrides)  # KernelConfig validates the values
+    # KernelConfig validates the values
+    config = gfx950.configure(spec.variant, shape, overrides, re.sub(r"[^A-Za-z0-9_-]", "_", name))
     return _generator_launch(config, shape, name, "registry")
 
 

@@ -8,14 +8,13 @@ measured) and return the whole-kernel prediction plus the analyzer's steady-stat
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
 import pandas as pd
 
 from zyfa.analyzer import summary
-from zyfa.kernels.gfx950 import VARIANTS, KernelConfig, specialise
+from zyfa.kernels.gfx950 import VARIANTS, KernelConfig, configure
 from zyfa.kernels.registry import DEFAULT_KERNEL
 from zyfa.shapes import AttnShape, parse_shape
 from zyfa import sweep
@@ -36,10 +35,7 @@ def kernel_config(shape: AttnShape, params: dict) -> KernelConfig:
         raise ValueError(f"unknown generator parameter(s) {sorted(unknown)}; sweepable: {known}")
     label = "_".join(f"{k}_{params[k]}" for k in sorted(params)) or "default"
     name = "sweep_" + re.sub(r"[^A-Za-z0-9_]", "_", label)  # also the assembly symbol
-    config = replace(VARIANTS[DEFAULT_KERNEL], name=name, **{"dtype": shape.dtype, **params})
-    if "rowsum" in params:
-        return replace(config, headdim=shape.headdim, headdim_v=shape.headdim_v)
-    return specialise(config, shape.headdim, shape.headdim_v)
+    return configure(VARIANTS[DEFAULT_KERNEL], shape, {"dtype": shape.dtype, **params}, name)
 
 
 def simulate(shape_fields: dict, params: dict, clock_mhz: Optional[float] = None):

@@ -10,6 +10,7 @@ scaled MFMA), ``zyfa-fp8-valu-rowsum`` (zyfa-fp8 with the row sum on the VALU), 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Mapping, Optional
 
 from zyfa.kernels.gfx950 import kernargs
 from zyfa.kernels.gfx950.build import build
@@ -17,7 +18,7 @@ from zyfa.kernels.gfx950.schedule import ROWS_PER_WG, VARIANTS, WAVES, KernelCon
 from zyfa.kernels.spec import KernelBuild, KernelSpec
 from zyfa.shapes import AttnShape
 
-__all__ = ["config_for", "specialise", "build_for", "build_config", "grid", "SPECS", "VARIANTS", "KernelConfig", "WORKGROUP_SIZE"]
+__all__ = ["config_for", "specialise", "configure", "build_for", "build_config", "grid", "SPECS", "VARIANTS", "KernelConfig", "WORKGROUP_SIZE"]
 
 WORKGROUP_SIZE = WAVES * 64  # threads of every generated kernel
 
@@ -44,9 +45,24 @@ def specialise(base: KernelConfig, headdim: int, headdim_v: int) -> KernelConfig
     return replace(base, headdim=headdim, headdim_v=headdim_v, rowsum=rowsum)
 
 
-def grid(shape: AttnShape) -> tuple[int, int, int]:
-    """Workgroups: (query blocks of 256 rows, heads, batch)."""
-    return (-(-shape.seqlen_q // ROWS_PER_WG), shape.heads, shape.batch)
+def configure(base: KernelConfig, shape: AttnShape, params: Mapping, name: str) -> KernelConfig:
+    """``base`` renamed, with generator parameters ``params`` (KernelConfig fields) applied, at
+    ``shape``'s head dims (:func:`specialise`, unless ``params`` sets the row sum itself): what
+    the registry's overrides and the sweep evaluate."""
+    config = replace(base, name=name, **params)
+    if "rowsum" in params:
+        return replace(config, headdim=shape.headdim, headdim_v=shape.headdim_v)
+    return specialise(config, shape.headdim, shape.headdim_v)
+
+
+def grid(shape: AttnShape, config: Optional[KernelConfig] = None, pair: Optional[bool] = None) -> tuple[int, int, int]:
+    """Workgroups: (query blocks of 256 rows, heads, batch); with ``config.pair_query_blocks``, where
+    the kernel arguments say so (:func:`kernargs.paired`, ``pair`` forces it), half the query
+    blocks, rounded up (workgroup x also runs block ``blocks - 1 - x``)."""
+    blocks = -(-shape.seqlen_q // ROWS_PER_WG)
+    if config is not None and config.pair_query_blocks and kernargs.paired(shape, pair):
+        blocks = -(-blocks // 2)
+    return (blocks, shape.heads, shape.batch)
 
 
 def _branch_assumptions(built) -> list[dict]:
@@ -130,7 +146,7 @@ SPECS: tuple[KernelSpec, ...] = tuple(
         description=_DESCRIPTIONS[name],
         build=lambda shape, name=name: build_for(name, shape),
         kernargs=lambda shape, name=name: _kernargs(name, shape),
-        grid=grid,
+        grid=lambda shape, config=config: grid(shape, config),
         workgroup_size=WORKGROUP_SIZE,
         dtype=config.dtype,
         causal=None,  # the mask is a kernel argument (kernargs.mask_offset)

@@ -283,6 +283,8 @@ class _Kernel:
             self.Tp = ra.take("v", "t_pair", 2, align=2)
             self.Cp = ra.take("v", "c_pair", 2, align=2)
         self.v = _take_fields(VectorRegs, ra, "v")
+        # the workgroup's query block: workgroup_id_x, or a register when it runs two (pair_query_blocks)
+        self.qblock = ra.take("s", "query_block", 1) if c.pair_query_blocks else self.wg[0]
         self.vgprs = -(-ra.used("v") // 8) * 8
         self.agprs = ra.used("a")
         waves_per_simd = WAVES // 4
@@ -417,7 +419,7 @@ class _Kernel:
         """n = tiles with any allowed key for the workgroup; nfull = tiles allowed for every row."""
         e, k = self.e, self.karg
         t0, t1 = self.s.t0, self.s.t1
-        e("s_lshl_b32", self.s.q0, self.wg[0], ROWS_PER_WG.bit_length() - 1)
+        e("s_lshl_b32", self.s.q0, self.qblock, ROWS_PER_WG.bit_length() - 1)
         e("s_add_u32", t0, self.s.q0, ROWS_PER_WG)
         e("s_min_u32", t0, t0, k("seqlen_q"))
         e("s_add_i32", t0, t0, k("mask_offset"))  # keys < q_end + offset
@@ -1594,7 +1596,6 @@ class _Kernel:
                 e("buffer_store_dwordx4", packed, self.v.tmp2, self.rsrc["o"], 0,
                   mods=("offen", f"offset:{64 * u + 16 * half}"))
                 e("s_waitcnt", "vmcnt(0)")
-        e("s_endpgm")
 
     def ieee_divide(self, out: Reg, num: Reg, den: Reg):
         """out = num / den, IEEE-correct fp32 (the compiler's sequence: div_scale, rcp, Newton, div_fmas,
@@ -1667,6 +1668,10 @@ class _Kernel:
         self.asm.items.append(done)
 
     def build(self) -> None:
+        again = Label(".L_query_block")
+        if self.c.pair_query_blocks:
+            self.e("s_mov_b32", self.qblock, self.wg[0])
+            self.asm.items.append(again)
         self.prologue()
         if self.c.schedule in ("pingpong", "aiter"):
             group1 = Label(".L_group1")
@@ -1681,6 +1686,32 @@ class _Kernel:
         else:
             self.group_code(0)
         self.epilogue()
+        if self.c.pair_query_blocks:
+            self.next_query_block(again)
+        self.e("s_endpgm")
+
+    def next_query_block(self, again: Label):
+        """pair_query_blocks: after query block x (= workgroup_id_x), run block ``blocks - 1 - x``
+        if it is larger than x (``blocks = ceil(seqlen_q / 256)``); a barrier first, so that no
+        wave's next prologue writes LDS while another still reads it in its epilogue. Uniform
+        over the workgroup (scalar values only), 12 SALU + the barrier once per workgroup. Only
+        where the kernel argument ``pair_query_blocks`` is 1 (the host's grid has half the blocks)."""
+        e, k, t0 = self.e, self.karg, self.s.t0
+        done = Label(".L_query_blocks_done")
+        e("s_cmp_eq_u32", k("pair_query_blocks"), 0)
+        e("s_cbranch_scc1", done)  # the host launched one block per workgroup (kernargs.paired)
+        e("s_cmp_eq_u32", self.qblock, self.wg[0])
+        e("s_cbranch_scc0", done)  # the second block is done
+        e("s_add_u32", t0, k("seqlen_q"), ROWS_PER_WG - 1)
+        e("s_lshr_b32", t0, t0, ROWS_PER_WG.bit_length() - 1)
+        e("s_sub_u32", t0, t0, 1)
+        e("s_sub_u32", t0, t0, self.wg[0])  # the partner block
+        e("s_cmp_le_i32", t0, self.wg[0])
+        e("s_cbranch_scc1", done)  # none: x is the middle block of an odd count (or beyond)
+        e("s_mov_b32", self.qblock, t0)
+        e("s_barrier")
+        e("s_branch", again)
+        self.asm.items.append(done)
 
 
 def spread_items(items: list, steps: int, glue_scc: bool = False) -> list[list]:

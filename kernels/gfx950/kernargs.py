@@ -21,6 +21,8 @@ from typing import Optional
 
 import numpy as np
 
+from zyfa.gfx950 import timing
+from zyfa.kernels.gfx950.schedule import ROWS_PER_WG
 from zyfa.shapes import AttnShape
 
 # (name, struct format, meaning); offsets follow from the order (all naturally aligned).
@@ -50,7 +52,8 @@ FIELDS: tuple[tuple[str, str, str], ...] = (
     ("lse_stride_h", "I", "bytes between heads of lse"),
     ("lse_stride_b", "I", "bytes between batches of lse"),
     ("mask_offset", "i", "causal: seqlen_k - seqlen_q (bottom-right); non-causal: 2^30"),
-    ("reserved", "I", "0"),
+    ("pair_query_blocks", "I", "1: a kernel built with KernelConfig.pair_query_blocks runs two query blocks "
+                               "per workgroup (paired(shape)); 0: one (kernels without it ignore the field)"),
 )
 FORMAT = "<" + "".join(fmt for _, fmt, _ in FIELDS)
 KERNARG_SIZE = struct.calcsize(FORMAT)
@@ -104,11 +107,25 @@ def default_addresses(shape: AttnShape, base: int = 1 << 32) -> dict[str, int]:
     return addresses
 
 
+def paired(shape: AttnShape, pair: Optional[bool] = None) -> bool:
+    """Whether a kernel built with ``KernelConfig.pair_query_blocks`` runs two query blocks per
+    workgroup on ``shape`` (``pair`` forces it): only when one block per workgroup would make
+    more workgroups than the chip has CUs (one workgroup per CU fits: VGPR-limited). Pairing
+    evens out the causal work per workgroup, which pays once workgroups queue for CUs; below
+    that it only doubles the longest workgroup (cycle model, b1 h32 s1K causal: 617 -> 383
+    TFLOP/s at 2400 MHz with pairing forced)."""
+    if pair is not None:
+        return bool(pair)
+    blocks = -(-shape.seqlen_q // ROWS_PER_WG)
+    return blocks * shape.heads * shape.batch > timing.param("cus")
+
+
 def pack(shape: AttnShape, addresses: Optional[dict[str, int]] = None,
-         stride_overrides: Optional[dict[str, int]] = None) -> bytes:
+         stride_overrides: Optional[dict[str, int]] = None, pair: Optional[bool] = None) -> bytes:
     """Packed kernel arguments for ``shape``; ``addresses`` maps q, k, vt, o, lse, hconst to
     device addresses (default: :func:`default_addresses`), ``stride_overrides`` replaces
-    contiguous strides (the launcher passes the real tensors' strides)."""
+    contiguous strides (the launcher passes the real tensors' strides), ``pair`` forces
+    :func:`paired` (the grid must agree: ``zyfa.kernels.gfx950.grid``)."""
     if not isinstance(shape, AttnShape):
         raise TypeError(f"shape must be a zyfa.shapes.AttnShape, got {type(shape).__name__}")
     addresses = default_addresses(shape) if addresses is None else addresses
@@ -120,7 +137,8 @@ def pack(shape: AttnShape, addresses: Optional[dict[str, int]] = None,
     values.update({
         "seqlen_q": shape.seqlen_q, "seqlen_k": shape.seqlen_k, "heads_k": shape.heads_k,
         "inv_group": float(np.float32(shape.heads_k) / np.float32(shape.heads)),
-        "mask_offset": shape.seqlen_k - shape.seqlen_q if shape.causal else NO_MASK, "reserved": 0,
+        "mask_offset": shape.seqlen_k - shape.seqlen_q if shape.causal else NO_MASK,
+        "pair_query_blocks": int(paired(shape, pair)),
     })
     for name, fmt, _ in FIELDS:
         value = values[name]

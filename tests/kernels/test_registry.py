@@ -1,5 +1,7 @@
 """The kernel registry: resolution into launch descriptions, facts from specs, reported plugins."""
 
+from dataclasses import replace
+
 import pytest
 
 from zyfa import backends
@@ -34,7 +36,11 @@ def test_generator_kernels_carry_their_facts():
 
 def test_resolve_checks_the_shape_against_the_spec():
     desc = registry.resolve("zyfa-fp8", SHAPE)
+    # two query blocks of 256 rows x 2 heads: 4 workgroups fit the CUs, so zyfa-fp8 does not pair them
     assert desc.name == "zyfa-fp8" and desc.grid == (2, 2, 1) and desc.workgroup_size == 512
+    big = replace(SHAPE, heads=256, heads_k=256)
+    assert registry.resolve("zyfa-fp8", big).grid == (1, 256, 1)
+    assert registry.resolve("zyfa-fp8", big, {"pair_query_blocks": False}).grid == (2, 256, 1)
     assert desc.build.asm and desc.spec.variant == VARIANTS["zyfa-fp8"]
     with pytest.raises(ValueError, match="takes dtype 'bf16'"):
         registry.resolve("zyfa-bf16", SHAPE)

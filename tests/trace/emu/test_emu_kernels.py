@@ -9,9 +9,12 @@ differ from the reference by one bf16 ulp plus the fp32 summation-order bound
 2 fp32 ulps, and at least 99.9% of the outputs are bit-identical.
 """
 
+from dataclasses import replace
+
 import pytest
 import torch
 
+from zyfa.kernels import gfx950, registry
 from zyfa.shapes import AttnShape
 from zyfa.trace.emu import emulate_kernel, make_inputs
 
@@ -136,6 +139,25 @@ def test_epilogue_division_fast_and_exact_paths_both_bit_exact():
     result = emulate_kernel("zyfa-fp8", empty)
     _check(result)
     assert 2 * waves < result.stats.executed["v_div_scale_f32"] < 2 * 64 * waves
+
+
+def test_paired_query_blocks_bit_exact():
+    """zyfa-fp8 pairs query blocks (KernelConfig.pair_query_blocks): at s600 (3 blocks of 256 rows)
+    workgroup 0 runs blocks 0 and 2, workgroup 1 only the middle block 1; every row is computed
+    once and bit-exact. The second block re-runs the whole program from the prologue, after a
+    barrier: two workgroups of 8 waves end, three prologues run per wave slot (2 kernarg loads each)."""
+    shape = AttnShape(batch=1, heads=1, heads_k=1, seqlen_q=600, seqlen_k=600, headdim=128, headdim_v=128,
+                      causal=True, dtype="fp8")
+    spec = registry.get_kernel("zyfa-fp8")  # pairing forced: 3 workgroups fit the CUs, the host would not pair
+    config = spec.variant
+    spec = replace(spec, kernargs=lambda shape: gfx950.kernargs.pack(shape, pair=True),
+                   grid=lambda shape: gfx950.grid(shape, config, pair=True))
+    result = emulate_kernel(spec, shape)
+    _check(result)
+    waves = 8
+    assert spec.grid(shape) == (2, 1, 1) and registry.get_kernel("zyfa-fp8").grid(shape) == (3, 1, 1)
+    assert result.stats.executed["s_endpgm"] == 2 * waves
+    assert result.stats.executed["s_load_dwordx16"] == 2 * 3 * waves
 
 
 def test_zyfa_fp8_seqlen_not_multiple_of_tile():
