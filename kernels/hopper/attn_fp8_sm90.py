@@ -359,14 +359,19 @@ class LeanPAttentionSm90:
                 for w in cutlass.range_constexpr(NUM_MMA_WG):
                     cute.copy(tma_q, tQgQ[None, m_block * NUM_MMA_WG + w], tQsQ[None, w],
                               tma_bar_ptr=pipe_q.producer_get_barrier(state_q))
-                for j in cutlass.range(n_blocks, unroll=1):
-                    state_kv = stage(j, self.kv_stages, True)
-                    pipe_k.producer_acquire(state_kv)
-                    cute.copy(tma_k, tKgK[None, j], tKsK[None, state_kv.index],
-                              tma_bar_ptr=pipe_k.producer_get_barrier(state_kv))
-                    pipe_v.producer_acquire(state_kv)
-                    cute.copy(tma_v, tVgV[None, j], tVsV[None, state_kv.index],
-                              tma_bar_ptr=pipe_v.producer_get_barrier(state_kv))
+                if const_expr(self.lag):
+                    # K one tile ahead of V: lag frees V stages later than K stages, and K_{j+1} must not
+                    # queue behind the acquire of V_j's stage
+                    if n_blocks > 0:
+                        self.load(pipe_k, tma_k, tKgK, tKsK, 0)
+                    for j in cutlass.range(n_blocks, unroll=1):
+                        if j + 1 < n_blocks:
+                            self.load(pipe_k, tma_k, tKgK, tKsK, j + 1)
+                        self.load(pipe_v, tma_v, tVgV, tVsV, j)
+                else:
+                    for j in cutlass.range(n_blocks, unroll=1):
+                        self.load(pipe_k, tma_k, tKgK, tKsK, j)
+                        self.load(pipe_v, tma_v, tVgV, tVsV, j)
         else:
             cute.arch.setmaxregister_increase(self.mma_regs)
             grid_m, grid_h, _ = cute.arch.grid_dim()
@@ -377,6 +382,13 @@ class LeanPAttentionSm90:
             consumer(tiled_mma_qk, tiled_mma_pv, sQ, sK, sV, pipe_q, pipe_k, pipe_v, mO, mLse,
                           mT[head_k, batch], mDv[head_k, batch], mTL, cta, m_block, head, batch, wg_idx - 1,
                           n_blocks, offset, seqlen_q, seqlen_k)
+
+    @cute.jit
+    def load(self, pipe, tma: cute.CopyAtom, gsrc: cute.Tensor, sdst: cute.Tensor, j: Int32):
+        """Producer: K or V tile j into its pipeline stage (TMA, completes on the stage's mbarrier)."""
+        state = stage(j, self.kv_stages, True)
+        pipe.producer_acquire(state)
+        cute.copy(tma, gsrc[None, j], sdst[None, state.index], tma_bar_ptr=pipe.producer_get_barrier(state))
 
     @cute.jit
     def consumer(self, tiled_mma_qk: cute.TiledMma, tiled_mma_pv: cute.TiledMma, sQ: cute.Tensor,
@@ -888,11 +900,10 @@ class LeanPAttentionSm90:
                  t8: Float32, row0: Int32, offset: Int32, seqlen_k: Int32, pipe_k, pipe_v, wg: Int32,
                  tl: cute.Tensor, masked: cutlass.Constexpr, first: cutlass.Constexpr):
         """P(j) -> P(j+1) (see :meth:`consumer_n128_lag`); ``p_prev`` holds block b's codes of tile j-1,
-        ``p_cur`` receives tile j's. The pipeline waits come first, where no wgmma is in flight."""
+        ``p_cur`` receives tile j's. Each pipeline wait sits just before the GEMM that reads the stage (as in
+        FA3; run 22 waited for both at the step's start, and the step stalled there)."""
         state_k = stage(j + 1, self.kv_stages, False)
         state_v = stage(j, self.kv_stages, False)
-        pipe_k.consumer_wait(state_k)
-        pipe_v.consumer_wait(state_v)
         p32_a = cute.recast_tensor(p_a, Uint32)
         p32_cur = cute.recast_tensor(p_cur, Uint32)
         if const_expr(not first):
@@ -905,6 +916,7 @@ class LeanPAttentionSm90:
         h_last = 2 + 4 * (BLOCK_N // 32 - 1)
         pin = [after_word(new_b[h], p32_cur[h + h_last]) for h in range(2)]
         arrive_after(FREE_BARRIER + wg, pin[0], pin[1])  # the waits below stay after tile j's codes
+        pipe_k.consumer_wait(state_k)
         self.turn_begin(wg)
         self.stamp(tl, 3, j)
         self.stamp(tl, 0, j + 1)
@@ -917,6 +929,7 @@ class LeanPAttentionSm90:
             self.merge(acc_o, acc_t, scale, half=1)
         for h in cutlass.range_constexpr(2):
             scale[h + 2] = pin[h]
+        pipe_v.consumer_wait(state_v)
         self.gemm(True, acc_t, p_a, tOrV[None, None, None, state_v.index], zero_init=True)
         warpgroup.commit_group()
         self.turn_end(wg)
