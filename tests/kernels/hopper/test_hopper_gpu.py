@@ -66,11 +66,13 @@ def test_fp8_matches_spec(b, sq, sk, h, hk, d, dv, causal, variant):
 
 @pytest.mark.parametrize("variant", [dict(n128=True), dict(n128=True, pingpong=False), dict(lpt=False),
                                      dict(n128=True, lag=True), dict(n128=True, pingpong=False, lag=True),
-                                     dict(n128=True, pingpong=False, lag=True, kv_stages=3)],
+                                     dict(n128=True, pingpong=False, lag=True, kv_stages=3),
+                                     dict(n128=True, pingpong=False, bfirst=True)],
                          ids=lambda v: "-".join(f"{k}={int(x)}" for k, x in v.items()))
 @pytest.mark.parametrize("b,sq,sk,h,hk,d,dv,causal", SPEC_SHAPES)
 def test_schedule_variants_bitwise_equal_default(b, sq, sk, h, hk, d, dv, causal, variant):
-    # 128-key S tiles (n128), the lagged block-b PV (lag) and the launch order (lpt) change the schedule,
+    # 128-key S tiles (n128), the lagged block-b PV (lag), block b's codes first (bfirst) and the launch
+    # order (lpt) change the schedule,
     # not the arithmetic: every S element sums the same k-steps, every 64-key block keeps its bm, PV from
     # zero and merge order
     q8, dq, k8, dk, v8, dv_ = fp8_inputs(b, sq, sk, h, hk, d, dv)
@@ -120,7 +122,8 @@ def test_rows_without_keys_are_zero():
     assert torch.all(torch.isfinite(lse[:, :, 200:]))
 
 
-@pytest.mark.parametrize("variant", [dict(), dict(n128=True), dict(n128=True, pingpong=False, lag=True)],
+@pytest.mark.parametrize("variant", [dict(), dict(n128=True), dict(n128=True, pingpong=False, lag=True),
+                                     dict(n128=True, pingpong=False, bfirst=True)],
                          ids=lambda v: "-".join(f"{k}={int(x)}" for k, x in v.items()) or "default")
 def test_bitwise_deterministic_over_1000_calls(variant):
     q8, dq, k8, dk, v8, dv_ = fp8_inputs(1, 2048, 2048, 8, 2, 128, 128, seed=7)
