@@ -72,9 +72,8 @@ def test_fp8_matches_spec(b, sq, sk, h, hk, d, dv, causal, variant):
 @pytest.mark.parametrize("b,sq,sk,h,hk,d,dv,causal", SPEC_SHAPES)
 def test_schedule_variants_bitwise_equal_default(b, sq, sk, h, hk, d, dv, causal, variant):
     # 128-key S tiles (n128), the lagged block-b PV (lag), block b's codes first (bfirst) and the launch
-    # order (lpt) change the schedule,
-    # not the arithmetic: every S element sums the same k-steps, every 64-key block keeps its bm, PV from
-    # zero and merge order
+    # order (lpt) change the schedule, not the arithmetic: every S element sums the same k-steps, every
+    # 64-key block keeps its bm, PV from zero and merge order
     q8, dq, k8, dk, v8, dv_ = fp8_inputs(b, sq, sk, h, hk, d, dv)
     ref, ref_lse = attention_fp8_sm90(q8, k8, v8, d ** -0.5, causal, dq, dk, dv_, out_dtype=torch.float32)
     out, lse = attention_fp8_sm90(q8, k8, v8, d ** -0.5, causal, dq, dk, dv_, out_dtype=torch.float32, **variant)
