@@ -130,7 +130,8 @@ def mem_bytes(opcode: str) -> int:
 class _Static:
     __slots__ = ("inst", "pipe", "unit", "cycles", "latency", "reads", "hz_reads", "vdefs", "sdefs",
                  "co_issue", "src_read", "packed_after", "scaled", "issue_cycles", "vmcnt", "lgkmcnt", "nop", "sleep", "bytes", "fn", "is_branch",
-                 "target", "passes", "is_mfma", "vdefs_sorted", "hz_waits", "operand_text", "index")
+                 "target", "passes", "is_mfma", "vdefs_sorted", "hz_waits", "hz_max", "operand_text", "index",
+                 "busy_cycles", "opcode_bytes")
 
     def __init__(self, program: Program, index: int):
         inst = program.instructions[index]
@@ -142,6 +143,7 @@ class _Static:
         self.pipe = UNIT_PIPE[inst.unit]
         self.is_mfma = inst.unit == "MFMA"
         self.cycles = cls.cycles
+        self.busy_cycles = max(cls.cycles, 1)  # cycles from start to end (at least one)
         self.passes = cls.passes
         self.latency = cls.latency_cycles
         self.co_issue = cls.co_issue
@@ -151,12 +153,14 @@ class _Static:
         self.sdefs = tuple(k for k in inst.defs if k >= SGPR_BASE)
         self.vdefs_sorted = tuple(sorted(self.vdefs))
         self.hz_waits = None  # wait cycles after issue per consumer kind (HZ_KINDS), for producers
+        self.hz_max = 0  # the largest of them
         if inst.unit in ("MFMA", "VALU", "TRANS") and self.vdefs:
             waits = []
             for kind in HZ_KINDS:
                 rule = timing.hazard_rule(inst.unit, "MFMA_C_SAME" if kind == "MFMA_C" else kind)
                 waits.append(rule.wait_states(cls.passes) * timing.WAIT_STATE_CYCLES if rule else 0)
             self.hz_waits = tuple(waits)
+            self.hz_max = max(waits)
         self.src_read = timing.mfma_src_read_passes(inst) * timing.CYCLES_PER_PASS if self.is_mfma else 0
         self.packed_after = (timing.packed_after_mfma_passes(inst, cls.passes) * timing.CYCLES_PER_PASS
                              if self.is_mfma else 0)
@@ -175,6 +179,7 @@ class _Static:
             self.sleep = int(inst.operands[0], 0) * int(timing.param("sleep_cycles_per_unit")) if inst.operands else 0
         wave = int(timing.param("wave_size"))
         self.bytes = mem_bytes(inst.base) * wave if inst.unit in ("LDS", "VMEM") else 0
+        self.opcode_bytes = mem_bytes(inst.opcode) * wave if inst.unit in ("LDS", "VMEM") else 0  # as power.activity reads them
         self.fn = scalar.executor(inst)
         self.is_branch = inst.opcode.startswith(("s_branch", "s_cbranch"))
         self.target = program.branch_targets.get(index)
@@ -354,11 +359,11 @@ class CUSim:
                         prod = lw.get(k)
                         if prod is None:
                             continue
-                        needs, p_defs, p_mfma = prod  # needs: issue + wait cycles per consumer kind
+                        issued, waits, p_defs, p_mfma = prod  # waits: cycles after issue per consumer kind
                         if kind == 1 and p_mfma and p_defs != keys:
-                            need = needs[0]  # partial C overlap: the A/B rule
+                            need = issued + waits[0]  # partial C overlap: the A/B rule
                         else:
-                            need = needs[kind]
+                            need = issued + waits[kind]
                         if need > best:
                             best, reason = need, "hazard"
             w.head_pc, w.head_best, w.head_reason = w.pc, best, reason
@@ -463,7 +468,7 @@ class CUSim:
         start = t
         if s.scaled and (pf["MFMA"] < t or not self.mfma_busy[simd]):
             start = t + self.scaled_idle_delay  # idle XDL pipe: a scaled MFMA starts one pass late
-        end = start + max(s.cycles, 1)
+        end = start + s.busy_cycles
         if s.is_mfma:
             pf["MFMA"] = start + s.cycles
             self.mfma_src_until[simd] = t + s.src_read
@@ -503,11 +508,11 @@ class CUSim:
                     w.rr_until = ready
             lw = w.last_writer
             if s.hz_waits is not None:
-                rec = (tuple(t + x for x in s.hz_waits), s.vdefs_sorted, s.is_mfma)
+                rec = (t, s.hz_waits, s.vdefs_sorted, s.is_mfma)
                 for k in s.vdefs:
                     lw[k] = rec
-                if max(rec[0]) > w.hz_until:
-                    w.hz_until = max(rec[0])
+                if t + s.hz_max > w.hz_until:
+                    w.hz_until = t + s.hz_max
             else:
                 for k in s.vdefs:
                     lw.pop(k, None)
@@ -528,7 +533,8 @@ class CUSim:
         self.counts[w.pc] += 1
         w.last_issue = t
         w.log.append(w.pc)
-        w.end = max(w.end, end)
+        if end > w.end:
+            w.end = end
         # functional effect and control flow
         if s.fn is not None:
             s.fn(w.state)
@@ -747,7 +753,6 @@ class CUSim:
         count = 0
         busy = [0] * self.simds
         valu = lds = vmem = 0  # what power.activity reads from records: VALU+TRANS busy, LDS/VMEM bytes
-        wave_size = int(timing.param("wave_size"))
         for wi, w in enumerate(self.waves):
             seq = seqs[wi]
             count += len(seq)
@@ -762,11 +767,11 @@ class CUSim:
                 if s.is_mfma:
                     busy[w.simd] += skipped * s.cycles
                 elif s.unit in ("VALU", "TRANS"):
-                    valu += skipped * max(s.cycles, 1)
+                    valu += skipped * s.busy_cycles
                 elif s.unit == "LDS":
-                    lds += skipped * mem_bytes(s.inst.opcode) * wave_size
+                    lds += skipped * s.opcode_bytes
                 elif s.unit == "VMEM":
-                    vmem += skipped * mem_bytes(s.inst.opcode) * wave_size
+                    vmem += skipped * s.opcode_bytes
                 self.counts[index] += skipped
             w.iters += skipped * backs
         for simd, b in enumerate(busy):
@@ -790,7 +795,7 @@ class CUSim:
             w.reg_ready = {k: v + d for k, v in w.reg_ready.items()}
             w.rr_until += d
             w.hz_until += d
-            w.last_writer = {k: (tuple(x + d for x in needs), defs, m) for k, (needs, defs, m) in w.last_writer.items()}
+            w.last_writer = {k: (issued + d, waits, defs, m) for k, (issued, waits, defs, m) in w.last_writer.items()}
         for pf in self.pipe_free:
             for key in pf:
                 pf[key] += d
