@@ -473,6 +473,73 @@ def _exec_valu_lane0(base: str, ops: tuple[str, ...], st: State) -> bool:
 
 
 # -- dispatch --------------------------------------------------------------------------------------
+# The cycle model executes the scalar side of every simulated instruction: the closures below are
+# _exec_salu / State.forget_vector with the operand parsing and table lookups done once per
+# instruction instead of once per execution (same results; _exec_salu stays the reference and
+# serves every other case).
+_SCMP32 = re.compile(r"^s_cmpk?_(eq|lg|gt|ge|lt|le)_([iu])32$")
+
+
+def _fast_salu(op: str, ops: tuple[str, ...]) -> Optional[Callable[[State], None]]:
+    """Executor of a 32-bit SOP1/SOP2 op or s_cmp*_32 whose destination is a register; None for
+    anything else."""
+    m = _SCMP32.match(op)
+    if m and len(ops) == 2:
+        relation, signed = SCMP[m.group(1)], m.group(2) == "i"
+        (a_reg, a_key), (b_reg, b_key) = _parse_operand(ops[0]), _parse_operand(ops[1])
+
+        def run_cmp(st: State) -> None:
+            regs = st.regs
+            a = regs.get(a_key) if a_reg else a_key
+            b = regs.get(b_key) if b_reg else b_key
+            if a is None or b is None:
+                regs[SCC] = None
+                return
+            if signed:
+                a, b = s32(a), s32(b)
+            regs[SCC] = int(relation(a, b))
+        return run_cmp
+    table = SOP2 if op in SOP2 else SOP1 if op in SOP1 else None
+    if table is None or op in ("s_cselect_b32", "s_cselect_b64"):
+        return None
+    ddw, sdw, fn = table[op]
+    widths = sdw if isinstance(sdw, tuple) else (sdw,) * (2 if table is SOP2 else 1)
+    if ddw != 1 or any(w != 1 for w in widths) or len(ops) != 1 + len(widths):
+        return None
+    is_reg, dst = _parse_operand(ops[0])
+    if not is_reg:
+        return None
+    srcs = tuple(_parse_operand(o) for o in ops[1:])
+    uses_scc = op in _READS_SCC
+
+    def run_salu(st: State) -> None:
+        regs = st.regs
+        args = [regs.get(key) if reg else key for reg, key in srcs]
+        if None in args or (uses_scc and regs.get(SCC) is None):
+            regs[dst] = None
+            if fn(*(0 for _ in args), 0)[1] is not None:  # an op that writes SCC: now unknown
+                regs[SCC] = None
+            return
+        value, scc = fn(*args, regs.get(SCC) or 0)
+        regs[dst] = value & M32
+        if scc is not None:
+            regs[SCC] = scc
+    return run_salu
+
+
+def _forgetter(keys: tuple[int, ...]) -> Callable[[State], None]:
+    """``st.forget_vector(keys)`` with the register-dict keys worked out once."""
+    unknown = dict.fromkeys(-1000 - k if k < SGPR_BASE else k - SGPR_BASE for k in keys)
+    vector = tuple(-1000 - k for k in keys if k < SGPR_BASE)
+
+    def forget(st: State) -> None:
+        st.regs.update(unknown)
+        if st.laned:
+            for key in vector:
+                st.clear_lanes(key)
+    return forget
+
+
 def _fast_valu(base: str, ops: tuple[str, ...]) -> Callable[[State], None]:
     """Lane-0 evaluator of a plain ``_V`` op with operands parsed once (the hot path)."""
     fn = _V[base][1]
@@ -504,6 +571,10 @@ def executor(inst: Instruction) -> Optional[Callable[[State], None]]:
     op, ops, unit = inst.opcode, inst.operands, inst.unit
     base = inst.base
     if unit == "SALU":
+        fast = _fast_salu(op, ops)
+        if fast is not None:
+            return fast
+
         def run(st: State) -> None:
             if not _exec_salu(op, ops, st):
                 st.forget_vector(inst.defs)
@@ -514,8 +585,7 @@ def executor(inst: Instruction) -> Optional[Callable[[State], None]]:
     if unit in ("VALU", "TRANS"):
         if not (base in _V or base in ("v_readfirstlane_b32", "v_cndmask_b32", "v_writelane_b32", "v_readlane_b32")
                 or _VCMP.match(base)):
-            keys = inst.defs
-            return (lambda st: st.forget_vector(keys)) if keys else None
+            return _forgetter(inst.defs) if inst.defs else None
 
         if base in _V and len(ops) == _V[base][0] + 1 and not any(o.startswith(("-", "|")) for o in ops[1:]):
             return _fast_valu(base, ops)
@@ -525,8 +595,7 @@ def executor(inst: Instruction) -> Optional[Callable[[State], None]]:
                 st.forget_vector(inst.defs)
         return run_v
     if inst.defs and unit in ("MFMA", "LDS", "VMEM"):
-        keys = inst.defs
-        return lambda st: st.forget_vector(keys)
+        return _forgetter(inst.defs)
     return None
 
 
