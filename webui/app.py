@@ -46,7 +46,8 @@ SLOTS = ("a", "b")
 GRAPH_CONFIG = {"displaylogo": False, "showSendToCloud": False, "showEditInChartStudio": False,
                 "modeBarButtonsToRemove": ["sendDataToCloud", "editInChartStudio"]}
 # the timeline (drawn by assets/timeline.js): wheel zoom; a double click shows the whole trace
-TIMELINE_CONFIG = {**GRAPH_CONFIG, "scrollZoom": True, "doubleClick": "autosize", "responsive": True}
+# (timeline.js handles it: plotly's own would autorange to the data the page has first)
+TIMELINE_CONFIG = {**GRAPH_CONFIG, "scrollZoom": True, "doubleClick": False, "responsive": True}
 # a timeline figure carries data for half a view either side of the view (figures.schedule_figure's
 # pad): a pan by up to half a view, or a zoom out to twice the width, needs no new data
 TIMELINE_PAD = 0.5

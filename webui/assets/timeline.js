@@ -40,7 +40,7 @@ without asking the server.
     }
 
     /* The x range a plotly relayout event sets: {range: [x0, x1]} for an x range of any linked axis,
-       {range: extent, auto: true} for an autorange (double click: the whole trace), else null. */
+       {range: extent, auto: true} for an autorange (the modebar's autoscale: the whole trace), else null. */
     function relayoutRange(rel, extent) {
         if (!rel || typeof rel !== 'object') { return null; }
         let x0 = null, x1 = null;
@@ -107,11 +107,19 @@ without asking the server.
         const gd = document.getElementById(IDS.plot);
         const got = relayoutRange(rel, state.meta && state.meta.extent);
         if (!got || !gd) { return; }
-        if (got.auto) {  // plotly autoranged to the data it has: show the whole trace instead
+        if (got.auto) {  // autoscale button: plotly autoranged to the data it has; show the whole trace
             window.Plotly.relayout(gd, {'xaxis.range': got.range});
             return;
         }
         if (!same(got.range, state.view)) { setView(got.range); }
+    }
+
+    /* A double click shows the whole trace in one redraw (plotly's own double click would first
+       autorange to the data the page has, a second redraw). */
+    function onDoubleClick() {
+        const gd = document.getElementById(IDS.plot);
+        const extent = state.meta && state.meta.extent;
+        if (gd && Array.isArray(extent)) { window.Plotly.relayout(gd, {'xaxis.range': extent.slice()}); }
     }
 
     function onClick(ev) {
@@ -159,6 +167,7 @@ without asking the server.
             gd.zyfaBound = true;
             gd.on('plotly_relayout', onRelayout);
             gd.on('plotly_click', onClick);
+            gd.on('plotly_doubleclick', onDoubleClick);
         }
         showInfo();
         if (needsData(state.view, state.meta)) { setView(state.view); }  // zoomed again while this was on its way
