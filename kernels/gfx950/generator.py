@@ -1588,14 +1588,17 @@ class _Kernel:
         e("v_lshlrev_b32", self.v.tmp, 5, self.v.tmp)
         e("v_mul_lo_u32", self.v.tmp2, self.v.qrow, self.karg("o_stride_s"))
         e("v_add_u32", self.v.tmp2, self.v.tmp2, self.v.tmp)
-        packed = self.stage[0:4]
+        # bf16 pairs packed in place (dword k of the 8 values at `base` from values 2k, 2k + 1, each
+        # read before it is overwritten), so the 8 stores use distinct registers and go out back
+        # to back; one wait at the end (a store per wait cost ~8 memory latencies per wave)
         for u in range(c.headdim_v // 32):
             for half in range(2):
+                base = 16 * u + 8 * half
                 for k in range(4):
-                    e("v_cvt_pk_bf16_f32", packed[k], x[16 * u + 8 * half + 2 * k], x[16 * u + 8 * half + 2 * k + 1])
-                e("buffer_store_dwordx4", packed, self.v.tmp2, self.rsrc["o"], 0,
+                    e("v_cvt_pk_bf16_f32", x[base + k], x[base + 2 * k], x[base + 2 * k + 1])
+                e("buffer_store_dwordx4", x[base:base + 4], self.v.tmp2, self.rsrc["o"], 0,
                   mods=("offen", f"offset:{64 * u + 16 * half}"))
-                e("s_waitcnt", "vmcnt(0)")
+        e("s_waitcnt", "vmcnt(0)")
 
     def ieee_divide(self, out: Reg, num: Reg, den: Reg):
         """out = num / den, IEEE-correct fp32 (the compiler's sequence: div_scale, rcp, Newton, div_fmas,
