@@ -31,13 +31,15 @@ from zyfa.trace.cdna4.tracer import simulate
 
 @dataclass(frozen=True)
 class Row:
-    """One published figure."""
+    """One published figure. ``out_of_band``: why the row cannot be judged against a kernel-time
+    model (it is printed, left out of the summary and of the fit); empty for in-band rows."""
 
     source: str
     kernel: str
     shape: AttnShape
     published: float  # TFLOP/s, causal FLOPs halved
     note: str = ""
+    out_of_band: str = ""
 
     @property
     def label(self) -> str:
@@ -57,6 +59,26 @@ def _pair(source, nc_kernel, c_kernel, shape_args, nc, c, **kw):
             Row(source, c_kernel, _shape(*shape_args, causal=True, **kw), c)]
 
 
+# HipKittens times AITER through the Python aiter.flash_attn_func (HipKittens paper, Fig. 10), whose
+# host-side overhead per call is public: ~200-230 us, ~83-100 us after a fix (ROCm/aiter issue #2129,
+# PR #2161). How much of it lands inside HipKittens' timed region is not stated, so it is not modelled.
+HOST_OVERHEAD_US = 83.0  # the public lower bound, per call
+BAND = 0.15  # the acceptance band of the table
+
+
+def _host_band(row: Row) -> Row:
+    """Mark a row measured through a harness with public per-call host overhead out of band when
+    that overhead's lower bound is more than :data:`BAND` of the row's published time: such a row
+    cannot say whether the kernel model is within the band."""
+    t_us = row.shape.flops / (row.published * 1e12) * 1e6
+    if HOST_OVERHEAD_US / t_us <= BAND:
+        return row
+    why = (f"out of band: timed through aiter.flash_attn_func, whose >= {HOST_OVERHEAD_US:.0f} us host overhead per "
+           f"call (ROCm/aiter #2129, PR #2161) is {100 * HOST_OVERHEAD_US / t_us:.0f}% of the published "
+           f"{t_us:.0f} us")
+    return Row(row.source, row.kernel, row.shape, row.published, row.note, why)
+
+
 def calibration_set() -> list[Row]:
     """The published MI355X figures (issue 17; docs/cdna4-facts.md)."""
     readme = "AITER op_tests/cpp/mha/README.md"
@@ -73,7 +95,7 @@ def calibration_set() -> list[Row]:
                   1378, 1298, d=192, dv=128)
     for s, nc, c in ((1024, 828, 555), (2048, 1085, 876), (4096, 1211, 1069), (8192, 1259, 1173),
                      (16384, 1283, 1247)):
-        rows += _pair(hk, bf, bfc, (15 if s == 16384 else 16, 16, 16, s), nc, c)
+        rows += [_host_band(r) for r in _pair(hk, bf, bfc, (15 if s == 16384 else 16, 16, 16, s), nc, c)]
     note = "write-up states no batch/heads: b1 h32 assumed"
     rows.append(Row("ZYFA write-up", "zyfa-fp8", _shape(1, 32, 32, 32768, dtype="fp8"), 2672, note))
     rows.append(Row("ZYFA write-up", "aiter:fwd_hd128_fp8_causal", _shape(1, 32, 32, 32768, dtype="fp8"), 1944, note))
@@ -97,6 +119,13 @@ class Result:
     @property
     def ratio(self) -> float:
         return self.predicted / self.row.published
+
+    @property
+    def implied_clock(self) -> float:
+        """The clock at which the model's cycles give the published figure (MHz): the two factors
+        of a row's error apart. Above the predicted clock: the clock model is low (or the cycle
+        model slow); below: the clock model is high or the cycle model fast."""
+        return self.row.published / self.tflops_peak * power.param("f_peak_mhz")
 
     @property
     def gap_us(self) -> float:
@@ -148,16 +177,19 @@ class Summary:
     params: dict = field(default_factory=dict)
 
 
-def summarise(results: list[Result]) -> Summary:
-    errs = np.array([abs(r.error) for r in results if r.clock is not None])
+def summarise(results: list[Result], in_band: bool = True) -> Summary:
+    """Errors over the predicted rows (``in_band``: only those not marked out of band)."""
+    errs = np.array([abs(r.error) for r in results if r.clock is not None and not (in_band and r.row.out_of_band)])
     return Summary(n=int(errs.size), mean_abs=float(errs.mean()) if errs.size else math.nan,
                    max_abs=float(errs.max()) if errs.size else math.nan,
-                   within_15=int((errs <= 0.15).sum()), skipped=sum(1 for r in results if r.clock is None))
+                   within_15=int((errs <= BAND).sum()), skipped=sum(1 for r in results if r.clock is None))
 
 
 def _loss(rows: list[Result], params: dict) -> float:
     loss = 0.0
     for r in rows:
+        if r.row.out_of_band:
+            continue
         clock = power.predict_clock(r.activity, r.row.shape.dtype, params=params)
         loss += math.log(r.tflops_peak * clock.mhz / power.param("f_peak_mhz") / r.row.published) ** 2
     return loss
@@ -165,13 +197,13 @@ def _loss(rows: list[Result], params: dict) -> float:
 
 def fit(results: list[Result], e_mfma=(100.0, 8000.0), steps: int = 41, rounds: int = 3) -> dict:
     """Fit ``e_mfma_pj`` minimising the sum of squared log errors of the predicted TFLOP/s over
-    every simulated row (the whole calibration set; nothing per row): a ``steps``-point grid over
+    every simulated in-band row (the calibration set less the out-of-band rows; nothing per row): a ``steps``-point grid over
     the range, then ``rounds - 1`` finer grids around the best point, rounded to 1 pJ.
     ``p_static_w`` stays the table's stated guess: the set cannot separate it from ``e_mfma_pj``
     (150 W or 250 W give tables within 0.5% of each other once ``e_mfma_pj`` is refitted)."""
-    rows = [r for r in results if r.activity is not None]
+    rows = [r for r in results if r.activity is not None and not r.row.out_of_band]
     if not rows:
-        raise ValueError("fit needs at least one simulated row")
+        raise ValueError("fit needs at least one simulated in-band row")
     lo, hi = e_mfma
     best = None
     for _ in range(rounds):
@@ -185,19 +217,23 @@ def fit(results: list[Result], e_mfma=(100.0, 8000.0), steps: int = 41, rounds: 
     return best[1]
 
 
-COLUMNS = ("source", "kernel", "shape", "published", "predicted", "ratio", "gap_us", "clock_mhz", "clock", "at_peak")
+COLUMNS = ("source", "kernel", "shape", "published", "predicted", "ratio", "gap_us", "clock_mhz", "clock",
+           "implied_clock_mhz", "at_peak", "band")
 
 
 def table_rows(results: list[Result]) -> list[dict]:
     out = []
     for r in results:
         base = {"source": r.row.source, "kernel": r.row.kernel, "shape": r.row.label, "published": r.row.published}
+        band = r.row.out_of_band or "in band"
         if r.clock is None:
             out.append(base | {"predicted": None, "ratio": None, "gap_us": None, "clock_mhz": None,
-                               "clock": f"skipped: {r.skipped}", "at_peak": None})
+                               "clock": f"skipped: {r.skipped}", "implied_clock_mhz": None, "at_peak": None,
+                               "band": band})
         else:
             out.append(base | {"predicted": r.predicted, "ratio": r.ratio, "gap_us": r.gap_us, "clock_mhz": r.clock.mhz,
-                               "clock": r.clock.label, "at_peak": r.tflops_peak})
+                               "clock": r.clock.label, "implied_clock_mhz": r.implied_clock, "at_peak": r.tflops_peak,
+                               "band": band})
     return out
 
 
@@ -215,33 +251,44 @@ def render(results: list[Result], fmt: str = "text", params: Optional[dict] = No
             w.writerow(row)
         return buf.getvalue()
     num = lambda v, f="{:.0f}": "-" if v is None else f.format(v)
+    clock_of = lambda row: row["clock"] if row["clock_mhz"] is None else f"{row['clock_mhz']:.0f} MHz ({row['clock']})"
+    mark = lambda row: "" if row["band"] == "in band" else " *"
     lines = []
     if fmt == "markdown":
         lines.append("| source | kernel | shape | published TFLOP/s | predicted TFLOP/s | ratio | time gap (us) | "
-                     "predicted clock | at 2400 MHz |")
-        lines.append("|---|---|---|---|---|---|---|---|---|")
+                     "predicted clock | implied clock | at 2400 MHz | band |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|---|")
         for row in rows:
-            clock = row["clock"] if row["clock_mhz"] is None else f"{row['clock_mhz']:.0f} MHz ({row['clock']})"
             lines.append(f"| {row['source']} | {row['kernel']} | {row['shape']} | {num(row['published'], '{:.1f}')} | "
                          f"{num(row['predicted'])} | {num(row['ratio'], '{:.2f}')} | {num(row['gap_us'], '{:+.1f}')} | "
-                         f"{clock} | {num(row['at_peak'])} |")
+                         f"{clock_of(row)} | {num(row['implied_clock_mhz'], '{:.0f} MHz')} | {num(row['at_peak'])} | "
+                         f"{row['band']} |")
     elif fmt == "text":
-        lines.append(f"{'kernel':34s} {'shape':38s} {'published':>9s} {'predicted':>9s} {'ratio':>6s} {'gap us':>8s}  clock")
+        lines.append(f"{'kernel':34s} {'shape':38s} {'published':>9s} {'predicted':>9s} {'ratio':>6s} {'gap us':>8s} "
+                     f"{'implied':>8s}  clock")
         for row in rows:
-            clock = row["clock"] if row["clock_mhz"] is None else f"{row['clock_mhz']:.0f} MHz ({row['clock']})"
             lines.append(f"{row['kernel']:34s} {row['shape']:38s} {num(row['published'], '{:.1f}'):>9s} "
-                         f"{num(row['predicted']):>9s} {num(row['ratio'], '{:.2f}'):>6s} "
-                         f"{num(row['gap_us'], '{:+.1f}'):>8s}  {clock}")
+                         f"{num(row['predicted']):>9s} {num(row['ratio'], '{:.2f}') + mark(row):>6s} "
+                         f"{num(row['gap_us'], '{:+.1f}'):>8s} {num(row['implied_clock_mhz'], '{:.0f}'):>8s}  "
+                         f"{clock_of(row)}")
+        for why in dict.fromkeys(row["band"].split(" is ")[0] for row in rows if row["band"] != "in band"):
+            lines.append(f"  * {why}")
     else:
         raise ValueError(f"format must be 'text', 'markdown' or 'csv', got {fmt!r}")
+    every = summarise(results, in_band=False)
     lines.append("")
-    lines.append(f"CDNA4 cycle model + clock/power model (SIMULATED) vs published MI355X figures: {s.n} rows, "
+    lines.append(f"CDNA4 cycle model + clock/power model (SIMULATED) vs published MI355X figures: {s.n} in-band rows, "
                  f"mean |error| {100 * s.mean_abs:.1f}%, max |error| {100 * s.max_abs:.1f}%, "
-                 f"{s.within_15}/{s.n} within 15%" + (f"; {s.skipped} skipped" if s.skipped else ""))
-    lines.append(f"toggle densities: stated distribution ({power.DISTRIBUTION}); "
-                 "e_mfma_pj fitted on this set (benchmarks/fidelity.py --fit): the clock is an effective clock")
+                 f"{s.within_15}/{s.n} within 15%" + (f"; {s.skipped} skipped" if s.skipped else "")
+                 + (f" (all {every.n} rows: mean {100 * every.mean_abs:.1f}%, max {100 * every.max_abs:.1f}%, "
+                    f"{every.within_15}/{every.n} within 15%)" if every.n != s.n else ""))
+    lines.append(f"toggle densities: stated distribution ({power.DISTRIBUTION}); e_mfma_pj fitted on the in-band rows "
+                 "(benchmarks/fidelity.py --fit); implied clock: the clock at which the model's cycles give the "
+                 "published figure")
     pure = {dtype: power.pure_mfma_clock(dtype, params=params).mhz for dtype in ("bf16", "fp8")}
-    lines.append(f"the same clock model puts a pure MFMA loop (every SIMD's MFMA pipe busy, no VALU) at "
-                 f"{pure['bf16']:.0f} MHz (bf16) / {pure['fp8']:.0f} MHz (fp8), where an MI350X BF16 microbenchmark "
-                 "sustains 87% of its peak: the fit hides cycle-model optimism (README, 'How far to trust the model')")
+    gemm = {loop.dtype: loop for loop in power.PUBLIC_LOOPS if "GEMM" in loop.name}
+    lines.append(f"pure MFMA loop (every SIMD's MFMA pipe busy, no VALU) in this clock model: {pure['bf16']:.0f} MHz "
+                 f"(bf16) / {pure['fp8']:.0f} MHz (fp8); public MI355X loops imply >= {gemm['bf16'].clock_mhz:.0f} MHz "
+                 f"({gemm['bf16'].name}, {100 * gemm['bf16'].mfma_busy:.2f}% MFMA busy) / >= {gemm['fp8'].clock_mhz:.0f} MHz "
+                 f"({gemm['fp8'].name}, {100 * gemm['fp8'].mfma_busy:.2f}%; ATT thread traces, {gemm['fp8'].source})")
     return "\n".join(lines)

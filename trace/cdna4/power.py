@@ -12,25 +12,33 @@ Equations (every coefficient is a row of :data:`PARAMS`, with its provenance and
     tau     = operand bit-toggle density of the MFMA operands (0..1; :data:`TOGGLE` for the stated
               Gaussian input distribution, or from the data the functional emulator ran:
               ``zyfa-trace kernel --emulate`` prints that clock too, via toggle.attention_toggles)
-    E_cycle = e_clock + e_mfma * tau * a_mfma + e_valu * tau_valu * a_valu + e_lds * b_lds + e_vmem * b_vmem
+    r       = fp8_mfma_energy_ratio for FP8 kernels, 1 for BF16 (an FP8 MFMA-busy SIMD-cycle's
+              energy over a BF16 one's at equal toggle density; :func:`fp8_energy_ratio`)
+    E_cycle = e_clock + r * e_mfma * tau * a_mfma + e_valu * tau_valu * a_valu + e_lds * b_lds + e_vmem * b_vmem
     V(f)/V_peak = v0 + (1 - v0) * f / f_peak                     (linear voltage-frequency curve)
     P(f)    = P_static + N_CU * f * (V(f)/V_peak)^2 * E_cycle
     clock   = f_peak if P(f_peak) <= P_board ("peak"), else the f with P(f) = P_board ("power-limited")
 
 Cycle counts are taken as clock-independent (memory latencies are modelled in cycles), so the
 predicted time is ``cycles / clock``. ``e_mfma`` is fitted on the calibration set only
-(``benchmarks/fidelity.py --fit``); the other coefficients are guesses with stated reasons.
-Activity is taken over the whole simulated run, loop periods the cycle model extrapolated
-included (before 2026-12-03 it was taken over the detailed records only, which over-weighted
-prologues and epilogues and so under-stated the activity of long loops; the fit made up for it
-with a larger ``e_mfma_pj``: 3836 then, 3292 now). Because the fit also absorbs whatever the
-cycle model misses (its AITER BF16 runs at ~86-90% of peak at 2400 MHz where the published
-figures are ~56-60%), the predicted clock is an *effective* clock: a pure MFMA loop (4 busy
-SIMDs, no VALU) comes out at 1441 MHz (BF16) / 1310 MHz (FP8) with the stated operand
-distribution and 1142 MHz at toggle density 0.5 (random bits), while an MI350X BF16
-microbenchmark sustains 87% of its peak. Trust ratios between similar kernels more than the
-absolute clock. What is not modelled: temperature, per-CU clock differences, HBM clock, the dependence of
-toggling on the kernel's own P encoding (one density per input format).
+(``benchmarks/fidelity.py --fit``); ``fp8_mfma_energy_ratio`` is derived from public MI355X
+thread-trace measurements outside that set (:data:`PUBLIC_LOOPS`); the other coefficients are
+guesses with stated reasons. Activity is taken over the whole simulated run, loop periods the
+cycle model extrapolated included.
+
+What the public loops say (docs/cdna4-facts.md "Clocks and power"): AMD's gfx950 Gluon GEMMs on
+an MI355X run their main loops at 98.75% (FP16) and 99.72% (BF8) MFMA busy, measured in ATT
+thread traces, at 1489 and 3257 TFLOP/s: at least 1438 MHz (FP16) and 1557 MHz (BF8) effective
+(a lower bound: the prologue and epilogue are less busy than the loop). So at full MFMA load an
+FP8 loop clocks higher than a 16-bit one. Before 2026-12-03 the model gave both the same energy
+per busy SIMD-cycle (weighted by toggle density only: FP8 0.40 > BF16 0.34), which put a pure
+FP8 loop at 1310 MHz, below a pure BF16 loop (1441 MHz), and under-clocked the MFMA-dense zyfa-fp8
+(0.76x its published figure). The BF16 pure-loop clock that fit gave, 1441 MHz, was already
+consistent with the FP16 GEMM's >= 1438 MHz; the MI350X microbenchmark's 87% of peak states no
+operand data (constant operands toggle nothing). With ``fp8_mfma_energy_ratio`` and ``e_mfma``
+refitted: 1500 MHz (BF16) / 1623 MHz (FP8), 4% above both GEMMs' lower bounds. What is not modelled: temperature, per-CU clock
+differences, HBM clock, the dependence of toggling on a kernel's own P encoding (one density per
+input format), power limits other than the board's (di/dt).
 """
 
 from __future__ import annotations
@@ -55,9 +63,10 @@ PARAMS: dict[str, Param] = {
     "e_vmem_pj_per_byte": Param(30, "pJ/byte", "global memory per byte incl. L2/fabric/HBM (HBM3E ~4 pJ/bit): order of magnitude", guess=True),
     "tau_valu": Param(0.5, "fraction", "toggle density of fp32 softmax operands taken as random bits", guess=True),
     "p_static_w": Param(250, "W", "static + uncore + HBM idle power: no public figure; the calibration set cannot separate it from e_mfma_pj (150 W and 250 W give tables within 0.5% after refitting)", guess=True),
-    # fitted on the calibration set only (benchmarks/fidelity.py --fit); it also absorbs what the cycle
-    # model misses (see docs/cdna4-facts.md "Clocks and power": the clock is an effective clock)
-    "e_mfma_pj": Param(3292, "pJ/SIMD-cycle", "FITTED on the calibration set (26 rows; benchmarks/fidelity.py --fit, 2026-12-03 13:20 UTC, activity over the whole run incl. extrapolated loop periods; mean |error| 11.1%): MFMA busy SIMD-cycle at toggle density 1", guess=True),
+    # fitted on the calibration set's in-band rows only (benchmarks/fidelity.py --fit); it also absorbs
+    # what the cycle model misses (docs/cdna4-facts.md "Clocks and power": an effective clock)
+    "fp8_mfma_energy_ratio": Param(0.741, "fraction", "derived (fp8_energy_ratio) from AMD's gfx950 Gluon GEMMs on an MI355X (ROCm blog 'From Naive to Near-Peak: Building High-Performance GEMM Kernels with Gluon', ROCm/gfx950-gluon-tutorials): FP16 1489 TFLOP/s at 98.75% and BF8 3257 TFLOP/s at 99.72% main-loop MFMA busy (ATT thread traces) imply >= 1438 / >= 1557 MHz; the ratio that makes this model's equations give both, with the stated toggle densities per format (the GEMMs' input data is not stated)", guess=True),
+    "e_mfma_pj": Param(3072, "pJ/SIMD-cycle", "FITTED on the calibration set's 22 in-band rows (benchmarks/fidelity.py --fit, 2026-12-03 15:30 UTC, with fp8_mfma_energy_ratio 0.741 and activity over the whole run; in-band mean |error| 6.5%): a 16-bit MFMA busy SIMD-cycle at toggle density 1 (was 3292 on all 26 rows with one energy for both formats)", guess=True),
 }
 
 # Operand toggle density of the MFMA operands (mean of Q, K, P, V) for the stated distribution:
@@ -117,19 +126,21 @@ def activity(records: dict, skipped: Iterable[Mapping] = ()) -> Activity:
     return Activity(mfma=mfma / span, valu=valu / span, lds_bytes=lds / span, vmem_bytes=vmem / span, cycles=span)
 
 
-def energy_per_cu_cycle(act: Activity, toggle: float, params: Optional[dict] = None) -> float:
-    """E_cycle in joules at peak voltage (module docstring)."""
+def energy_per_cu_cycle(act: Activity, toggle: float, params: Optional[dict] = None, dtype: str = "bf16") -> float:
+    """E_cycle in joules at peak voltage (module docstring); ``dtype``: the MFMA operand format."""
     p = {k: float(v.value) for k, v in PARAMS.items()} | dict(params or {})
-    pj = (p["e_clock_pj"] + p["e_mfma_pj"] * toggle * act.mfma + p["e_valu_pj"] * p["tau_valu"] * act.valu
+    ratio = p["fp8_mfma_energy_ratio"] if dtype == "fp8" else 1.0
+    pj = (p["e_clock_pj"] + ratio * p["e_mfma_pj"] * toggle * act.mfma + p["e_valu_pj"] * p["tau_valu"] * act.valu
           + p["e_lds_pj_per_byte"] * act.lds_bytes + p["e_vmem_pj_per_byte"] * act.vmem_bytes)
     return pj * 1e-12
 
 
-def board_power(f_mhz: float, act: Activity, toggle: float, params: Optional[dict] = None) -> float:
+def board_power(f_mhz: float, act: Activity, toggle: float, params: Optional[dict] = None,
+                dtype: str = "bf16") -> float:
     """P(f) in watts."""
     p = {k: float(v.value) for k, v in PARAMS.items()} | dict(params or {})
     v = p["v0"] + (1 - p["v0"]) * f_mhz / p["f_peak_mhz"]
-    return p["p_static_w"] + timing.param("cus") * f_mhz * 1e6 * v * v * energy_per_cu_cycle(act, toggle, p)
+    return p["p_static_w"] + timing.param("cus") * f_mhz * 1e6 * v * v * energy_per_cu_cycle(act, toggle, p, dtype)
 
 
 @dataclass(frozen=True)
@@ -171,15 +182,62 @@ def predict_clock(act: Activity, dtype: str = "fp8", toggle: Optional[float] = N
         raise ValueError(f"toggle density must be in [0, 1], got {toggle}")
     p = {k: float(v.value) for k, v in PARAMS.items()} | dict(params or {})
     hi, lo, limit = p["f_peak_mhz"], p["f_min_mhz"], p["board_power_w"]
-    watts = board_power(hi, act, toggle, p)
+    watts = board_power(hi, act, toggle, p, dtype)
     if watts <= limit:
         return ClockPrediction(hi, False, watts, toggle, source)
-    if board_power(lo, act, toggle, p) > limit:
-        return ClockPrediction(lo, True, board_power(lo, act, toggle, p), toggle, source)
+    if board_power(lo, act, toggle, p, dtype) > limit:
+        return ClockPrediction(lo, True, board_power(lo, act, toggle, p, dtype), toggle, source)
     for _ in range(60):  # P(f) is increasing in f: bisection
         mid = (lo + hi) / 2
-        if board_power(mid, act, toggle, p) > limit:
+        if board_power(mid, act, toggle, p, dtype) > limit:
             hi = mid
         else:
             lo = mid
-    return ClockPrediction(lo, True, board_power(lo, act, toggle, p), toggle, source)
+    return ClockPrediction(lo, True, board_power(lo, act, toggle, p, dtype), toggle, source)
+
+
+@dataclass(frozen=True)
+class PublicLoop:
+    """A published MI355X main loop: its TFLOP/s and its MFMA busy fraction from a thread trace."""
+
+    name: str
+    dtype: str  # MFMA operand format class of this model: "bf16" (16-bit) or "fp8" (8-bit)
+    peak_tflops: float  # the format's dense peak at 2400 MHz
+    tflops: float
+    mfma_busy: float  # main-loop MFMA cycles over loop cycles, per SIMD (ATT)
+    source: str
+
+    @property
+    def clock_mhz(self) -> float:
+        """Effective clock the figures imply: TFLOP/s over (peak per cycle x busy). A lower bound:
+        the kernel's prologue and epilogue are less MFMA-busy than its loop."""
+        return self.tflops / (self.peak_tflops * self.mfma_busy) * param("f_peak_mhz")
+
+
+_GLUON = ("ROCm blog 'From Naive to Near-Peak: Building High-Performance GEMM Kernels with Gluon' "
+          "and ROCm/gfx950-gluon-tutorials")
+PUBLIC_LOOPS = (
+    PublicLoop("Gluon FP16 GEMM 4096x4096x8192", "bf16", 2516.6, 1489, 0.9875, _GLUON),
+    PublicLoop("Gluon BF8 GEMM 4096x4096x16384", "fp8", 5033.2, 3257, 0.9972, _GLUON),
+    PublicLoop("Gluon FP16 attention fav4, b1 h64 d128 s16320 non-causal", "bf16", 2516.6, 1241, 0.937,
+               "ROCm/gfx950-gluon-tutorials kernels/attention/README.md section 8"),
+)
+
+
+def fp8_energy_ratio(params: Optional[dict] = None) -> float:
+    """``fp8_mfma_energy_ratio`` from the two Gluon GEMMs of :data:`PUBLIC_LOOPS`: the r for which a
+    pure MFMA loop (4 busy SIMDs, nothing else) with the stated toggle densities reaches the BF8
+    GEMM's implied clock when a BF16 one reaches the FP16 GEMM's. Independent of ``e_mfma_pj``:
+    r = (E(f_fp8) - e_clock) / tau_fp8 / ((E(f_bf16) - e_clock) / tau_bf16), with E(f) the energy
+    per CU-cycle at which P(f) is the board limit."""
+    p = {k: float(v.value) for k, v in PARAMS.items()} | dict(params or {})
+    simds = timing.param("simds_per_cu")
+
+    def mfma_pj(loop: PublicLoop) -> float:
+        f = loop.clock_mhz
+        v = p["v0"] + (1 - p["v0"]) * f / p["f_peak_mhz"]
+        e_cycle = (p["board_power_w"] - p["p_static_w"]) / (timing.param("cus") * f * 1e6 * v * v) * 1e12
+        return (e_cycle - p["e_clock_pj"]) / (float(TOGGLE[loop.dtype].value) * simds)
+
+    bf16, fp8 = PUBLIC_LOOPS[0], PUBLIC_LOOPS[1]
+    return mfma_pj(fp8) / mfma_pj(bf16)

@@ -68,9 +68,28 @@ def test_stored_toggle_densities_match_the_stated_distribution():
     assert stream_toggle(torch.tensor([1.0, -1.0] * 50), "bf16") == pytest.approx(1 / 16)  # the sign bit flips
 
 
+def test_fp8_energy_ratio_is_derived_from_the_public_loops():
+    # the stored coefficient is what the public Gluon GEMMs give through the model's own equations
+    assert power.fp8_energy_ratio() == pytest.approx(power.param("fp8_mfma_energy_ratio"), abs=1e-3)
+    gemm = {loop.dtype: loop for loop in power.PUBLIC_LOOPS if "GEMM" in loop.name}
+    assert gemm["bf16"].clock_mhz == pytest.approx(1489 / (2516.6 * 0.9875) * 2400)
+    # with it, pure loops of both formats land on the GEMMs' implied clocks when bf16's does
+    bf16_pj = {"e_mfma_pj": 3304.0}
+    assert power.pure_mfma_clock("bf16", params=bf16_pj).mhz == pytest.approx(gemm["bf16"].clock_mhz, abs=2)
+    assert power.pure_mfma_clock("fp8", params=bf16_pj | {"fp8_mfma_energy_ratio": power.fp8_energy_ratio()}).mhz \
+        == pytest.approx(gemm["fp8"].clock_mhz, abs=2)
+    act = power.Activity(mfma=4.0, valu=0.0, lds_bytes=0.0, vmem_bytes=0.0, cycles=1)
+    assert power.board_power(1500, act, 0.4, dtype="fp8") < power.board_power(1500, act, 0.4, dtype="bf16")
+
+
 def test_calibration_set_is_the_published_one():
     rows = fidelity.calibration_set()
     assert len(rows) == 26
+    # HipKittens rows whose public host-overhead lower bound (83 us) is > 15% of the published time
+    assert {r.label for r in rows if r.out_of_band} == {
+        "b16 h16 s1024 d128 non-causal bf16", "b16 h16 s1024 d128 causal bf16",
+        "b16 h16 s2048 d128 non-causal bf16", "b16 h16 s2048 d128 causal bf16"}
+    assert all("HipKittens" in r.source for r in rows if r.out_of_band)
     by = {(r.source, r.kernel, r.label): r.published for r in rows}
     assert by[("AITER op_tests/cpp/mha/README.md", "aiter:fwd_hd128_bf16_causal", "b4 h64/kv8 s8192 d128 causal bf16")] == 1319.2
     assert by[("HipKittens benchmark JSONs (AITER column)", "aiter:fwd_hd128_bf16", "b15 h16 s16384 d128 non-causal bf16")] == 1283
@@ -108,13 +127,23 @@ def test_fit_recovers_known_coefficients_and_render_reports_errors():
     assert "mean |error| 0.0%" in text and "5/5 within 15%" in text and "1 skipped" in text
     # the footer's pure-MFMA-loop clock follows the coefficients the table was predicted with
     pure = power.pure_mfma_clock("bf16", params=truth)
-    assert pure.limited and f"pure MFMA loop (every SIMD's MFMA pipe busy, no VALU) at {pure.mhz:.0f} MHz" in \
-        fidelity.render(results, "text", truth)
+    assert pure.limited and f"pure MFMA loop (every SIMD's MFMA pipe busy, no VALU) in this clock model: " \
+        f"{pure.mhz:.0f} MHz (bf16)" in fidelity.render(results, "text", truth)
+    # implied clock: the clock at which the row's simulated cycles give its published figure
+    assert all(r.implied_clock == pytest.approx(r.clock.mhz) for r in results[:5])
+    # an out-of-band row is printed, marked, and left out of the summary and the fit
+    far = fidelity.Result(fidelity.Row("x", "k-far", r0.row.shape, r0.predicted / 3, out_of_band="out of band: why"),
+                          r0.tflops_peak, r0.activity, r0.clock)
+    both = results + [far]
+    text = fidelity.render(both, "text")
+    assert "5 in-band rows, mean |error| 0.0%" in text and "all 6 rows" in text and "* out of band: why" in text
+    assert fidelity.fit(both, e_mfma=(1000.0, 2600.0), steps=17, rounds=1) == truth
     assert pure.mhz > power.pure_mfma_clock("bf16", params={"e_mfma_pj": 2 * truth["e_mfma_pj"]}).mhz
     md = fidelity.render(results, "markdown")
     assert md.startswith("| source | kernel |") and "(power-limited)" in md or "(peak)" in md
     csv_text = fidelity.render(results, "csv")
     assert csv_text.splitlines()[0] == ",".join(fidelity.COLUMNS) and len(csv_text.splitlines()) == 7
+    assert csv_text.splitlines()[1].endswith(",in band")
     s = fidelity.summarise(results)
     assert (s.n, s.skipped) == (5, 1) and math.isclose(s.max_abs, 0, abs_tol=1e-9)
 
