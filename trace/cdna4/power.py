@@ -36,9 +36,10 @@ FP8 loop at 1310 MHz, below a pure BF16 loop (1441 MHz), and under-clocked the M
 (0.76x its published figure). The BF16 pure-loop clock that fit gave, 1441 MHz, was already
 consistent with the FP16 GEMM's >= 1438 MHz; the MI350X microbenchmark's 87% of peak states no
 operand data (constant operands toggle nothing). With ``fp8_mfma_energy_ratio`` and ``e_mfma``
-refitted: 1500 MHz (BF16) / 1623 MHz (FP8), 4% above both GEMMs' lower bounds. What is not modelled: temperature, per-CU clock
-differences, HBM clock, the dependence of toggling on a kernel's own P encoding (one density per
-input format), power limits other than the board's (di/dt).
+refitted: 1489 MHz (BF16) / 1612 MHz (FP8), 3.5% above both GEMMs' lower bounds. What is not
+modelled: temperature, per-CU clock differences, HBM clock, the dependence of toggling on a
+kernel's own P encoding (one density per input format), power limits other than the board's
+(di/dt).
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ PARAMS: dict[str, Param] = {
     # fitted on the calibration set's in-band rows only (benchmarks/fidelity.py --fit); it also absorbs
     # what the cycle model misses (docs/cdna4-facts.md "Clocks and power": an effective clock)
     "fp8_mfma_energy_ratio": Param(0.741, "fraction", "derived (fp8_energy_ratio) from AMD's gfx950 Gluon GEMMs on an MI355X (ROCm blog 'From Naive to Near-Peak: Building High-Performance GEMM Kernels with Gluon', ROCm/gfx950-gluon-tutorials): FP16 1489 TFLOP/s at 98.75% and BF8 3257 TFLOP/s at 99.72% main-loop MFMA busy (ATT thread traces) imply >= 1438 / >= 1557 MHz; the ratio that makes this model's equations give both, with the stated toggle densities per format (the GEMMs' input data is not stated)", guess=True),
-    "e_mfma_pj": Param(3072, "pJ/SIMD-cycle", "FITTED on the calibration set's 22 in-band rows (benchmarks/fidelity.py --fit, 2026-12-03 15:30 UTC, with fp8_mfma_energy_ratio 0.741 and activity over the whole run; in-band mean |error| 6.5%): a 16-bit MFMA busy SIMD-cycle at toggle density 1 (was 3292 on all 26 rows with one energy for both formats)", guess=True),
+    "e_mfma_pj": Param(3110, "pJ/SIMD-cycle", "FITTED on the calibration set's 22 in-band rows (benchmarks/fidelity.py --fit, 2026-12-03 15:40 UTC, with fp8_mfma_energy_ratio 0.741, activity over the whole run and zyfa-fp8 with paired query blocks; in-band mean |error| 6.3%): a 16-bit MFMA busy SIMD-cycle at toggle density 1 (was 3292 on all 26 rows with one energy for both formats)", guess=True),
 }
 
 # Operand toggle density of the MFMA operands (mean of Q, K, P, V) for the stated distribution:
