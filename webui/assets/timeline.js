@@ -197,6 +197,7 @@ without asking the server.
         const none = window.dash_clientside.no_update;
         if (!Array.isArray(view) || view.length !== 2 || same(view, state.committed)) { return none; }
         state.committed = view;
+        state.requested = view.slice();  // the server asked itself for this view's figure (update_view sets `lod` too)
         const gd = document.getElementById(IDS.plot);
         if (same(view, state.view)) { return none; }
         state.view = view.slice();
