@@ -60,14 +60,29 @@ def _instrw(body: str) -> list[tuple[str, str]]:
             re.finditer(r"InstRW<\[(\w+)[^\]]*\],\s*\(instregex\s+\"([^\"]+)\"\)>", body)]
 
 
-def llvm_mfma_passes(rules: list[tuple[str, str]], mnemonic: str):
-    """(passes, class, regex) LLVM assigns to ``mnemonic``, or None."""
+def _f8_variants(body: str) -> dict[str, str]:
+    """``SchedWriteVariant`` name -> the write its FP8-operand ``SchedVar`` selects (gfx950's
+    ``WriteMFMAScale_*_F8F6F4``: ``PredIsF8_MFMA_SCALE`` -> 16/8 passes, else 8/4). Our f8f6f4
+    rows are timed for FP8 operands, so that is the variant they are compared with."""
+    out = {}
+    for m in re.finditer(r"def (\w+)\s*:\s*SchedWriteVariant<\[(.*?)\]>;", body, re.S):
+        for pred, write in re.findall(r"SchedVar<(\w+),\s*\[(\w+)\]>", m.group(2)):
+            if "F8" in pred.upper():
+                out[m.group(1)] = write
+    return out
+
+
+def llvm_mfma_passes(rules: list[tuple[str, str]], mnemonic: str, variants: dict | None = None):
+    """(passes, class, regex) LLVM assigns to ``mnemonic``, or None; ``variants``: as
+    :func:`_f8_variants` returns (the FP8-operand write of a SchedWriteVariant)."""
     printed = mnemonic.upper()
+    variants = variants or {}
     # LLVM's internal opcode names drop the underscore after the shape (V_MFMA_F32_32X32X2F32)
     for name in (printed + "_e64", re.sub(r"^(V_\w+?_\d+X\d+X\d+)_", r"\1", printed) + "_e64"):
         for regex, cls in rules:
-            if cls in _PASSES and re.match(regex, name):
-                return _PASSES[cls], cls, regex
+            write = variants.get(cls, cls)
+            if write in _PASSES and re.match(regex, name):
+                return _PASSES[write], cls if write == cls else f"{cls} (FP8 operands: {write})", regex
     return None
 
 
@@ -85,6 +100,7 @@ def main(argv=None) -> int:
     if model not in blocks:
         parser.error(f"model {model!r} not in {td}; models: {', '.join(sorted(blocks))}")
     rules = _instrw(blocks[model])
+    variants = _f8_variants(blocks[model])
     latency = {**_latencies(blocks.get("SICommonWriteRes", "")), **_latencies(blocks[model])}
     mnemonics = list(MFMA_MNEMONICS)
     for path in args.program:
@@ -94,7 +110,7 @@ def main(argv=None) -> int:
     print(f"{'row':42s} {'ours':>5s} {'LLVM':>5s}  status")
     for mnemonic in mnemonics:
         ours = timing.op_class(mnemonic)
-        theirs = llvm_mfma_passes(rules, mnemonic)
+        theirs = llvm_mfma_passes(rules, mnemonic, variants)
         if theirs is None:
             status, value = f"not in {model} (ours: {ours.source})", "-"
         else:

@@ -144,6 +144,10 @@ TABLE: tuple[tuple[str, OpClass], ...] = (
     (r"^v_mfma_f32_16x16x32_(bf16|f16)$", _mfma("Write4PassMAI_16x16x32", 4, "Design: 4 passes; SISched gfx940 ^V_MFMA_.32_16X16X32 -> Write4PassMAI")),
     (r"^v_mfma_f32_32x32x16_(fp8|bf8)_(fp8|bf8)$", _mfma("Write8PassMAI_32x32x16_f8", 8, "SISched gfx940 ^V_MFMA_.32_32X32X16 -> Write8PassMAI")),
     (r"^v_mfma_f32_16x16x32_(fp8|bf8)_(fp8|bf8)$", _mfma("Write4PassMAI_16x16x32_f8", 4, "SISched gfx940 ^V_MFMA_.32_16X16X32 -> Write4PassMAI")),
+    # gfx950's new 16-bit/i8 shapes: SIDPGFX950FullSpeedModel ^V_MFMA_.32_16X16X64 -> Write4PassMAI,
+    # ^V_MFMA_.32_32X32X32_ -> Write8PassMAI (tools/check_sischedule.py found i8 16x16x64 at the unknown row's 16)
+    (r"^v_mfma_[fi]32_16x16x64_\w+$", _mfma("Write4PassMAI_16x16x64", 4, "SISched gfx950 ^V_MFMA_.32_16X16X64 -> Write4PassMAI")),
+    (r"^v_mfma_[fi]32_32x32x32_\w+$", _mfma("Write8PassMAI_32x32x32", 8, "SISched gfx950 ^V_MFMA_.32_32X32X32_ -> Write8PassMAI")),
     (r"^v_mfma_[fi]32_32x32x(8|4_?xf32|16_i8)\w*$", _mfma("Write8PassMAI_32x32x8", 8, "SISched gfx940 ^V_MFMA_.32_32X32X8 / X4XF -> Write8PassMAI")),
     (r"^v_mfma_[fi]32_16x16x(16|8_?xf32|32_i8)\w*$", _mfma("Write4PassMAI_16x16x16", 4, "SISched gfx940 ^V_MFMA_.32_16X16X16 / X8X -> Write4PassMAI")),
     (r"^v_mfma_[fi]32_32x32x[124]_?(\d+b_)?(f32|f16|bf16|i8)\w*$", _mfma("Write16PassMAI_32x32x2", 16, "SISched gfx940 ^V_MFMA_.32_32X32X[124][FBI] -> Write16PassMAI")),

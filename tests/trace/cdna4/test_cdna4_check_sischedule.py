@@ -41,6 +41,31 @@ def test_agreeing_table_exits_0(tool, tmp_path, capsys):
     assert "v_mfma_f32_32x32x64_f8f6f4" in out and "not in SIDPGFX940FullSpeedModel" in out
 
 
+GFX950 = """
+let SchedModel = SIDPGFX950FullSpeedModel in {
+def : InstRW<[Write4PassMAI,   MIMFMARead], (instregex "^V_MFMA_.32_16X16X64")>;
+def WriteMFMAScale_32X32X64_F8F6F4 : SchedWriteVariant<[
+    SchedVar<PredIsF8_MFMA_SCALE, [{f8}PassMAI]>,
+    SchedVar<NoSchedPred, [Write8PassMAI]>]>;
+def : InstRW<[WriteMFMAScale_32X32X64_F8F6F4,  MIMFMARead],
+        (instregex "^V_MFMA(_SCALE)?_.32_32X32X64_F8F6F4")>;
+}
+"""
+
+
+@pytest.mark.parametrize("f8,code", [("Write16", 0), ("Write8", 1)])
+def test_gfx950_f8_variant_is_compared_for_fp8_operands(tool, tmp_path, capsys, f8, code):
+    # gfx950's f8f6f4 MFMAs are timed through a SchedWriteVariant: the FP8-operand SchedVar is ours
+    td = tmp_path / "SISchedule.td"
+    td.write_text(TD.replace("{cvt}", "4").replace("{pass32}", "Write8") + GFX950.replace("{f8}", f8))
+    assert tool.main(["--td", str(td)]) == code
+    out = capsys.readouterr().out
+    assert "LLVM model: SIDPGFX950FullSpeedModel" in out
+    row = next(line for line in out.splitlines() if line.startswith("v_mfma_scale_f32_32x32x64_f8f6f4"))
+    assert row.split()[1:3] == ["16", f8.removeprefix("Write")]
+    assert "v_mfma_i32_16x16x64_i8                         4     4  match" in out
+
+
 def test_differences_are_reported(tool, tmp_path, capsys):
     td = tmp_path / "SISchedule.td"
     td.write_text(TD.replace("{cvt}", "1").replace("{pass32}", "Write16"))
