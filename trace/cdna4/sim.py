@@ -131,7 +131,7 @@ class _Static:
     __slots__ = ("inst", "pipe", "unit", "cycles", "latency", "reads", "hz_reads", "vdefs", "sdefs",
                  "co_issue", "src_read", "packed_after", "scaled", "issue_cycles", "vmcnt", "lgkmcnt", "nop", "sleep", "bytes", "fn", "is_branch",
                  "target", "passes", "is_mfma", "vdefs_sorted", "hz_waits", "hz_max", "operand_text", "index",
-                 "busy_cycles", "opcode_bytes")
+                 "busy_cycles", "opcode_bytes", "control")
 
     def __init__(self, program: Program, index: int):
         inst = program.instructions[index]
@@ -182,7 +182,21 @@ class _Static:
         self.opcode_bytes = mem_bytes(inst.opcode) * wave if inst.unit in ("LDS", "VMEM") else 0  # as power.activity reads them
         self.fn = scalar.executor(inst)
         self.is_branch = inst.opcode.startswith(("s_branch", "s_cbranch"))
+        # what CUSim._issue does after the functional effect: 0 nothing more; else "branch",
+        # "s_endpgm", "s_barrier", "s_setprio", "nop", "sleep" (one test instead of five per issue)
+        self.control = ("branch" if self.is_branch else inst.opcode if inst.opcode in ("s_endpgm", "s_barrier", "s_setprio")
+                        else "nop" if self.nop else "sleep" if self.sleep else 0)
         self.target = program.branch_targets.get(index)
+
+    def at(self, program: Program, index: int) -> "_Static":
+        """This instruction's static data for an instruction of the same text at ``index``."""
+        other = object.__new__(_Static)
+        for name in _Static.__slots__:
+            setattr(other, name, getattr(self, name))
+        other.inst = program.instructions[index]
+        other.index = index
+        other.target = program.branch_targets.get(index)
+        return other
 
 
 _STATIC: dict = {}  # id(program) -> (program, its _Static list): a few programs, each simulated several times
@@ -199,7 +213,16 @@ def static_of(program: Program) -> list:
     hit = _STATIC.get(id(program))
     if hit is not None and hit[0] is program:
         return hit[1]
-    static = [_Static(program, i) for i in range(len(program))]
+    static, seen = [], {}
+    for i, inst in enumerate(program.instructions):
+        # everything but inst, index and target follows from the instruction's text (and its
+        # defs/uses): equal texts share one computation (a kernel repeats a few hundred texts)
+        key = (inst.opcode, inst.operands, inst.modifiers, inst.unit, inst.defs, inst.uses)
+        first = seen.get(key)
+        if first is None:
+            static.append(seen.setdefault(key, _Static(program, i)))
+        else:
+            static.append(first.at(program, i))
     if len(_STATIC) >= _STATIC_KEEP:
         del _STATIC[next(iter(_STATIC))]
     _STATIC[id(program)] = (program, static)
@@ -328,9 +351,15 @@ class CUSim:
         self.extrapolated_insts = 0
         self.extrapolated: list = []
         self.backedges: dict = {}  # wave-0 back-edge history: list of (cycle, per-wave log lengths)
-        self.labels_at = {i: name for name, i in program.labels.items()}
+        self.labels_at = [None] * (len(program) + 1)  # instruction index -> the label there (None: none)
+        for name, i in program.labels.items():
+            self.labels_at[i] = name
         self._backedge: Optional[int] = None
         self.time_offset = 0  # cycles skipped so far: records are stored contiguous (skips removed)
+        self._record = config.record
+        self._pass_cycles = timing.CYCLES_PER_PASS
+        self._starts_iteration = (None if iteration_starts is None else
+                                  [i in iteration_starts for i in range(len(program))])
         self.issue_period = int(timing.param("issue_period"))
         self.branch_penalty = int(timing.param("branch_taken_cycles"))
         self.barrier_release = int(timing.param("barrier_release_cycles"))
@@ -516,11 +545,11 @@ class CUSim:
             else:
                 for k in s.vdefs:
                     lw.pop(k, None)
-        if self.iteration_starts is not None and w.pc in self.iteration_starts:
+        if self._starts_iteration is not None and self._starts_iteration[w.pc]:
             w.iters += 1
         # record
-        stall = t - (w.last_issue + timing.CYCLES_PER_PASS) if w.last_issue >= 0 else t
-        if self.config.record:
+        stall = t - (w.last_issue + self._pass_cycles) if w.last_issue >= 0 else t
+        if self._record:
             if stall <= 0:
                 stall, reason = 0, None
             elif reason == "issue":
@@ -540,8 +569,10 @@ class CUSim:
             s.fn(w.state)
         nxt = w.pc + 1
         w.ready, w.ready_reason = t + self.issue_period, "issue"
-        op = inst.opcode
-        if s.is_branch:
+        control = s.control
+        if not control:
+            pass
+        elif control == "branch":
             if scalar.condition(inst, w.state) is None:
                 self.unknown_branches[inst.pc] = self.unknown_branches.get(inst.pc, 0) + 1
             if scalar.branch_taken(inst, w.state, self.policy[w.pc]):
@@ -552,21 +583,21 @@ class CUSim:
                         w.iters += 1
                     if w.wid == 0 and self.config.fast_forward:
                         self._backedge = w.pc
-        elif op == "s_endpgm":
+        elif control == "s_endpgm":
             w.done = True
             self._live -= 1
             w.end = max(w.end, t + timing.CYCLES_PER_PASS)
-        elif op == "s_barrier":
+        elif control == "s_barrier":
             w.at_barrier = True
             self._at_barrier += 1
-        elif op == "s_setprio":
+        elif control == "s_setprio":
             w.prio = int(inst.operands[0], 0) if inst.operands else 0
-        elif s.nop:
+        elif control == "nop":
             w.ready, w.ready_reason = t + s.nop, "nop"
-        elif s.sleep:
+        elif control == "sleep":
             w.ready, w.ready_reason = t + s.sleep, "sleep"
         w.pc = nxt
-        label = self.labels_at.get(nxt)
+        label = self.labels_at[nxt]
         if label is not None:
             w.region = label
 
