@@ -814,6 +814,9 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
         Input(ID.highlight, "data"), Input(ID.shade, "data"), Input(ID.metric_range, "data"),
     )
     def draw_timeline(lod, a, b, highlight, shade, metric_range):
+        shading = isinstance(shade, dict) and shade.get("term") in BUDGET_TERMS
+        if not shading and set(ctx.triggered_prop_ids) == {f"{ID.metric_range}.data"}:
+            raise PreventUpdate  # the metric window only moves the shading: with none, the figure stays
         panels = _panels(store, a, b)
         x0, x1 = _range(lod) or _full_view(panels)
         view = timeline.View(x0, x1)
@@ -823,7 +826,7 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
             index = slots.index(highlight["slot"])
             lit = (index, occurrences(panels[index][1].trace, _int(highlight.get("pc"), "pc"), highlight.get("opcode")))
         shaded = None
-        if isinstance(shade, dict) and shade.get("term") in BUDGET_TERMS and panels:
+        if shading and panels:
             window = _window(metric_range, dict(panels))
             shaded = (BUDGET_TERMS[shade["term"]], [metrics.term_intervals(p.trace, shade["term"], window)
                                                     for _, p in panels])

@@ -595,6 +595,18 @@ def test_keys_wheel_downloads_caveats_and_patched_selection(browser, served):
     _settled(page)
     assert figure_requests == []
     assert _plot(page)["shapes"] == 1  # the outline stays, in cycles
+    # with the metric window 'view' a zoom recomputes the metrics for the new view, and the server
+    # answers no figure (nothing is shaded, so the window does not change the timeline: 204)
+    figure_answers: list[int] = []
+    page.on("response", lambda r: figure_answers.append(r.status) if "_dash-update-component" in r.url
+            and "timeline-figure" in (r.request.post_data or "") else None)
+    page.locator("#metric-window input[value=view]").check()
+    _settled(page)
+    page.locator("h2").click()
+    with page.expect_response(_is_update("metrics.children", '"view"'), timeout=TIMEOUT_MS):
+        page.keyboard.press("w")
+    _settled(page)
+    assert figure_answers and set(figure_answers) == {204}
 
     # the model's caveats and its guessed parameters are one click away (fixture traces have none)
     assert "A: simulated (cycle model)" in page.inner_text("#caveats")
