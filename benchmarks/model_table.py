@@ -21,6 +21,8 @@ import time
 from dataclasses import replace
 
 from zyfa.analyzer import summary
+from zyfa.gfx950 import timing
+from zyfa.gfx950.isa import mfma_flops
 from zyfa.kernels import gfx950
 from zyfa.kernels.gfx950.counts import tile_counts
 from zyfa.kernels.gfx950.generator import generate
@@ -44,8 +46,19 @@ def _ratios(ours: dict, base: dict) -> str:
     cycle ratio) and the clock model's (predicted clock ratio); their product is the first."""
     both = ours["tflops"] / base["tflops"]
     cycles = ours["tflops_2400"] / base["tflops_2400"]
-    return (f"{both:.2f}x at the predicted clocks = {cycles:.2f}x in cycles (both at 2400 MHz) x "
-            f"{ours['mhz'] / base['mhz']:.2f} clock ratio ({ours['mhz']:.0f} / {base['mhz']:.0f} MHz)")
+    return (f"{both:.3f}x at the predicted clocks = {cycles:.3f}x in cycles (both at 2400 MHz) x "
+            f"{ours['mhz'] / base['mhz']:.3f} clock ratio ({ours['mhz']:.0f} / {base['mhz']:.0f} MHz)")
+
+
+def _mfma_bound(shape, work: float) -> dict:
+    """The cycle model's ceiling for any schedule: ``work`` x the shape's FLOPs on every SIMD's
+    MFMA pipe back to back (the 32x32x64 FP8 MFMA's FLOPs per cycle, no idle, no tail), at 2400 MHz
+    and at the power model's clock for a pure MFMA loop (:func:`power.pure_mfma_clock`)."""
+    opcode = "v_mfma_f32_32x32x64_f8f6f4"
+    per_cycle = mfma_flops(opcode) / timing.op_class(opcode).cycles * timing.param("simds_per_cu") * timing.param("cus")
+    cycles = shape.flops * work / per_cycle
+    mhz = power.pure_mfma_clock(shape.dtype).mhz
+    return {"tflops": shape.tflops(cycles / (mhz * 1e6)), "tflops_2400": shape.tflops(cycles / 2.4e9), "mhz": mhz}
 
 
 def _row(name: str, shape, forced_clock=None):
@@ -109,6 +122,16 @@ def main():
         for name in ours:
             if name in rows and pair.baseline in rows:
                 print(f"- {name} / {pair.baseline}: {_ratios(rows[name], rows[pair.baseline])} ({pair.label})")
+    base = next((p.baseline for p in pairs if p.ours == "zyfa-fp8"), None)
+    if base in rows and "zyfa-fp8" in rows:
+        shape = parse_shape(args.shape, heads=args.heads)
+        counts = tile_counts(generate(gfx950.config_for("zyfa-fp8", shape)))
+        for label, work in (("the shape's FLOPs alone", 1.0),
+                            ("+ zyfa-fp8's row-sum MFMAs", counts.mfma_cycles / (counts.mfma_cycles - counts.rowsum_cycles))):
+            bound = _mfma_bound(shape, work)
+            print(f"- bound for any schedule, MFMA work = {label} ({work:.4f}x) with no idle: "
+                  f"{bound['tflops_2400']:.0f} TFLOP/s at 2400 MHz, {bound['tflops']:.0f} at the pure-MFMA clock "
+                  f"{bound['mhz']:.0f} MHz; / {base}: {_ratios(bound, rows[base])}")
     # AITER v4 has no causal FP8 object: compare on the same shape without the mask
     noncausal = replace(parse_shape(args.shape, heads=args.heads), causal=False)
     print(f"\nAgainst AITER v4 ({V4}), b1 h{args.heads} s{args.shape} d128 NON-causal:\n")
