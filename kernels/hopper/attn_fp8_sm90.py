@@ -214,7 +214,7 @@ class LeanPAttentionSm90:
 
     def __init__(self, head_dim: int, head_dim_v: int, causal: bool, pingpong: bool = True,
                  kv_stages: int = 4, q_in_regs: bool = False, pbuf: bool = False, timeline: bool = False,
-                 n128: bool = False, lpt: bool = True, exact: bool = False, lag: bool = False, bfirst: bool = False):
+                 n128: bool = False, lpt: bool = True, exact: bool = False, bfirst: bool = False):
         if head_dim % 32 or head_dim > 256:
             raise ValueError(f"head_dim must be a multiple of 32 up to 256, got {head_dim}")
         if head_dim_v % 8 or head_dim_v + ONES_ROWS > 256:
@@ -233,17 +233,11 @@ class LeanPAttentionSm90:
         self.n128 = n128
         if n128 and (q_in_regs or pbuf):
             raise ValueError("n128 does not combine with q_in_regs or pbuf")
-        # lag (n128 only): block b's PV GEMM of tile j-1 runs under tile j's P codes and is merged under
-        # S_{j+1}'s GEMM (a third P buffer), so neither its wait nor its merge sits between S_j and
-        # S_{j+1} on the warpgroup's dependency chain; same arithmetic in the same order as n128
-        self.lag = lag
         # bfirst (n128 only): tile j's block-b codes go into a third P buffer before the wait for block b's
         # PV of tile j-1 (n128 waits for it between the a and b codes); the turn stays as n128's
         self.bfirst = bfirst
-        if bfirst and (not n128 or lag):
-            raise ValueError("bfirst needs n128 and does not combine with lag")
-        if lag and (not n128 or exact):
-            raise ValueError("lag needs n128 and does not combine with exact (whose GEMMs wait per k-step)")
+        if bfirst and not n128:
+            raise ValueError("bfirst needs n128")
         self.tile_n = 2 * BLOCK_N if n128 else BLOCK_N  # keys per K/V pipeline stage
         if n128 and kv_stages == 4:
             kv_stages = 2  # the same shared-memory bytes as four 64-key stages
@@ -364,26 +358,14 @@ class LeanPAttentionSm90:
                 for w in cutlass.range_constexpr(NUM_MMA_WG):
                     cute.copy(tma_q, tQgQ[None, m_block * NUM_MMA_WG + w], tQsQ[None, w],
                               tma_bar_ptr=pipe_q.producer_get_barrier(state_q))
-                if const_expr(self.lag):
-                    # K one tile ahead of V: lag frees V stages later than K stages, and K_{j+1} must not
-                    # queue behind the acquire of V_j's stage
-                    if n_blocks > 0:
-                        self.load(pipe_k, tma_k, tKgK, tKsK, 0)
-                    for j in cutlass.range(n_blocks, unroll=1):
-                        if j + 1 < n_blocks:
-                            self.load(pipe_k, tma_k, tKgK, tKsK, j + 1)
-                        self.load(pipe_v, tma_v, tVgV, tVsV, j)
-                else:
-                    for j in cutlass.range(n_blocks, unroll=1):
-                        self.load(pipe_k, tma_k, tKgK, tKsK, j)
-                        self.load(pipe_v, tma_v, tVgV, tVsV, j)
+                for j in cutlass.range(n_blocks, unroll=1):
+                    self.load(pipe_k, tma_k, tKgK, tKsK, j)
+                    self.load(pipe_v, tma_v, tVgV, tVsV, j)
         else:
             cute.arch.setmaxregister_increase(self.mma_regs)
             grid_m, grid_h, _ = cute.arch.grid_dim()
             cta = m_block + grid_m * (head + grid_h * batch)
-            consumer = self.consumer
-            if const_expr(self.n128):
-                consumer = self.consumer_n128_lag if const_expr(self.lag) else self.consumer_n128
+            consumer = self.consumer_n128 if const_expr(self.n128) else self.consumer
             consumer(tiled_mma_qk, tiled_mma_pv, sQ, sK, sV, pipe_q, pipe_k, pipe_v, mO, mLse,
                           mT[head_k, batch], mDv[head_k, batch], mTL, cta, m_block, head, batch, wg_idx - 1,
                           n_blocks, offset, seqlen_q, seqlen_k)
@@ -854,177 +836,6 @@ class LeanPAttentionSm90:
             scale[h] = new_a[h]
             scale[h + 2] = new_b[h]
 
-    # -- lag: n128 with block b's PV GEMM and its merge off the chain between two S GEMMs ----
-    @cute.jit
-    def consumer_n128_lag(self, tiled_mma_qk: cute.TiledMma, tiled_mma_pv: cute.TiledMma, sQ: cute.Tensor,
-                          sK: cute.Tensor, sV: cute.Tensor, pipe_q, pipe_k, pipe_v, mO: cute.Tensor,
-                          mLse: cute.Tensor, t: Float32, dv: Float32, mTL: cute.Tensor, cta: Int32, m_block: Int32,
-                          head: Int32, batch: Int32, wg: Int32, n_tiles: Int32, offset: Int32, seqlen_q: Int32,
-                          seqlen_k: Int32):
-        """As :meth:`consumer_n128` (same GEMMs, codes and merges in the same order), pipelined differently.
-        State P(j): S_j masked and its four row maxima in ``mx4``, block a's PV GEMM of tile j-1 done in
-        ``acc_t``, block b's codes of tile j-1 in P buffer (j-1) % 2; no wgmma in flight, so the loop's back
-        edge, the buffer-parity branch and the K/V pipeline waits sit there. One step P(j) -> P(j+1): merge
-        a(j-1), issue PV b(j-1), tile j's codes (a into ``p_a``, b into buffer j % 2), issue S_{j+1}, wait
-        for PV b(j-1) and merge it while S_{j+1} runs, issue PV a(j), wait for S_{j+1}, mask, row maxima,
-        wait for PV a(j). n128 waits for PV b(j-1) between tile j's a and b codes and merges it before
-        S_{j+1}; here both leave the chain S_j -> softmax_j -> S_{j+1}."""
-        tidx, _, _ = cute.arch.thread_idx()
-        wg_tidx = tidx % 128
-        thr_qk = tiled_mma_qk.get_slice(wg_tidx)
-        thr_pv = tiled_mma_pv.get_slice(wg_tidx)
-        tSrQ = tiled_mma_qk.make_fragment_A(thr_qk.partition_A(sQ))
-        tSrK = tiled_mma_qk.make_fragment_B(thr_qk.partition_B(sK))
-        tOrV = tiled_mma_pv.make_fragment_B(thr_pv.partition_B(sV))
-        acc_s = thr_qk.make_fragment_C(thr_qk.partition_shape_C((BLOCK_M, 2 * BLOCK_N)))
-        acc_o = thr_pv.make_fragment_C(thr_pv.partition_shape_C((BLOCK_M, self.vrows)))
-        acc_t = thr_pv.make_fragment_C(thr_pv.partition_shape_C((BLOCK_M, self.vrows)))  # PV of one block
-        p_shape = thr_pv.partition_shape_A((BLOCK_M, BLOCK_N))
-        p_a = cute.make_rmem_tensor(p_shape, cutlass.Float8E4M3FN)
-        p_b0 = cute.make_rmem_tensor(p_shape, cutlass.Float8E4M3FN)  # block b's codes of even tiles
-        p_b1 = cute.make_rmem_tensor(p_shape, cutlass.Float8E4M3FN)  # ... of odd tiles
-        row0 = m_block * (BLOCK_M * NUM_MMA_WG) + wg * BLOCK_M
-        tScS = thr_qk.partition_C(cute.make_identity_tensor((BLOCK_M, 2 * BLOCK_N)))
-        tOcO = thr_pv.partition_C(cute.make_identity_tensor((BLOCK_M, self.vrows)))
-
-        t8 = t * 8.0
-        bref = cute.make_rmem_tensor(cute.make_layout(2), Float32)  # per row half: bm of the reference block
-        scale = cute.make_rmem_tensor(cute.make_layout(4), Float32)  # [h + 2 half]: scale for merging PV
-        mx4 = cute.make_rmem_tensor(cute.make_layout(4), Float32)  # [h + 2 half]: row maxima of S_j
-        tl = self.consumer_begin(mTL, wg, cta, bref, scale, acc_o)
-        n_tl = cute.size(mTL.shape[1]) - 2
-        pipe_q.consumer_wait(stage(0, 1, False))
-        q_slice = tSrQ[None, None, None, wg]
-        st = (acc_s, tScS, p_a, tSrK, tOrV, q_slice, acc_o, acc_t, bref, scale, mx4, t, t8, row0, offset,
-              seqlen_k, pipe_k, pipe_v, wg, tl)
-
-        if n_tiles > 0:
-            self.first_qk(acc_s, q_slice, tSrK, pipe_k, wg, tl)
-            if self.block_needs_mask(0, row0, offset, seqlen_k):
-                self.mask_keys(acc_s, tScS, 0, row0, offset, seqlen_k)
-            self.tile_maxima(acc_s, mx4)
-        if n_tiles > 1:  # step 0 (no PV of a tile -1); S_1's mask is applied unconditionally (a no-op if full)
-            self.lag_step(Int32(0), p_b1, p_b0, *st, masked=True, first=True)
-        # step j issues S_{j+1}: no mask while tile j+1 < n_full
-        n_full = self.first_masked_block(row0, offset, seqlen_k, n_tiles)
-        for j in cutlass.range(1, n_full - 1, unroll=1):
-            if j % 2 == 1:
-                self.lag_step(j, p_b0, p_b1, *st, masked=False, first=False)
-            else:
-                self.lag_step(j, p_b1, p_b0, *st, masked=False, first=False)
-        for j in cutlass.range(cutlass.max(n_full - 1, 1), n_tiles - 1, unroll=1):
-            if j % 2 == 1:
-                self.lag_step(j, p_b0, p_b1, *st, masked=True, first=False)
-            else:
-                self.lag_step(j, p_b1, p_b0, *st, masked=True, first=False)
-        if n_tiles > 0:
-            j_last = n_tiles - 1
-            if j_last % 2 == 1:
-                self.lag_finish(j_last, n_tl, p_b0, p_b1, *st)
-            else:
-                self.lag_finish(j_last, n_tl, p_b1, p_b0, *st)
-        if const_expr(self.pingpong):
-            if wg == 0:  # balance the first arrival: consume the other warpgroup's last one
-                cute.arch.barrier(barrier_id=2, number_of_threads=256)
-        self.epilogue(acc_o, tOcO, bref, dv, mO, mLse, row0, head, batch, seqlen_q)
-
-    @cute.jit
-    def tile_maxima(self, acc_s: cute.Tensor, mx4: cute.Tensor):
-        """The four row maxima of a 128-key S tile ([h + 2 half], four interleaved chains)."""
-        mxs = [[row_max(acc_s, h, 8 * half) for h in range(2)] for half in range(2)]
-        for half in cutlass.range_constexpr(2):
-            for h in cutlass.range_constexpr(2):
-                mx4[h + 2 * half] = mxs[half][h]
-
-    @cute.jit
-    def lag_step(self, j: Int32, p_prev: cute.Tensor, p_cur: cute.Tensor, acc_s: cute.Tensor, tScS: cute.Tensor,
-                 p_a: cute.Tensor, tSrK: cute.Tensor, tOrV: cute.Tensor, q_slice: cute.Tensor, acc_o: cute.Tensor,
-                 acc_t: cute.Tensor, bref: cute.Tensor, scale: cute.Tensor, mx4: cute.Tensor, t: Float32,
-                 t8: Float32, row0: Int32, offset: Int32, seqlen_k: Int32, pipe_k, pipe_v, wg: Int32,
-                 tl: cute.Tensor, masked: cutlass.Constexpr, first: cutlass.Constexpr):
-        """P(j) -> P(j+1) (see :meth:`consumer_n128_lag`); ``p_prev`` holds block b's codes of tile j-1,
-        ``p_cur`` receives tile j's. Each pipeline wait sits just before the GEMM that reads the stage (as in
-        FA3; run 22 waited for both at the step's start, and the step stalled there)."""
-        state_k = stage(j + 1, self.kv_stages, False)
-        state_v = stage(j, self.kv_stages, False)
-        p32_a = cute.recast_tensor(p_a, Uint32)
-        p32_cur = cute.recast_tensor(p_cur, Uint32)
-        if const_expr(not first):
-            self.merge(acc_o, acc_t, scale)  # block a of tile j-1
-            self.gemm(True, acc_t, p_prev, tOrV[None, None, None, (j - 1) % self.kv_stages], zero_init=True, k_b=2)
-            warpgroup.commit_group()
-        for h in cutlass.range_constexpr(2):
-            scale[h] = self.block_codes(acc_s, p32_a, h, 0, mx4[h], bref, t, t8)
-        new_b = [self.block_codes(acc_s, p32_cur, h, 8, mx4[h + 2], bref, t, t8) for h in range(2)]
-        h_last = 2 + 4 * (BLOCK_N // 32 - 1)
-        pin = [after_word(new_b[h], p32_cur[h + h_last]) for h in range(2)]
-        arrive_after(FREE_BARRIER + wg, pin[0], pin[1])  # the waits below stay after tile j's codes
-        pipe_k.consumer_wait(state_k)
-        self.turn_begin(wg)
-        self.stamp(tl, 3, j)
-        self.stamp(tl, 0, j + 1)
-        self.gemm(False, acc_s, q_slice, tSrK[None, None, None, state_k.index], zero_init=True)
-        warpgroup.commit_group()
-        if const_expr(not first):
-            cute.arch.barrier_arrive(barrier_id=FREE_BARRIER + wg, number_of_threads=128)  # S issued first
-            warpgroup.wait_group(1)  # PV b(j-1) done; S_{j+1} may still run
-            pipe_v.consumer_release(stage(j - 1, self.kv_stages, False))
-            self.merge(acc_o, acc_t, scale, half=1)
-        for h in cutlass.range_constexpr(2):
-            scale[h + 2] = pin[h]
-        pipe_v.consumer_wait(state_v)
-        self.gemm(True, acc_t, p_a, tOrV[None, None, None, state_v.index], zero_init=True)
-        warpgroup.commit_group()
-        self.turn_end(wg)
-        warpgroup.wait_group(1)  # S_{j+1} done
-        self.stamp(tl, 1, j + 1)
-        pipe_k.consumer_release(state_k)
-        if const_expr(masked):
-            self.mask_keys(acc_s, tScS, (j + 1) * (2 * BLOCK_N), row0, offset, seqlen_k)
-        self.tile_maxima(acc_s, mx4)
-        for h in cutlass.range_constexpr(2):  # the wait for PV a(j) after the row maxima
-            scale[h] = after_max(scale[h], mx4[h], mx4[h + 2])
-        arrive_after(FREE_BARRIER + wg, scale[0], scale[1])
-        warpgroup.wait_group(0)
-        self.stamp(tl, 2, j + 1)
-
-    @cute.jit
-    def lag_finish(self, j: Int32, n_tl: Int32, p_prev: cute.Tensor, p_cur: cute.Tensor, acc_s: cute.Tensor,
-                   tScS: cute.Tensor, p_a: cute.Tensor, tSrK: cute.Tensor, tOrV: cute.Tensor, q_slice: cute.Tensor,
-                   acc_o: cute.Tensor, acc_t: cute.Tensor, bref: cute.Tensor, scale: cute.Tensor, mx4: cute.Tensor,
-                   t: Float32, t8: Float32, row0: Int32, offset: Int32, seqlen_k: Int32, pipe_k, pipe_v, wg: Int32,
-                   tl: cute.Tensor):
-        """From P(j) of the last tile j: the rest of tile j-1's PV, tile j's codes and both its PV GEMMs."""
-        state_v = stage(j, self.kv_stages, False)
-        pipe_v.consumer_wait(state_v)
-        if j > 0:
-            self.merge(acc_o, acc_t, scale)
-            self.gemm(True, acc_t, p_prev, tOrV[None, None, None, (j - 1) % self.kv_stages], zero_init=True, k_b=2)
-            warpgroup.commit_group()
-            warpgroup.wait_group(0)
-            pipe_v.consumer_release(stage(j - 1, self.kv_stages, False))
-            self.merge(acc_o, acc_t, scale, half=1)
-        p32_a = cute.recast_tensor(p_a, Uint32)
-        p32_cur = cute.recast_tensor(p_cur, Uint32)
-        for h in cutlass.range_constexpr(2):
-            scale[h] = self.block_codes(acc_s, p32_a, h, 0, mx4[h], bref, t, t8)
-        for h in cutlass.range_constexpr(2):
-            scale[h + 2] = self.block_codes(acc_s, p32_cur, h, 8, mx4[h + 2], bref, t, t8)
-        self.stamp(tl, 3, j)
-        self.turn_begin(wg)
-        self.stamp(tl, 0, n_tl)
-        self.gemm(True, acc_t, p_a, tOrV[None, None, None, state_v.index], zero_init=True)
-        warpgroup.commit_group()
-        self.turn_end(wg)
-        warpgroup.wait_group(0)
-        self.merge(acc_o, acc_t, scale)
-        self.gemm(True, acc_t, p_cur, tOrV[None, None, None, state_v.index], zero_init=True, k_b=2)
-        warpgroup.commit_group()
-        warpgroup.wait_group(0)
-        self.stamp(tl, 2, n_tl)
-        pipe_v.consumer_release(state_v)
-        self.merge(acc_o, acc_t, scale, half=1)
-
     @cute.jit
     def epilogue(self, acc_o: cute.Tensor, cO: cute.Tensor, bref: cute.Tensor, dv: Float32, mO: cute.Tensor,
                  mLse: cute.Tensor, row0: Int32, head: Int32, batch: Int32, seqlen_q: Int32):
@@ -1071,7 +882,7 @@ def _cute_tensor(x, leading_dim: int, element_type=None):
 def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=None, k_descale=None,
                        v_descale=None, out_dtype=None, pingpong: bool = True, q_in_regs: bool = False,
                        pbuf: bool = False, v_prepared=None, timeline=None, n128: bool = False, lpt: bool = True,
-                       exact: bool = False, kv_stages: int = 4, lag: bool = False, bfirst: bool = False):
+                       exact: bool = False, kv_stages: int = 4, bfirst: bool = False):
     """ZYFA FP8 forward on Hopper. q, k, v: float8_e4m3fn ``(b, s, h, d)`` on an sm_90 GPU; descales
     float32 ``(b, h_k)`` (None: 1). Returns ``out`` ``(b, s_q, h, d_v)`` (bfloat16, or ``out_dtype``
     float32 for conformance tests) and ``softmax_lse`` float32 ``(b, h, s_q)``.
@@ -1083,8 +894,7 @@ def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=No
     ``pbuf=True`` double-buffers P so the softmax waits for the previous PV GEMM only to merge it.
     ``n128=True`` computes S over 128-key tiles (two 64-key scaling blocks per softmax pass);
     ``lpt=False`` launches causal query tiles lightest first instead of heaviest first.
-    ``lag=True`` (with ``n128``) moves block b's PV GEMM and merge off the chain between two S GEMMs
-    (a third P buffer; same bits). ``bfirst=True`` (with ``n128``) writes block b's codes before waiting for
+    ``bfirst=True`` (with ``n128``) writes block b's codes before waiting for
     the previous tile's block-b PV GEMM (a third P buffer; same bits).
     ``kv_stages``: K/V pipeline depth (n128: 4 means two 128-key stages, the same bytes).
     ``exact=True`` sums every 32-wide tensor-core partial product in IEEE fp32 (slow; conformance:
@@ -1118,12 +928,12 @@ def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=No
             _cute_tensor(t.permute(1, 0), 0), _cute_tensor(dv.permute(1, 0), 0),
             _cute_tensor(tl.permute(3, 2, 1, 0), 0), Int32(s_q), Int32(s_k), cuda.CUstream(torch.cuda.current_stream(q.device).cuda_stream))
     key = (d, d_v, bool(causal), bool(pingpong), bool(q_in_regs), bool(pbuf), timeline is not None, out_dtype,
-           bool(n128), bool(lpt), bool(exact), int(kv_stages), bool(lag), bool(bfirst))
+           bool(n128), bool(lpt), bool(exact), int(kv_stages), bool(bfirst))
     fn = _COMPILED.get(key)
     if fn is None:
         fn = cute.compile(LeanPAttentionSm90(d, d_v, causal, pingpong=pingpong, q_in_regs=q_in_regs, pbuf=pbuf,
                                              timeline=timeline is not None, n128=n128, lpt=lpt, exact=exact,
-                                             kv_stages=kv_stages, lag=lag, bfirst=bfirst), *args)
+                                             kv_stages=kv_stages, bfirst=bfirst), *args)
         _COMPILED[key] = fn
     fn(*args)
     return out, lse

@@ -45,7 +45,7 @@ SPEC_SHAPES = [(1, 333, 333, 4, 2, 128, 128, True), (2, 200, 517, 2, 1, 128, 128
 
 VARIANTS = [dict(pingpong=True), dict(pingpong=False), dict(pingpong=True, q_in_regs=True, pbuf=True),
             dict(pingpong=False, q_in_regs=True, pbuf=True), dict(pingpong=False, pbuf=True),
-            dict(pingpong=True, n128=True), dict(pingpong=False, n128=True), dict(pingpong=False, n128=True, lag=True)]
+            dict(pingpong=True, n128=True), dict(pingpong=False, n128=True)]
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: "-".join(f"{k}={int(x)}" for k, x in v.items()))
@@ -65,15 +65,13 @@ def test_fp8_matches_spec(b, sq, sk, h, hk, d, dv, causal, variant):
 
 
 @pytest.mark.parametrize("variant", [dict(n128=True), dict(n128=True, pingpong=False), dict(lpt=False),
-                                     dict(n128=True, lag=True), dict(n128=True, pingpong=False, lag=True),
-                                     dict(n128=True, pingpong=False, lag=True, kv_stages=3),
                                      dict(n128=True, pingpong=False, bfirst=True)],
                          ids=lambda v: "-".join(f"{k}={int(x)}" for k, x in v.items()))
 @pytest.mark.parametrize("b,sq,sk,h,hk,d,dv,causal", SPEC_SHAPES)
 def test_schedule_variants_bitwise_equal_default(b, sq, sk, h, hk, d, dv, causal, variant):
-    # 128-key S tiles (n128), the lagged block-b PV (lag), block b's codes first (bfirst) and the launch
-    # order (lpt) change the schedule, not the arithmetic: every S element sums the same k-steps, every
-    # 64-key block keeps its bm, PV from zero and merge order
+    # 128-key S tiles (n128), block b's codes first (bfirst) and the launch order (lpt) change the schedule,
+    # not the arithmetic: every S element sums the same k-steps, every 64-key block keeps its bm, PV from
+    # zero and merge order
     q8, dq, k8, dk, v8, dv_ = fp8_inputs(b, sq, sk, h, hk, d, dv)
     ref, ref_lse = attention_fp8_sm90(q8, k8, v8, d ** -0.5, causal, dq, dk, dv_, out_dtype=torch.float32)
     out, lse = attention_fp8_sm90(q8, k8, v8, d ** -0.5, causal, dq, dk, dv_, out_dtype=torch.float32, **variant)
@@ -121,8 +119,7 @@ def test_rows_without_keys_are_zero():
     assert torch.all(torch.isfinite(lse[:, :, 200:]))
 
 
-@pytest.mark.parametrize("variant", [dict(), dict(n128=True), dict(n128=True, pingpong=False, lag=True),
-                                     dict(n128=True, pingpong=False, bfirst=True)],
+@pytest.mark.parametrize("variant", [dict(), dict(n128=True), dict(n128=True, pingpong=False, bfirst=True)],
                          ids=lambda v: "-".join(f"{k}={int(x)}" for k, x in v.items()) or "default")
 def test_bitwise_deterministic_over_1000_calls(variant):
     q8, dq, k8, dk, v8, dv_ = fp8_inputs(1, 2048, 2048, 8, 2, 128, 128, seed=7)
