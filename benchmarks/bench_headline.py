@@ -8,14 +8,14 @@ load average, so a slow run on a shared box can be told from a slow command.
     python3 benchmarks/bench_headline.py --against REV [--runs 5] [--cold]
 
 ``--cold``: every run starts with an empty cache folder (``XDG_CACHE_HOME`` pointed at a new
-temporary folder: no assembled gfx950 code objects, no cached parsed programs), as the first run
+temporary folder: no assembled gfx950 code objects), as the first run
 after a fresh install; the amd-aiter wheel, which that first run downloads once into
 ``~/.cache/zyfa/aiter`` (``ZYFA_CACHE``), stays where it is: a download is not the command's time.
 
 ``--against REV``: A/B on a shared box. The command of git revision REV (exported with ``git
 archive`` into a temporary folder) and of this checkout run alternately, ``--runs`` times each,
 both through the same launcher (``python3 -c``, the ``zyfa.*`` folders mapped as setup.py maps
-them); prints each one's median wall and CPU time and the ratios this/REV. Load from other jobs
+them), both byte-compiled as scripts/install.sh does; prints each one's median wall and CPU time and the ratios this/REV. Load from other jobs
 hits both sides alike, so the ratio means more than either time.
 """
 
@@ -111,6 +111,9 @@ def against(args, extra: list, scratch: Path) -> None:
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(old, filter="data")
     sides = {rev: old, "this": ROOT}
+    for tree in sides.values():  # both byte-compiled, as scripts/install.sh leaves an install
+        subprocess.run([sys.executable, "-m", "compileall", "-q", *namespace_roots(tree).values()], cwd=tree,
+                       check=True, stdout=subprocess.DEVNULL)
     cmds = {name: [sys.executable, "-c", LAUNCHER.format(roots=namespace_roots(tree)), str(tree), *COMMAND, *extra]
             for name, tree in sides.items()}
     print(f"A/B: {' '.join(COMMAND + extra)}: {rev} vs this checkout ({ROOT}), alternating, {args.runs} runs "
