@@ -36,9 +36,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 COMMAND = ["kernel", "--shape", "32k"]
 
-# Runs zyfa-trace from the source tree given as the first argument, whatever is installed:
-# the setup.py folder -> package map, ahead of any installed finder.
-LAUNCHER = """
+# Imports zyfa from the source tree given as the first argument, whatever is installed: the
+# setup.py folder -> package map, ahead of any installed finder. LAUNCHER then runs zyfa-trace.
+FINDER = """
 import importlib.util, sys
 root = sys.argv.pop(1)
 roots = {roots!r}
@@ -51,6 +51,8 @@ class Finder:
         return importlib.util.spec_from_file_location(name, folder + "/__init__.py",
                                                       submodule_search_locations=[folder])
 sys.meta_path.insert(0, Finder)
+"""
+LAUNCHER = FINDER + """
 from zyfa.cli.trace_main import main
 sys.exit(main())
 """
@@ -101,19 +103,27 @@ def plain(args, extra: list, scratch: Path) -> None:
           f"median {median:.2f} s = {median / args.goal:.2f} x")
 
 
-def against(args, extra: list, scratch: Path) -> None:
-    rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", args.against], check=True,
-                         capture_output=True, text=True).stdout.strip()
-    old = scratch / f"tree-{rev}"
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", rev], check=True,
+def sides_of(rev: str, scratch: Path) -> dict:
+    """{short rev: REV's tree exported under ``scratch``, "this": this checkout}, both
+    byte-compiled, as scripts/install.sh leaves an install."""
+    short = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", rev], check=True,
+                           capture_output=True, text=True).stdout.strip()
+    old = scratch / f"tree-{short}"
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", short], check=True,
                              capture_output=True).stdout
     old.mkdir()
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(old, filter="data")
-    sides = {rev: old, "this": ROOT}
-    for tree in sides.values():  # both byte-compiled, as scripts/install.sh leaves an install
+    sides = {short: old, "this": ROOT}
+    for tree in sides.values():
         subprocess.run([sys.executable, "-m", "compileall", "-q", *namespace_roots(tree).values()], cwd=tree,
                        check=True, stdout=subprocess.DEVNULL)
+    return sides
+
+
+def against(args, extra: list, scratch: Path) -> None:
+    sides = sides_of(args.against, scratch)
+    rev = next(iter(sides))
     cmds = {name: [sys.executable, "-c", LAUNCHER.format(roots=namespace_roots(tree)), str(tree), *COMMAND, *extra]
             for name, tree in sides.items()}
     print(f"A/B: {' '.join(COMMAND + extra)}: {rev} vs this checkout ({ROOT}), alternating, {args.runs} runs "
