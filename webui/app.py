@@ -833,7 +833,7 @@ def _register_callbacks(app: dash.Dash, store: TraceStore, simulator: Optional[S
         out = figures.schedule_figure([p for _, p in panels], view, None, lit, shaded, pad=TIMELINE_PAD).to_dict()
         # what the figure shows besides its range: the page keeps recent figures of one content and
         # draws a view from them when it can (assets/timeline.js)
-        out["layout"]["meta"]["content"] = json.dumps([a, b, highlight, shade, metric_range if shaded else None],
+        out["layout"].setdefault("meta", {})["content"] = json.dumps([a, b, highlight, shade, metric_range if shaded else None],
                                                       sort_keys=True)
         return {**out, "config": TIMELINE_CONFIG}
 

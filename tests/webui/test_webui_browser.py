@@ -323,6 +323,24 @@ def test_large_trace_is_decimated_wide_and_detailed_zoomed(browser, tmp_path, ma
         server.shutdown()
 
 
+def test_no_trace_loaded_draws_an_empty_timeline(browser, tmp_path):
+    """zyfa-ui --no-simulate with no trace: the timeline says so, the page raises nothing."""
+    server = ServerThread(create_app(TraceStore([tmp_path])), "127.0.0.1", 0)
+    server.start()
+    try:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.goto(server.url, timeout=TIMEOUT_MS)
+        _wait_plot(page, "Array.from(gd.querySelectorAll('.annotation-text')).some(e => e.textContent == 'no trace loaded')")
+        _settled(page)
+        assert errors == [] and page.inner_text("#view-info") == ""
+        page.close()
+    finally:
+        server.shutdown()
+
+
 @pytest.fixture
 def three(tmp_path, make_trace):
     """A live server over zyfa, aiter and a third trace ("other", one SIMD)."""

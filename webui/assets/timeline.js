@@ -89,7 +89,7 @@ without asking the server.
         const v = state.view;
         if (!v) { return; }
         if (!same(v, state.committed)) { state.committed = v; setProps(IDS.view, {data: v}); }
-        if (!needsData(v, state.meta) || same(v, state.requested)) { return; }
+        if (!state.meta || !needsData(v, state.meta) || same(v, state.requested)) { return; }
         const kept = state.cache.find(f => f !== state.figure && !needsData(v, f.layout.meta));
         if (kept) { draw(kept); return; }
         state.requested = v;
@@ -149,14 +149,22 @@ without asking the server.
     async function draw(figure) {
         const gd = document.getElementById(IDS.plot);
         const meta = figure.layout.meta || {};
-        const fresh = state.figure === null || !same(meta.extent, state.meta && state.meta.extent);
-        if (fresh || !state.view) { state.view = figure.layout.xaxis.range.slice(); }
-        if (!state.meta || meta.content !== state.meta.content) { state.cache = []; }
-        state.cache = state.cache.filter(f => f !== figure).concat([figure]).slice(-CACHED_FIGURES);
-        state.meta = meta;
+        const range = figure.layout.xaxis && figure.layout.xaxis.range;
+        let layout = figure.layout;
+        if (Array.isArray(range) && Array.isArray(meta.extent)) {
+            const fresh = state.meta === null || !same(meta.extent, state.meta.extent);
+            if (fresh || !state.view) { state.view = range.slice(); }
+            if (!state.meta || meta.content !== state.meta.content) { state.cache = []; }
+            state.cache = state.cache.filter(f => f !== figure).concat([figure]).slice(-CACHED_FIGURES);
+            state.meta = meta;
+            if (same(meta.view, state.requested)) { state.requested = null; }  // the answer to the last request
+            layout = Object.assign(withRange(figure.layout, state.view), {shapes: state.shapes});
+        } else {  // no trace loaded: a figure without a timeline
+            state.view = null;
+            state.meta = null;
+            state.cache = [];
+        }
         state.figure = figure;
-        if (same(meta.view, state.requested)) { state.requested = null; }  // the answer to the last request
-        const layout = Object.assign(withRange(figure.layout, state.view), {shapes: state.shapes});
         state.drawing += 1;
         try {
             await window.Plotly.react(gd, {data: figure.data, layout: layout, config: figure.config || {}});
@@ -170,7 +178,7 @@ without asking the server.
             gd.on('plotly_doubleclick', onDoubleClick);
         }
         showInfo();
-        if (needsData(state.view, state.meta)) { setView(state.view); }  // zoomed again while this was on its way
+        if (state.meta && needsData(state.view, state.meta)) { setView(state.view); }  // zoomed again meanwhile
     }
 
     /* Clientside callback: draw the server's figure (`timeline-figure`) with the selection outline
