@@ -162,7 +162,7 @@ class ClockPrediction:
 
 def pure_mfma_clock(dtype: str, toggle: Optional[float] = None, params: Optional[dict] = None) -> ClockPrediction:
     """The clock this model predicts for a pure MFMA loop: every SIMD's MFMA pipe busy, no VALU,
-    LDS or memory traffic (the check against the MI350X microbenchmark's 87% of peak,
+    LDS or memory traffic (the check against the public MI355X loops of :data:`PUBLIC_LOOPS`,
     docs/cdna4-facts.md "Clocks and power")."""
     simds = timing.param("simds_per_cu")
     act = Activity(mfma=simds, valu=0.0, lds_bytes=0.0, vmem_bytes=0.0, cycles=1)
