@@ -9,7 +9,8 @@ Definitions:
                 diagonal tiles / when a row max grows)
   trans_cycles  TRANS-unit cycles (v_exp_f32 ...) of softmax_j
   mask_cycles   VALU cycles of mask_j (diagonal and seqlen_k-edge tiles only)
-  rowsum_valu_cycles  VALU cycles of rowsum_j (the row sum on the VALU, rowsum="valu"; else 0)
+  rowsum_valu_cycles  VALU cycles of rowsum_j and rowsum_carry_j (the row sum on the VALU,
+                rowsum="valu", or block 1's, rowsum="split"; else 0)
   mfma          MFMA instructions of PV_j-1 + QK_j; mfma_rowsum: those writing the row-sum accumulator
   mfma_cycles   MFMA-pipe cycles of PV_j-1 + QK_j; rowsum_cycles: those of the row-sum MFMAs
 """
@@ -76,7 +77,8 @@ def tile_counts(generated: Generated) -> TileCounts:
     rowsum_insts = [i for i in mfma if str(i.operands[0]) == generated.registers.get(rowsum_reg)]
     rowsum_cycles, _ = _cycles(rowsum_insts, "MFMA")
     rowsum_valu = 0
-    if any(cl["name"] == "rowsum_j" for cl in generated.clusters):
-        rowsum_valu, _ = _cycles(_cluster_insts(generated, "rowsum_j"), "VALU")
+    for name in ("rowsum_carry_j", "rowsum_j"):  # rowsum="split" / "valu"
+        if any(cl["name"] == name for cl in generated.clusters):
+            rowsum_valu += _cycles(_cluster_insts(generated, name), "VALU")[0]
     return TileCounts(valu, trans, mask, len(mfma), len(rowsum_insts), mfma_cycles, dict(by_opcode + trans_ops),
                       rowsum_cycles, rowsum_valu)

@@ -303,6 +303,13 @@ class _Kernel:
         return self.v.m
 
     @property
+    def held_sum(self) -> Optional[Reg]:
+        """rowsum="split": P block 1's sum of the previous tile, added to l one tile later
+        (:meth:`rowsum_carry`; initially 0). It lives in ``v.sc0``: folded P has no block scale
+        byte (init_state zeroes it). None for the other row sums."""
+        return self.v.sc0 if self.c.rowsum == "split" else None
+
+    @property
     def q_scale(self) -> Reg:
         """softmax="folded": E8M0 byte ``127 + a`` of Q's power of two in the scaled QK MFMA. It
         lives in ``v.bm1``: folded computes no block exponents."""
@@ -943,7 +950,7 @@ class _Kernel:
                             self.e(c.pv_opcode, acc, slot, p, acc)
                         self.skip_end(skip)
                     steps.append((reads, mfma, "PV_j-1"))
-                if self.block and not self.valu_rowsum:
+                if self.block and not self.valu_rowsum and (c.rowsum != "split" or beta == 0):
                     def rowsum(slot, p=p, sc=sc, beta=beta):
                         skip = self.skip_if_masked(SCALE_BLOCK * beta, pv=True)
                         if c.rowsum_opcode.startswith("v_mfma_scale"):
@@ -1218,10 +1225,13 @@ class _Kernel:
         per op) and adds them (every partial sum of e4m3 values below 2^15 is exact in fp32, so
         the order does not matter); one lane-half exchange for both blocks (swap, add, mov, swap)
         gives every lane both block sums, then ``l = (l + S0) + S1``: the rounding of the MFMA
-        path and of zyfa.numerics. 16 + 31 ops per block + 4 + 2 = 100 VALU ops per tile."""
+        path and of zyfa.numerics. 16 + 31 ops per block + 4 + 2 = 100 VALU ops per tile.
+        rowsum="split": block 1 only (block 0 has its row-sum MFMA), its sum joined over the lane
+        halves (mov, swap, add) and held for :meth:`rowsum_carry`: 47 + 3 = 50 VALU ops."""
         e, x = self.e, self.S[16:20]  # scores 16.. are dead once P is built
         sums = (self.S[20], self.S[21])
-        for beta in range(BLOCK_N // SCALE_BLOCK):
+        split = self.c.rowsum == "split"
+        for beta in ((1,) if split else range(BLOCK_N // SCALE_BLOCK)):
             acc = sums[beta]
             for a in range(8):
                 word = self.S[8 * beta + a]
@@ -1234,12 +1244,27 @@ class _Kernel:
                     e("v_add_f32", acc, acc, x[1])
                 e("v_add_f32", acc, acc, x[2])
                 e("v_add_f32", acc, acc, x[3])
+        if split:
+            e("v_mov_b32", self.held_sum, sums[1])
+            e("v_permlane32_swap_b32", self.held_sum, sums[1])
+            e("v_add_f32", self.held_sum, self.held_sum, sums[1])  # exact: a block sum
+            return
         e("v_permlane32_swap_b32", sums[0], sums[1])
         e("v_add_f32", sums[0], sums[0], sums[1])
         e("v_mov_b32", sums[1], sums[0])
         e("v_permlane32_swap_b32", sums[0], sums[1])
         e("v_add_f32", self.v.l, sums[0], self.v.l)
         e("v_add_f32", self.v.l, sums[1], self.v.l)
+
+    def rowsum_carry(self):
+        """rowsum="split", before the softmax of tile j: ``l += S1`` of tile j-1 (held by
+        :meth:`rowsum_valu`) into the row-sum accumulator, after PV_j-1's row-sum MFMA added that
+        tile's S0: ``l = (l + S0) + S1``, zyfa.numerics' order and rounding, and before the
+        fix-up may rescale l (3 VALU ops). The epilogue adds the last tile's S1 the same way."""
+        e = self.e
+        e("v_accvgpr_read_b32", self.v.tmp, self.L[0])
+        e("v_add_f32", self.v.tmp, self.v.tmp, self.held_sum)
+        e("v_accvgpr_write_b32", self.L[0], self.v.tmp)
 
     def fold_fixup(self):
         """Out of line (rare): per row (both lane halves), when the row max ``M`` of y fails the
@@ -1364,6 +1389,7 @@ class _Kernel:
             "mask": lambda cl, parity, tag: self.mask(),
             "softmax": lambda cl, parity, tag: self.emit_softmax(cl, tag),
             "rowsum": lambda cl, parity, tag: self.rowsum_valu(),
+            "rowsum_carry": lambda cl, parity, tag: self.rowsum_carry(),
             "rescale": lambda cl, parity, tag: self.rescale_o(),
             "load_issue": lambda cl, parity, tag: self.issue_loads(),
             "lds_store": lambda cl, parity, tag: self.store_lds(1 - parity, parity, tag=tag),
@@ -1554,6 +1580,8 @@ class _Kernel:
         if self.block:
             if self.L:
                 e("v_accvgpr_read_b32", self.v.l, self.L[0])
+            if self.held_sum is not None:  # rowsum="split": the last tile's block-1 sum
+                e("v_add_f32", self.v.l, self.v.l, self.held_sum)
             # the NaN flags of both lane halves (each saw one block's maxima) into l: l + 0 = l
             e("v_mov_b32", self.v.tmp, self.nan_flag)
             e("v_permlane32_swap_b32", self.v.tmp, self.nan_flag)

@@ -30,7 +30,7 @@ SOFTMAX = ("lean", "exact", "folded", "lean-v2")
 SCALING = ("block", "none")
 SCHEDULES = ("pingpong", "serial", "aiter")
 FMA_FORMS = ("scalar", "packed")
-ROWSUMS = ("mfma", "valu")
+ROWSUMS = ("mfma", "valu", "split")
 DTYPES = ("fp8", "bf16")
 
 
@@ -54,6 +54,10 @@ class KernelConfig:
     spec; larger values rescale less often and let P's E8M0 scale exceed 2^-8, up to 2^(T - 8)).
     ``fma``: ``scalar`` (``v_fma_f32``, co-issues with MFMA) or ``packed`` (``v_pk_fma_f32``: half
     the instructions, but a packed FP32 op cannot issue while an MFMA executes on its SIMD).
+    ``rowsum``: the rounded row sum of P, ``mfma`` (one MFMA per 64-key block), ``valu`` (folded
+    only: each lane decodes and adds its codes, 100 VALU ops per tile) or ``split`` (folded only:
+    the tile's first block by its MFMA, the second on the VALU, 53 ops, added to l one tile later so
+    the order is zyfa.numerics' ``(l + S0) + S1``): all three give the same bits.
     ``pair_query_blocks``: where the host asks for it (kernel argument ``pair_query_blocks``: the
     unpaired grid would exceed the CUs), workgroup ``x`` computes query block ``x`` and then, when
     it exists and is larger, block ``blocks - 1 - x`` (grid x halved), as AITER v3's causal host
@@ -95,10 +99,11 @@ class KernelConfig:
         if self.softmax == "lean-v2" and self.rescale_threshold:
             raise ValueError("KernelConfig: softmax='lean-v2' rescales whenever the running max grows (spec v2): "
                              f"rescale_threshold must be 0, got {self.rescale_threshold!r}")
-        if self.rowsum == "valu" and self.softmax != "folded":
-            raise ValueError("KernelConfig: rowsum='valu' needs softmax='folded' (unscaled P)")
-        if self.softmax == "folded" and self.rowsum == "mfma" and self.headdim != 128:
-            raise ValueError(f"KernelConfig: softmax='folded' with rowsum='mfma' is implemented for headdim 128 only "
+        if self.rowsum in ("valu", "split") and self.softmax != "folded":
+            raise ValueError(f"KernelConfig: rowsum={self.rowsum!r} needs softmax='folded' (unscaled P)")
+        if self.softmax == "folded" and self.rowsum != "valu" and self.headdim != 128:
+            raise ValueError(f"KernelConfig: softmax='folded' with rowsum={self.rowsum!r} is implemented for headdim "
+                             "128 only "
                              f"(its 16-VGPR accumulator-start block and the row-sum operand do not fit beside a "
                              f"{self.headdim}-wide Q operand; rowsum='valu' does), got {self.headdim!r}")
         if not isinstance(self.pair_query_blocks, bool):
@@ -127,8 +132,11 @@ class KernelConfig:
 
     @property
     def rowsum_mfmas(self) -> int:
-        """Extra MFMAs per tile for the rounded-P row sum: one per 64-key scaling block."""
-        return BLOCK_N // SCALE_BLOCK if self.scaling == "block" and self.rowsum == "mfma" else 0
+        """Extra MFMAs per tile for the rounded-P row sum: one per 64-key scaling block (``split``:
+        block 0's only, block 1 is summed on the VALU)."""
+        if self.scaling != "block" or self.rowsum == "valu":
+            return 0
+        return 1 if self.rowsum == "split" else BLOCK_N // SCALE_BLOCK
 
     @property
     def mfma_opcode(self) -> str:
@@ -155,7 +163,7 @@ class KernelConfig:
         return "v_mfma_f32_16x16x128_f8f6f4" if self.softmax == "folded" else self.pv_opcode
 
 
-EMITTERS = ("pv", "qk", "mask", "softmax", "rowsum", "rescale", "load_issue", "lds_store", "prefetch",
+EMITTERS = ("pv", "qk", "mask", "softmax", "rowsum", "rowsum_carry", "rescale", "load_issue", "lds_store", "prefetch",
             # the "aiter" schedule's softmax in three barrier intervals, and an interval of its own with nothing
             "softmax_max", "softmax_exp", "softmax_cvt", "idle")
 # emitters that produce MFMA steps: consecutive clusters of these kinds form ONE operand-read
@@ -273,8 +281,10 @@ def schedule(config: KernelConfig, wave_group: int) -> tuple[Cluster, ...]:
         Cluster("QK_j", "qk", priority=prio),
         mfma_side,
         Cluster("mask_j", "mask", only="diagonal"),
+        # rowsum="split": the previous tile's VALU block sum joins l before the fix-up may rescale it
+        *((Cluster("rowsum_carry_j", "rowsum_carry"),) if config.rowsum == "split" else ()),
         Cluster("softmax_j", "softmax", nested=rescale),
-        *((Cluster("rowsum_j", "rowsum"),) if config.rowsum == "valu" else ()),
+        *((Cluster("rowsum_j", "rowsum"),) if config.rowsum in ("valu", "split") else ()),
         *tail,
     )
 
@@ -336,11 +346,12 @@ def barrier_intervals(table: tuple[Cluster, ...]) -> list[tuple[Cluster, ...]]:
 # -- the registered variants -------------------------------------------------------------------------
 # zyfa-fp8 is the write-up's kernel: Lean P folded into the QK MFMA (392 VALU cycles per tile; the
 # spec-v1 Lean P cannot go below 512: one FMA + one convert per probability), the rounded row sum
-# on the MFMA pipe (two 16x16x128 per tile), query blocks paired per workgroup. zyfa-fp8-v1 is spec
-# v1 literally (the FP8 backend's kernel: its bits are recipe zyfa-v1; one query block per
-# workgroup), zyfa-fp8-valu-rowsum zyfa-fp8 with the row sum on the VALU.
+# of the first 64-key block of each tile on the MFMA pipe (one 16x16x128), of the second on the
+# VALU (rowsum="split"), query blocks paired per workgroup. zyfa-fp8-v1 is spec v1 literally (the
+# FP8 backend's kernel: its bits are recipe zyfa-v1; one query block per workgroup),
+# zyfa-fp8-valu-rowsum zyfa-fp8 with both block sums on the VALU.
 VARIANTS: dict[str, KernelConfig] = {
-    "zyfa-fp8": KernelConfig("zyfa-fp8", softmax="folded", scaling="block", schedule="pingpong", rowsum="mfma",
+    "zyfa-fp8": KernelConfig("zyfa-fp8", softmax="folded", scaling="block", schedule="pingpong", rowsum="split",
                              pair_query_blocks=True),
     "zyfa-fp8-v1": KernelConfig("zyfa-fp8-v1", softmax="lean", scaling="block", schedule="pingpong"),
     "zyfa-fp8-v2": KernelConfig("zyfa-fp8-v2", softmax="lean-v2", scaling="block", schedule="pingpong"),

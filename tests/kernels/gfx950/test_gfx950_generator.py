@@ -135,11 +135,14 @@ def test_kernel_config_rejects_bad_values():
 
 # -- schedule as data ----------------------------------------------------------------------------------
 def test_schedule_table_per_wave_group():
-    pp, serial = VARIANTS["zyfa-fp8"], KernelConfig("s", schedule="serial")
+    pp, serial = VARIANTS["zyfa-fp8-v1"], KernelConfig("s", schedule="serial")
     g0, g1 = schedule(pp, 0), schedule(pp, 1)
     assert [c.name for c in g0] == ["PV_j-1", "QK_j", "load_K_j+1_V_j", "mask_j", "softmax_j", "store_K_j+1_V_j"]
     assert [c.name for c in g1] == ["PV_j-1", "QK_j", "store_K_j+1_V_j", "mask_j", "softmax_j", "load_K_j+1_V_j",
                                     "prefetch_j+1"]
+    # zyfa-fp8 (rowsum="split"): the previous tile's block-1 sum joins l before the softmax, this tile's after it
+    assert [c.name for c in schedule(VARIANTS["zyfa-fp8"], 0)] == [
+        "PV_j-1", "QK_j", "load_K_j+1_V_j", "mask_j", "rowsum_carry_j", "softmax_j", "rowsum_j", "store_K_j+1_V_j"]
     by_name = {c.name: c for c in g0}
     assert by_name["QK_j"].priority == by_name["load_K_j+1_V_j"].priority == 1 and by_name["softmax_j"].priority == 0
     assert by_name["load_K_j+1_V_j"].spread and not {c.name: c for c in g1}["load_K_j+1_V_j"].spread
@@ -176,7 +179,7 @@ def test_group1_prefetches_the_next_tiles_first_operands(generated):
     steps; that phase then issues only the remaining reads before its first MFMA. Block-scaled
     kernels start PV_j-1 with the two row-sum MFMAs (no LDS operand), so of the first 3 steps
     one reads V^T (2 ds_reads per fp8 operand)."""
-    gen = generated["zyfa-fp8"]
+    gen = generated["zyfa-fp8-v1"]
     body = _loop_body(gen, group=1)
     start = gen.tile_starts[2]
     pv = [i for i in gen.instructions[start:gen.tile_starts[3]] if i.cluster == "PV_j-1" and i.opcode.startswith("v_mfma")]
@@ -306,9 +309,14 @@ def test_zyfa_fp8_lean_p_static_count_is_within_the_write_ups_budget(generated):
     assert counts.valu_cycles == 4 * (32 + 2 + 64) == 392 <= 400
     assert counts.valu_by_opcode == {"v_maximum3_f32": 4 * 32, "v_add_f32": 4, "v_cmp_nlt_f32": 4,
                                      "v_cvt_u32_f32_sdwa": 4 * 64}
-    assert (counts.mfma, counts.mfma_rowsum, counts.mfma_cycles, counts.rowsum_cycles) == (18, 2, 16 * 64 + 64, 64)
-    assert counts.rowsum_valu_cycles == 0
+    # rowsum="split": block 0 by one 16x16x128 MFMA, block 1 on the VALU (16 converts + 31 adds + 3 to
+    # join the lane halves) and carried into l one tile later (accvgpr read, add, write)
+    assert (counts.mfma, counts.mfma_rowsum, counts.mfma_cycles, counts.rowsum_cycles) == (17, 1, 16 * 64 + 32, 32)
+    assert counts.rowsum_valu_cycles == 4 * (16 + 31 + 3 + 3) == 212
     assert generated["zyfa-fp8"].registers["rowsum_accumulator"] == "a[64:67]" and generated["zyfa-fp8"].read_ahead == 3
+    both = tile_counts(generate(replace(VARIANTS["zyfa-fp8"], name="mfma-rowsum", rowsum="mfma")))
+    assert (both.mfma, both.mfma_rowsum, both.mfma_cycles, both.rowsum_cycles, both.rowsum_valu_cycles) == (
+        18, 2, 16 * 64 + 64, 64, 0)
     valu = tile_counts(generated["zyfa-fp8-valu-rowsum"])
     assert valu.valu_cycles == 392
     assert (valu.mfma, valu.mfma_rowsum, valu.mfma_cycles, valu.rowsum_valu_cycles) == (16, 0, 16 * 64, 400)
@@ -328,7 +336,7 @@ def test_zyfa_fp8_lean_p_static_count_is_within_the_write_ups_budget(generated):
     # the registered zyfa-fp8 on an MLA shape takes the VALU row sum (config_for), the only form that fits
     mla = config_for("zyfa-fp8", AttnShape(batch=1, heads=2, heads_k=2, seqlen_q=256, seqlen_k=256, headdim=192, dtype="fp8"))
     assert (mla.rowsum, mla.headdim, config_for("zyfa-fp8", AttnShape(batch=1, heads=2, heads_k=2, seqlen_q=256, seqlen_k=256,
-                                                                        dtype="fp8")).rowsum) == ("valu", 192, "mfma")
+                                                                        dtype="fp8")).rowsum) == ("valu", 192, "split")
 
 def test_rescale_threshold_adds_one_compare_operand():
     lazy = generate(KernelConfig("lazy8", rescale_threshold=8))
