@@ -473,7 +473,11 @@ def test_instruction_view_click_highlights_every_execution(browser, served):
     # A and B aligned part by part of the loop structure (every fixture record is in the loop: its
     # pcs run in every iteration), then by the regions the traces name
     a = store.get("file:zyfa.parquet")
-    row = page.locator('#region-table tr[data-level="loop structure"][data-region="loop"] td').all_text_contents()
+    loop_row = '#region-table tr[data-level="loop structure"][data-region="loop"] td'
+    # the table follows the window ('whole' here): wait for its answer, not the steady window's table
+    page.wait_for_function("([sel, n]) => { const c = document.querySelectorAll(sel); return c.length > 1 && c[1].textContent === n; }",
+                           arg=[loop_row, str(len(a))], timeout=TIMEOUT_MS)
+    row = page.locator(loop_row).all_text_contents()
     assert row[:2] == ["loop", str(len(a))] and row[4] == str(len(b))  # region, A executions, busy, stall, B executions
     assert page.locator('#region-table tr[data-level="schedule region"][data-region="softmax_0"]').count() == 1
     _settled(page)
