@@ -237,10 +237,10 @@ def estimate(launch: Launch, config: EstimateConfig = EstimateConfig(),
         f"interpolated: {n - len(xs)} grid-{name} values (linear in {name}); replicated: {others} workgroups along "
         f"the other axes assumed to take the time of coordinate 0",
         f"data-dependent branches: {sum(s['policy_branches'] for s in runs)} executions (in detail) decided by "
+        + (f"directions measured on the data path ({len(config.branch_policy)} branches), otherwise "
+           if config.branch_policy else "")
         + (f"the kernel's stated steady-state directions ({len(launch.branch_policy)} branches) and otherwise "
            if launch.branch_policy else "")
-        + (f"directions measured on the data path ({len(config.branch_policy)} branches) and otherwise "
-           if config.branch_policy else "")
         + f"the '{config.unknown_branch}' policy" if any(s["policy_branches"] for s in runs) else
         "data-dependent branches: none (every branch followed computed scalar values)",
         f"dispatched: {total_wg} workgroups over {int(timing.param('cus'))} CUs x {occ} slot(s) "
