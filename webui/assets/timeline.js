@@ -74,7 +74,7 @@ without asking the server.
         const fmt = x => Math.round(x).toLocaleString('en-US');
         let text = `cycles ${fmt(v[0])}–${fmt(v[1])}: ` +
             (m.decimated ? 'merged segments (zoom in for single instructions)' : 'every instruction');
-        if (needsData(v, m)) { text += ' · loading this view from the server…'; }
+        if (needsData(v, m)) { text += ' · loading this view…'; }  // from the server, or a kept figure
         return text;
     }
 
