@@ -38,21 +38,29 @@ def config_for(name: str, shape: AttnShape) -> KernelConfig:
     return specialise(base, shape.headdim, shape.headdim_v)
 
 
+def _rowsum(softmax: str, headdim: int, rowsum: str) -> str:
+    """The row sum a config with this softmax and head dim can run: the folded forms (``valu``,
+    ``split``) need folded P, and a row-sum MFMA beside folded's registers fits head dim 128 only."""
+    if softmax != "folded":
+        return "mfma" if rowsum in ("valu", "split") else rowsum
+    return "valu" if headdim != 128 else rowsum
+
+
 def specialise(base: KernelConfig, headdim: int, headdim_v: int) -> KernelConfig:
-    """``base`` at these head dims; a folded row sum on the MFMA pipe becomes the VALU row sum
-    where it does not fit (head dim other than 128)."""
-    rowsum = "valu" if base.softmax == "folded" and headdim != 128 else base.rowsum
-    return replace(base, headdim=headdim, headdim_v=headdim_v, rowsum=rowsum)
+    """``base`` at these head dims; a folded row sum that uses the MFMA pipe becomes the VALU row
+    sum where it does not fit (head dim other than 128)."""
+    return replace(base, headdim=headdim, headdim_v=headdim_v, rowsum=_rowsum(base.softmax, headdim, base.rowsum))
 
 
 def configure(base: KernelConfig, shape: AttnShape, params: Mapping, name: str) -> KernelConfig:
     """``base`` renamed, with generator parameters ``params`` (KernelConfig fields) applied, at
-    ``shape``'s head dims (:func:`specialise`, unless ``params`` sets the row sum itself): what
-    the registry's overrides and the sweep evaluate."""
-    config = replace(base, name=name, **params)
-    if "rowsum" in params:
-        return replace(config, headdim=shape.headdim, headdim_v=shape.headdim_v)
-    return specialise(config, shape.headdim, shape.headdim_v)
+    ``shape``'s head dims: what the registry's overrides and the sweep evaluate. Unless ``params``
+    sets the row sum itself, it follows the softmax and head dim (a folded base's split or VALU
+    row sum becomes the MFMA row sum under ``softmax="lean"``, and so on)."""
+    fields = dict(params)
+    if "rowsum" not in fields:
+        fields["rowsum"] = _rowsum(fields.get("softmax", base.softmax), shape.headdim, base.rowsum)
+    return replace(base, name=name, headdim=shape.headdim, headdim_v=shape.headdim_v, **fields)
 
 
 def grid(shape: AttnShape, config: Optional[KernelConfig] = None, pair: Optional[bool] = None) -> tuple[int, int, int]:

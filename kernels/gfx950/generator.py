@@ -1043,11 +1043,12 @@ class _Kernel:
         e("v_mov_b32", bm[1], bm[0])
         e("v_permlane32_swap_b32", bm[0], bm[1])
 
-    def softmax_block_scaled(self, cluster: Cluster, label_id: str):
+    def softmax_block_scaled(self, cluster: Cluster, label_id: str, codes):
         """P of tile j with per-64-key power-of-two block scaling (docs/numerics.md steps 2-4):
         block maxima and exponents (:meth:`block_exponents`), the lazy O rescale behind a rare
         branch (:meth:`lazy_rescale_branch`), then per block its E8M0 scale byte
-        (:meth:`scale_byte`) and its 32 codes (:meth:`lean_p_codes` or :meth:`exact_p_codes`)."""
+        (:meth:`scale_byte`) and its 32 codes (``codes(beta, bm)``: :meth:`lean_p_codes` for the
+        table's ``softmax_lean``, :meth:`exact_p_codes` for ``softmax_exact``)."""
         blocks = BLOCK_N // SCALE_BLOCK
         mx, bm, sc = (self.v.mx0, self.v.mx1), (self.v.bm0, self.v.bm1), (self.v.sc0, self.v.sc1)
         for beta in range(blocks):
@@ -1057,10 +1058,7 @@ class _Kernel:
         self.lazy_rescale_branch(cluster, bm, label_id)
         for beta in range(blocks):
             self.scale_byte(bm[beta], sc[beta])
-            if self.c.softmax == "lean":
-                self.lean_p_codes(beta, bm[beta])
-            else:
-                self.exact_p_codes(beta, bm[beta])
+            codes(beta, bm[beta])
 
     def softmax_v2(self, cluster: Cluster, label_id: str):
         """P of tile j by spec v2 (docs/numerics.md): the block maxima of both 64-key blocks
@@ -1369,16 +1367,6 @@ class _Kernel:
             e("v_ldexp_f32", self.v.l, self.v.l, self.v.kk)
         e("v_mov_b32", self.v.ref, self.v.tmp)
 
-    def emit_softmax(self, cluster: Cluster, label_id: str):
-        if self.folded:
-            self.softmax_folded(cluster, label_id)
-        elif self.c.softmax == "lean-v2":
-            self.softmax_v2(cluster, label_id)
-        elif self.block:
-            self.softmax_block_scaled(cluster, label_id)
-        else:
-            self.softmax_naive()
-
     # -- loop ----------------------------------------------------------------------------------------------------
     def emitters(self) -> dict:
         """Emitter of each :data:`schedule.EMITTERS` kind: ``f(cluster, parity, tag)``. The MFMA
@@ -1387,7 +1375,11 @@ class _Kernel:
             "pv": lambda cl, parity, tag: self.pv_steps(1 - parity),
             "qk": lambda cl, parity, tag: self.qk_steps(parity),
             "mask": lambda cl, parity, tag: self.mask(),
-            "softmax": lambda cl, parity, tag: self.emit_softmax(cl, tag),
+            "softmax_folded": lambda cl, parity, tag: self.softmax_folded(cl, tag),
+            "softmax_lean": lambda cl, parity, tag: self.softmax_block_scaled(cl, tag, self.lean_p_codes),
+            "softmax_exact": lambda cl, parity, tag: self.softmax_block_scaled(cl, tag, self.exact_p_codes),
+            "softmax_lean_v2": lambda cl, parity, tag: self.softmax_v2(cl, tag),
+            "softmax_naive": lambda cl, parity, tag: self.softmax_naive(),
             "rowsum": lambda cl, parity, tag: self.rowsum_valu(),
             "rowsum_carry": lambda cl, parity, tag: self.rowsum_carry(),
             "rescale": lambda cl, parity, tag: self.rescale_o(),
@@ -1531,18 +1523,19 @@ class _Kernel:
         self.asm.items.append(done)
 
     def tail(self, group: int):
-        """PV of the last tile (its V^T is in buffer (n-1) % 2; with n = 0 the zeroed buffer 1)."""
+        """The table's ``drain`` clusters once more, for the last tile: PV of tile n-1 (its V^T is in
+        buffer (n-1) % 2; with n = 0 the zeroed buffer 1)."""
         e = self.e
         odd, done = Label(f".L_g{group}_tail_odd"), Label(f".L_g{group}_tail_done")
         e("s_and_b32", self.s.t0, self.s.j, 1)
         e("s_cmp_eq_u32", self.s.t0, 1)
         e("s_cbranch_scc1", odd)
-        pv = [cl for cl in schedule(self.c, group) if cl.emitter == "pv"]
-        for v_buf, lab in ((1, None), (0, odd)):
+        drain = [cl for cl in schedule(self.c, group) if cl.drain]
+        for parity, lab in ((0, None), (1, odd)):  # the MFMA emitters of tile j read buffers of parity j % 2
             if lab is not None:
                 self.asm.items.append(lab)
-            ids = [self.begin(cl) for cl in pv]
-            self.pipeline(self.pv_steps(v_buf))
+            ids = [self.begin(cl) for cl in drain]
+            self.pipeline([step for cl in drain for step in self.emitters()[cl.emitter](cl, parity, f"g{group}tail")])
             for cluster_id in ids:
                 self.end(cluster_id)
             if lab is None:
@@ -1560,8 +1553,8 @@ class _Kernel:
         if group == 1:
             for _ in range(stagger):
                 self.e("s_barrier")  # stagger: group 1 runs `stagger` barriers behind group 0
-        for cluster in schedule(self.c, group):  # tile 0's operands, as the loop's prefetch does for the next
-            if cluster.emitter == "prefetch":
+        for cluster in schedule(self.c, group):  # e.g. tile 0's operands, as the loop's prefetch does for the next
+            if cluster.at_entry:
                 self.emit_cluster(cluster, 1, f"g{group}pre")
         self.set_tile_key_limit()  # for tile 0; each body sets them for the next tile (j = n for the tail)
         self.loop(group)

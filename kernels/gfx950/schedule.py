@@ -163,7 +163,9 @@ class KernelConfig:
         return "v_mfma_f32_16x16x128_f8f6f4" if self.softmax == "folded" else self.pv_opcode
 
 
-EMITTERS = ("pv", "qk", "mask", "softmax", "rowsum", "rowsum_carry", "rescale", "load_issue", "lds_store", "prefetch",
+EMITTERS = ("pv", "qk", "mask", "rowsum", "rowsum_carry", "rescale", "load_issue", "lds_store", "prefetch",
+            # P of one tile, one emitter per recipe (softmax_emitter)
+            "softmax_folded", "softmax_lean", "softmax_lean_v2", "softmax_exact", "softmax_naive",
             # the "aiter" schedule's softmax in three barrier intervals, and an interval of its own with nothing
             "softmax_max", "softmax_exp", "softmax_cvt", "idle")
 # emitters that produce MFMA steps: consecutive clusters of these kinds form ONE operand-read
@@ -190,7 +192,10 @@ class Cluster:
     ``before_end``: a cluster right after an MFMA run is emitted inside its operand pipeline, this
     many MFMA steps before the run's end, instead of after it (its LDS operations are counted in
     the pipeline's waits): an LDS store there completes under the last MFMAs instead of delaying
-    the hand-over. Unit counts are not declared: the build meta records what the emitter emitted.
+    the hand-over. ``at_entry``: also emitted once before the loop, for tile 0 (the prefetch of
+    the first MFMA phase's operands). ``drain``: an MFMA cluster that also runs once after the loop,
+    for the last tile (its PV). Unit counts are not declared: the build meta records what the
+    emitter emitted.
     """
 
     name: str
@@ -201,6 +206,8 @@ class Cluster:
     nested: tuple["Cluster", ...] = ()
     spread: bool = False
     before_end: int = 0
+    at_entry: bool = False
+    drain: bool = False
 
     def __post_init__(self):
         if self.emitter not in EMITTERS:
@@ -219,10 +226,15 @@ class Cluster:
         if self.before_end and (self.spread or self.only != "always" or self.emitter in MFMA_EMITTERS):
             raise ValueError(f"Cluster {self.name}: only an unconditional, unspread non-MFMA cluster can run "
                              "before_end MFMA steps inside an MFMA run")
+        if self.drain and self.emitter not in MFMA_EMITTERS:
+            raise ValueError(f"Cluster {self.name}: only an MFMA cluster ({MFMA_EMITTERS}) can drain after the loop")
+        if self.at_entry and (self.spread or self.before_end or self.emitter in MFMA_EMITTERS):
+            raise ValueError(f"Cluster {self.name}: only a plain non-MFMA cluster can run at the loop entry")
 
     def as_dict(self) -> dict:
         return {"name": self.name, "emitter": self.emitter, "priority": self.priority, "barrier": self.barrier,
-                "only": self.only, "spread": self.spread, "before_end": self.before_end}
+                "only": self.only, "spread": self.spread, "before_end": self.before_end,
+                "at_entry": self.at_entry, "drain": self.drain}
 
 
 SPREADABLE = ("load_issue",)  # VMEM + SALU only: no LDS counter traffic inside the operand pipeline
@@ -238,6 +250,16 @@ def loads_per_thread(config: KernelConfig) -> tuple[int, int]:
     if k_bytes % (16 * threads) or v_bytes % (16 * threads):
         raise ValueError(f"{config.name}: tile sizes must split into 16-byte loads over {threads} threads")
     return k_bytes // (16 * threads), v_bytes // (16 * threads)
+
+
+def softmax_emitter(config: KernelConfig) -> str:
+    """The emitter of a tile's P for the config's recipe: ``softmax_folded`` (folded Lean P),
+    ``softmax_lean`` (spec v1 Lean P), ``softmax_lean_v2`` (spec v2), ``softmax_exact`` (exact exp2
+    with v1's block scaling) or ``softmax_naive`` (AITER v3 numerics, BF16)."""
+    if config.scaling == "none":
+        return "softmax_naive"
+    return {"folded": "softmax_folded", "lean": "softmax_lean", "lean-v2": "softmax_lean_v2",
+            "exact": "softmax_exact"}[config.softmax]
 
 
 def schedule(config: KernelConfig, wave_group: int) -> tuple[Cluster, ...]:
@@ -275,15 +297,15 @@ def schedule(config: KernelConfig, wave_group: int) -> tuple[Cluster, ...]:
         mfma_side = replace(mfma_side, before_end=STORE_BEFORE_END)
     tail = (replace(softmax_side, barrier=True),)
     if config.schedule == "pingpong" and wave_group == 1:
-        tail = (softmax_side, Cluster("prefetch_j+1", "prefetch", barrier=True))
+        tail = (softmax_side, Cluster("prefetch_j+1", "prefetch", barrier=True, at_entry=True))
     return (
-        Cluster("PV_j-1", "pv", priority=prio),
+        Cluster("PV_j-1", "pv", priority=prio, drain=True),
         Cluster("QK_j", "qk", priority=prio),
         mfma_side,
         Cluster("mask_j", "mask", only="diagonal"),
         # rowsum="split": the previous tile's VALU block sum joins l before the fix-up may rescale it
         *((Cluster("rowsum_carry_j", "rowsum_carry"),) if config.rowsum == "split" else ()),
-        Cluster("softmax_j", "softmax", nested=rescale),
+        Cluster("softmax_j", softmax_emitter(config), nested=rescale),
         *((Cluster("rowsum_j", "rowsum"),) if config.rowsum in ("valu", "split") else ()),
         *tail,
     )
@@ -317,7 +339,7 @@ def aiter_schedule(config: KernelConfig) -> tuple[Cluster, ...]:
     both groups' reads of those buffers (tile j-1's MFMA phases, intervals 6j-6 and 6j-3) and
     before the next reads (6j+6 and 6j+9)."""
     return (
-        Cluster("PV_j-1", "pv", priority=1),
+        Cluster("PV_j-1", "pv", priority=1, drain=True),
         Cluster("QK_j", "qk", priority=1),
         Cluster("load_K_j+1_V_j", "load_issue", priority=1, barrier=True, spread=True),
         Cluster("store_K_j+1_V_j", "lds_store", barrier=True),

@@ -271,6 +271,35 @@ def test_table_entries_drive_the_emitted_order(monkeypatch):
     assert branches(body) == 3 and branches(always) == 2
 
 
+def test_table_decides_the_softmax_emitter_the_loop_entry_and_the_drain(monkeypatch, generated):
+    """The generator has no cluster kinds of its own for these either: softmax_j's emitter names
+    the recipe's routine (softmax_lean -> softmax_exact puts v_exp in the loop), a cluster with
+    at_entry also runs before the loop (group 1's prefetch: 2 ds_reads per fp8 operand step, 3
+    steps minus the row-sum MFMA with no LDS operand), and the drain clusters run after it (PV of
+    the last tile: without drain, no MFMA follows the loop)."""
+    gen = generated["zyfa-fp8-v1"]
+    assert {c["emitter"] for c in gen.clusters if c["name"] == "softmax_j"} == {"softmax_lean"}
+    exact = _with_table(monkeypatch, lambda c: replace(c, emitter="softmax_exact") if c.name == "softmax_j" else c,
+                        name="zyfa-fp8-v1")
+    assert "v_exp_f32" not in gen.asm and any(i.opcode == "v_exp_f32" and i.cluster == "softmax_j"
+                                               for i in exact.instructions)
+
+    def before_loop(g, group=1):  # instructions of the group's code before its first tile body
+        first = g.tile_starts[2 * group]
+        start = max(k for k, i in enumerate(g.instructions[:first]) if i.opcode == "s_cbranch_scc1")
+        return [i.opcode for i in g.instructions[start:first]]
+    no_entry = _with_table(monkeypatch, lambda c: replace(c, at_entry=False), name="zyfa-fp8-v1")
+    assert before_loop(gen).count("ds_read_b128") == 2 and before_loop(no_entry).count("ds_read_b128") == 0
+
+    def mfmas_after_loop(g):
+        done = max(k for k, i in enumerate(g.instructions) if i.cluster == "PV_j-1")
+        return done > max(k for k, i in enumerate(g.instructions) if i.cluster == "QK_j")
+    no_drain = _with_table(monkeypatch, lambda c: replace(c, drain=False), name="zyfa-fp8-v1")
+    assert mfmas_after_loop(gen) and not mfmas_after_loop(no_drain)
+    with pytest.raises(ValueError, match="drain"):
+        Cluster("x", "softmax_lean", drain=True)
+
+
 # -- static counts (per 32 x 128 tile, cycle model timing table) -------------------------------------------
 def test_static_counts_per_tile(generated):
     # per 64-key block: 16 v_maximum3 (lane-local, NaN-propagating), 4 for the scale byte, 1 FMA constant,
