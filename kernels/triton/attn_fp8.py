@@ -94,6 +94,44 @@ def _lean_p_v2(s, x_b, valid, t, T8, whole, phi, C2: tl.constexpr):
 
 
 @triton.jit
+def _load_block(k_base, v_base, offs_n, offs_d, offs_dv, stride_ks, stride_vs, stride_vd, SEQ_K,
+                HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr, MASKED: tl.constexpr):
+    """K^T and V tiles of keys ``offs_n`` (padded head dims read as 0; masked blocks: keys >= SEQ_K too)."""
+    kt_ptrs = k_base + offs_n[None, :] * stride_ks + offs_d[:, None]
+    v_ptrs = v_base + offs_n[:, None] * stride_vs + offs_dv[None, :] * stride_vd
+    if MASKED:
+        kt = tl.load(kt_ptrs, mask=(offs_n[None, :] < SEQ_K) & (offs_d[:, None] < HEAD_DIM), other=0.0)
+        v = tl.load(v_ptrs, mask=(offs_n[:, None] < SEQ_K) & (offs_dv[None, :] < HEAD_DIM_V), other=0.0)
+    else:
+        kt = tl.load(kt_ptrs, mask=offs_d[:, None] < HEAD_DIM, other=0.0)
+        v = tl.load(v_ptrs, mask=offs_dv[None, :] < HEAD_DIM_V, other=0.0)
+    return kt, v
+
+
+@triton.jit
+def _block_scores(q, kt, offs_n, offs_m, offset, SEQ_K, MASKED: tl.constexpr, IS_CAUSAL: tl.constexpr,
+                  INTERPRET: tl.constexpr, IMPRECISE_ACC: tl.constexpr):
+    """s = q k^T (fp32 accumulate); in masked blocks the disallowed keys (bottom-right causal, >= SEQ_K) are -inf."""
+    if INTERPRET:
+        s = tl.dot(q.to(tl.float32), kt.to(tl.float32), input_precision="ieee")
+    else:
+        s = tl.dot(q, kt, max_num_imprecise_acc=IMPRECISE_ACC)
+    if MASKED:
+        allowed = offs_n[None, :] < SEQ_K
+        if IS_CAUSAL:
+            allowed = allowed & (offs_n[None, :] <= offs_m[:, None] + offset)
+        s = tl.where(allowed, s, float("-inf"))
+    return s
+
+
+@triton.jit
+def _zero_v_nan(v):
+    """V with its NaN codes (0x7f / 0xff) zeroed: P is 0 at masked keys, but 0 * NaN is NaN."""
+    bits = v.to(tl.uint8, bitcast=True)
+    return tl.where((bits & 0x7F) == 0x7F, 0, bits).to(tl.uint8).to(tl.float8e4nv, bitcast=True)
+
+
+@triton.jit
 def _attn_fwd_fp8_inner_v2(acc, l_i, m_i, q, k_base, v_base, t, T8,
                            stride_ks, stride_vs, stride_vd, offs_m, offs_d, offs_dv,
                            lo, hi, offset, SEQ_K,
@@ -110,44 +148,20 @@ def _attn_fwd_fp8_inner_v2(acc, l_i, m_i, q, k_base, v_base, t, T8,
     for start_n in tl.range(lo, hi, 2 * BLOCK_N, warp_specialize=WARP_SPEC):
         offs_a = start_n + offs_n0
         offs_b = offs_a + BLOCK_N
-        ka_ptrs = k_base + offs_a[None, :] * stride_ks + offs_d[:, None]
-        kb_ptrs = ka_ptrs + BLOCK_N * stride_ks
-        va_ptrs = v_base + offs_a[:, None] * stride_vs + offs_dv[None, :] * stride_vd
-        vb_ptrs = va_ptrs + BLOCK_N * stride_vs
-        if MASKED:
-            kta = tl.load(ka_ptrs, mask=(offs_a[None, :] < SEQ_K) & (offs_d[:, None] < HEAD_DIM), other=0.0)
-            ktb = tl.load(kb_ptrs, mask=(offs_b[None, :] < SEQ_K) & (offs_d[:, None] < HEAD_DIM), other=0.0)
-            va = tl.load(va_ptrs, mask=(offs_a[:, None] < SEQ_K) & (offs_dv[None, :] < HEAD_DIM_V), other=0.0)
-            vb = tl.load(vb_ptrs, mask=(offs_b[:, None] < SEQ_K) & (offs_dv[None, :] < HEAD_DIM_V), other=0.0)
-        else:
-            kta = tl.load(ka_ptrs, mask=offs_d[:, None] < HEAD_DIM, other=0.0)
-            ktb = tl.load(kb_ptrs, mask=offs_d[:, None] < HEAD_DIM, other=0.0)
-            va = tl.load(va_ptrs, mask=offs_dv[None, :] < HEAD_DIM_V, other=0.0)
-            vb = tl.load(vb_ptrs, mask=offs_dv[None, :] < HEAD_DIM_V, other=0.0)
+        kta, va = _load_block(k_base, v_base, offs_a, offs_d, offs_dv, stride_ks, stride_vs, stride_vd, SEQ_K,
+                              HEAD_DIM, HEAD_DIM_V, MASKED)
+        ktb, vb = _load_block(k_base, v_base, offs_b, offs_d, offs_dv, stride_ks, stride_vs, stride_vd, SEQ_K,
+                              HEAD_DIM, HEAD_DIM_V, MASKED)
         if PROTON:
             pl.enter_scope("qk")
-        if INTERPRET:
-            sa = tl.dot(q.to(tl.float32), kta.to(tl.float32), input_precision="ieee")
-            sb = tl.dot(q.to(tl.float32), ktb.to(tl.float32), input_precision="ieee")
-        else:
-            sa = tl.dot(q, kta, max_num_imprecise_acc=IMPRECISE_ACC)
-            sb = tl.dot(q, ktb, max_num_imprecise_acc=IMPRECISE_ACC)
-        if MASKED:
-            allowed_a = offs_a[None, :] < SEQ_K
-            allowed_b = offs_b[None, :] < SEQ_K
-            if IS_CAUSAL:
-                allowed_a = allowed_a & (offs_a[None, :] <= offs_m[:, None] + offset)
-                allowed_b = allowed_b & (offs_b[None, :] <= offs_m[:, None] + offset)
-            sa = tl.where(allowed_a, sa, float("-inf"))
-            sb = tl.where(allowed_b, sb, float("-inf"))
+        sa = _block_scores(q, kta, offs_a, offs_m, offset, SEQ_K, MASKED, IS_CAUSAL, INTERPRET, IMPRECISE_ACC)
+        sb = _block_scores(q, ktb, offs_b, offs_m, offset, SEQ_K, MASKED, IS_CAUSAL, INTERPRET, IMPRECISE_ACC)
         if PROTON:
             pl.exit_scope("qk")
             pl.enter_scope("softmax")
-        if NAN_CHECKS and MASKED:  # as the v1 loop: P is 0 at masked keys, but 0 * NaN is NaN
-            va = tl.where((va.to(tl.uint8, bitcast=True) & 0x7F) == 0x7F, 0,
-                          va.to(tl.uint8, bitcast=True)).to(tl.uint8).to(tl.float8e4nv, bitcast=True)
-            vb = tl.where((vb.to(tl.uint8, bitcast=True) & 0x7F) == 0x7F, 0,
-                          vb.to(tl.uint8, bitcast=True)).to(tl.uint8).to(tl.float8e4nv, bitcast=True)
+        if NAN_CHECKS and MASKED:  # as the v1 loop
+            va = _zero_v_nan(va)
+            vb = _zero_v_nan(vb)
         # -- running max once per tile, phi = frac(M); alpha = 2^(M_old - M) where M grew ----
         mxa = tl.max(sa, 1)
         mxb = tl.max(sb, 1)
@@ -198,27 +212,12 @@ def _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
         ones = tl.full([BLOCK_N, 16], 56, tl.uint8).to(tl.float8e4nv, bitcast=True)  # e4m3 code 56 = 1.0
     for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPEC):
         offs_n = start_n + offs_n0
-        # -- load K^T and V tiles ----
-        kt_ptrs = k_base + offs_n[None, :] * stride_ks + offs_d[:, None]
-        v_ptrs = v_base + offs_n[:, None] * stride_vs + offs_dv[None, :] * stride_vd
-        if MASKED:
-            kt = tl.load(kt_ptrs, mask=(offs_n[None, :] < SEQ_K) & (offs_d[:, None] < HEAD_DIM), other=0.0)
-            v = tl.load(v_ptrs, mask=(offs_n[:, None] < SEQ_K) & (offs_dv[None, :] < HEAD_DIM_V), other=0.0)
-        else:
-            kt = tl.load(kt_ptrs, mask=offs_d[:, None] < HEAD_DIM, other=0.0)
-            v = tl.load(v_ptrs, mask=offs_dv[None, :] < HEAD_DIM_V, other=0.0)
+        kt, v = _load_block(k_base, v_base, offs_n, offs_d, offs_dv, stride_ks, stride_vs, stride_vd, SEQ_K,
+                            HEAD_DIM, HEAD_DIM_V, MASKED)
         # -- s = q k^T (fp32 accumulate) ----
         if PROTON:
             pl.enter_scope("qk")
-        if INTERPRET:
-            s = tl.dot(q.to(tl.float32), kt.to(tl.float32), input_precision="ieee")
-        else:
-            s = tl.dot(q, kt, max_num_imprecise_acc=IMPRECISE_ACC)
-        if MASKED:
-            allowed = offs_n[None, :] < SEQ_K
-            if IS_CAUSAL:
-                allowed = allowed & (offs_n[None, :] <= offs_m[:, None] + offset)
-            s = tl.where(allowed, s, float("-inf"))
+        s = _block_scores(q, kt, offs_n, offs_m, offset, SEQ_K, MASKED, IS_CAUSAL, INTERPRET, IMPRECISE_ACC)
         if PROTON:
             pl.exit_scope("qk")
             pl.enter_scope("softmax")
@@ -227,8 +226,7 @@ def _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
         # blocks do no NaN work at all (run 19: per-block checks made the kernel 3.1x slower). Only
         # here: P is 0 at masked keys, but 0 * NaN is NaN, so V's NaN codes (0x7f / 0xff) are zeroed
         if NAN_CHECKS and MASKED:
-            v_nan = (v.to(tl.uint8, bitcast=True) & 0x7F) == 0x7F
-            v = tl.where(v_nan, 0, v.to(tl.uint8, bitcast=True)).to(tl.uint8).to(tl.float8e4nv, bitcast=True)
+            v = _zero_v_nan(v)
         # -- per-64-key power-of-two scale: bm = ceil(t * max s) ----
         mx = tl.max(s, 1)
         valid = mx > float("-inf")
