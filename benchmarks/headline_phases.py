@@ -15,7 +15,8 @@ Medians over ``--runs``. ``--cold``: an empty cache folder per run, as bench_hea
 
 The last line estimates the command's wall time on an idle machine from the measured CPU: the
 imports (the command's main process, serial) plus the busiest worker when the command's pool
-(one worker per CPU) hands the kernels out in its order; an estimate, not a measurement.
+(one worker per CPU) hands the kernels out in the order that tree's command submits them; an
+estimate, not a measurement.
 """
 
 import argparse
@@ -72,7 +73,9 @@ for pair in pairs:
         start = cpu()
         kernel_cmd._summarise(args, kernel, kernel_cmd._shape(args, kernel), False)
         kernels[kernel] = cpu() - start
-print(json.dumps({{"phases": spent, "kernels": kernels}}))
+names = list(kernels)
+order = getattr(kernel_cmd, "submission_order", lambda n: range(2 * n))(len(pairs))  # the command's hand-out order
+print(json.dumps({{"phases": spent, "kernels": kernels, "order": [names[i] for i in order]}}))
 """
 
 
@@ -122,7 +125,7 @@ def main():
             line += f"{values[1] / values[0]:10.2f}"
         print(line)
     for name in names:
-        kernels = [med[name][k] for k in runs[name][0]["kernels"]]
+        kernels = [med[name][k] for k in runs[name][0]["order"]]
         total = med[name]["imports"] + sum(kernels)
         print(f"{name}: total {total:.2f} s CPU; idle-machine wall estimate (imports + busiest of "
               f"{os.cpu_count()} workers) {idle_estimate(med[name]['imports'], kernels, os.cpu_count() or 1):.2f} s")
