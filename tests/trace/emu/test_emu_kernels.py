@@ -103,19 +103,27 @@ def test_masked_mfmas_are_skipped(kernel):
     assert qk == 72 and executed == qk + pv
 
 
+def _plain_and_grown(kernel):
+    """``kernel`` at b1 h1 s512 on Gaussian inputs and on the same inputs with keys 256.. copied from
+    the queries (each row 256 + i meets its own |q|^2, a much larger score, on its diagonal tile),
+    both checked against zyfa.numerics: (plain result, grown result, the grown inputs)."""
+    shape = _shape(kernel, 512, heads=1)
+    plain = emulate_kernel(kernel, shape)
+    _check(plain)
+    inputs = make_inputs(shape)
+    inputs["k"][:, 256:] = inputs["q"][:, 256:]
+    grown = emulate_kernel(kernel, shape, inputs=inputs)
+    _check(grown)
+    return plain, grown, inputs
+
+
 def test_folded_fixup_path_bit_exact_when_the_row_max_grows_mid_sequence():
     """zyfa-fp8's out-of-line fix-up runs on the first tile (every row leaves the initial
     reference) and again where a later tile's scores overflow the e4m3 code: keys 256.. are
     copies of the queries 256.., so each row 256 + i meets its own |q|^2, a much larger score,
     on its diagonal tile.
     Both the kernel and zyfa.numerics move the reference there; they agree bit for bit."""
-    shape = _shape("zyfa-fp8", 512, heads=1)
-    plain = emulate_kernel("zyfa-fp8", shape)
-    _check(plain)
-    inputs = make_inputs(shape)
-    inputs["k"][:, 256:] = inputs["q"][:, 256:]
-    grown = emulate_kernel("zyfa-fp8", shape, inputs=inputs)
-    _check(grown)
+    plain, grown, _ = _plain_and_grown("zyfa-fp8")
     # v_ceil_f32 runs only in the fix-up (d = ceil((M - 120.5) / 8)): more fix-ups with the copies
     assert 0 < plain.stats.executed["v_ceil_f32"] < grown.stats.executed["v_ceil_f32"]
 
@@ -211,16 +219,10 @@ def test_zyfa_fp8_v2_alpha_path_bit_exact_when_the_row_max_grows_mid_sequence():
     the first tile of every row (alpha = 0) and wherever a tile raises a row's fp32 running max:
     with keys 256.. copied from the queries, rows 256.. meet a much larger score on their diagonal
     tile (alpha far from a power of two). Out and lse equal zyfa.numerics bit for bit."""
-    shape = _shape("zyfa-fp8-v2", 512, heads=1)
-    plain = emulate_kernel("zyfa-fp8-v2", shape)
-    _check(plain)
-    inputs = make_inputs(shape)
-    inputs["k"][:, 256:] = inputs["q"][:, 256:]
-    grown = emulate_kernel("zyfa-fp8-v2", shape, inputs=inputs)
-    _check(grown)
+    plain, grown, inputs = _plain_and_grown("zyfa-fp8-v2")
     # v_ldexp_f32 runs only in the alpha path (one per lane-row and rescale): taken more with the copies
     assert 0 < plain.stats.executed["v_ldexp_f32"] < grown.stats.executed["v_ldexp_f32"]
-    v1 = emulate_kernel("zyfa-fp8-v1", shape, inputs=inputs)  # the recipes differ: the variant reaches the code
+    v1 = emulate_kernel("zyfa-fp8-v1", grown.shape, inputs=inputs)  # the recipes differ: the variant reaches the code
     assert not torch.equal(v1.out.view(torch.int16), grown.out.view(torch.int16))
 
 
