@@ -30,8 +30,10 @@ LOG2E = 1.4426950408889634
 HIP_LAUNCH_PARAM_BUFFER_POINTER = 0x01
 HIP_LAUNCH_PARAM_BUFFER_SIZE = 0x02
 HIP_LAUNCH_PARAM_END = 0x03
-# fp8: the kernel whose bits are recipe zyfa-v1 (zyfa-fp8 is the folded recipe, docs/numerics.md)
+# fp8: the kernel whose bits are recipe zyfa-v1 (zyfa-fp8 is the folded recipe, docs/numerics.md);
+# KERNEL_FOR_RECIPE picks the FP8 kernel by the call's recipe
 KERNEL_FOR_DTYPE = {torch.float8_e4m3fn: "zyfa-fp8-v1", torch.bfloat16: "zyfa-bf16"}
+KERNEL_FOR_RECIPE = {"zyfa-v1": "zyfa-fp8-v1", "zyfa-v2": "zyfa-fp8-v2"}
 
 
 class HipError(RuntimeError):
@@ -176,7 +178,7 @@ def plan_launch(args: AttentionArgs) -> LaunchPlan:
     addresses = {"q": q.data_ptr(), "k": k.data_ptr(), "vt": vt.data_ptr(), "o": out.data_ptr(),
                  "lse": lse.data_ptr(), "hconst": hconst.data_ptr()}
     packed = ka.pack(shape, addresses, strides)
-    kernel = KERNEL_FOR_DTYPE[q.dtype]
+    kernel = KERNEL_FOR_RECIPE[args.recipe] if args.is_fp8 else KERNEL_FOR_DTYPE[q.dtype]
     grid = (math.ceil(args.seqlen_q / ROWS_PER_WG), args.nheads, args.batch)
     return LaunchPlan(kernel, shape, grid, WAVES * 64, packed, out, lse, (vt, hconst))
 
@@ -221,5 +223,7 @@ register_backend(Backend(
     # Opt-in (backend="gfx950") until it has run on an MI355X: below every other backend, so
     # "auto" never picks kernels that were only verified in the functional emulator.
     priority=-10,
-    description="generated gfx950 assembly (zyfa-fp8-v1 / zyfa-bf16) launched through HIP; MI350X/MI355X only",
+    description="generated gfx950 assembly (zyfa-fp8-v1 / zyfa-fp8-v2 by recipe, zyfa-bf16) launched through HIP; "
+                "MI350X/MI355X only",
+    recipes=tuple(KERNEL_FOR_RECIPE),
 ))

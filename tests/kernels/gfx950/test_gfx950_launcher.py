@@ -82,10 +82,10 @@ def shim(tmp_path_factory):
     return str(lib), c
 
 
-def _args(q, k, v, causal=True, **kw):
+def _args(q, k, v, causal=True, recipe="zyfa-v1", **kw):
     return AttentionArgs(q=q, k=k, v=v, softmax_scale=q.shape[-1] ** -0.5, causal=causal, window_size=(-1, -1),
                          softcap=0.0, alibi_slopes=None, q_descale=kw.get("dq"), k_descale=kw.get("dk"),
-                         v_descale=kw.get("dv"))
+                         v_descale=kw.get("dv"), recipe=recipe)
 
 
 def _fp8(*shape, seed=0):
@@ -129,6 +129,12 @@ def test_launch_records_exact_argument_buffer(shim):
     c.shim_args(buf)
     assert ka.unpack(bytes(buf[:128]))["mask_offset"] == ka.NO_MASK
     assert c.shim_loads() == 1 and c.shim_launches() == 2  # the module is loaded once
+    # recipe zyfa-v2 launches the spec v2 kernel (its own code object), same arguments
+    plan_v2 = plan_launch(_args(q, k, v, recipe="zyfa-v2", dq=dq))
+    launcher.run(plan_v2)
+    assert plan_v2.kernel == "zyfa-fp8-v2" and c.shim_name() == b"zyfa_fp8_v2" and c.shim_loads() == 2
+    c.shim_args(buf)
+    assert bytes(buf[:128]) == plan_v2.kernargs
 
 
 def test_hip_errors_are_reported(shim):
