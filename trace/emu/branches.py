@@ -15,9 +15,9 @@ small shape, or with data other than the Gaussian distribution.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable, Sequence
 
 from zyfa.shapes import AttnShape
-from zyfa.trace.cdna4.launch import prepare
 from zyfa.trace.emu.attention import emulate_kernel
 
 SMALL_SEQLEN = 1024  # emulated sequence length cap: b1 h1 s1024 takes ~5 s on the 2-core box
@@ -43,12 +43,19 @@ def small_shape(shape: AttnShape) -> AttnShape:
                      headdim_v=shape.headdim_v, dtype=shape.dtype, causal=shape.causal)
 
 
-def branch_outcomes(kernel, shape: AttnShape, seed: int = 0) -> tuple[AttnShape, list[BranchOutcome]]:
+# (kernel, shape) -> the cycle model's instructions of that launch (each with .opcode, .pc, .text), e.g.
+# ``lambda k, s: zyfa.trace.cdna4.launch.prepare(k, s).program.instructions``: passed in by the caller,
+# since the emulator does not import the cycle model (trace/emu/README.md)
+ModelProgram = Callable[[str, AttnShape], Sequence]
+
+
+def branch_outcomes(kernel, shape: AttnShape, model_program: ModelProgram,
+                    seed: int = 0) -> tuple[AttnShape, list[BranchOutcome]]:
     """Emulate ``kernel`` on :func:`small_shape` of ``shape``; every conditional branch the run
     executed, with its address in the cycle model's program of the same kernel."""
     small = small_shape(shape)
     result = emulate_kernel(kernel, small, seed=seed)
-    insts = prepare(kernel, small).program.instructions
+    insts = model_program(kernel, small)
     out = []
     for index, runs in sorted(result.stats.branch_runs.items()):
         inst = insts[index]
@@ -58,12 +65,13 @@ def branch_outcomes(kernel, shape: AttnShape, seed: int = 0) -> tuple[AttnShape,
     return small, out
 
 
-def measured_branch_policy(kernel, shape: AttnShape, seed: int = 0) -> tuple[dict, str]:
+def measured_branch_policy(kernel, shape: AttnShape, model_program: ModelProgram,
+                           seed: int = 0) -> tuple[dict, str]:
     """(pc -> direction of every executed branch on ``vcc``/``exec``, one line saying what was run
     and what they did). Only those: they follow vector data the scalar model does not compute;
     a scalar branch (a loop back-edge) follows the model's own values at the real shape, not the
     small run's count."""
-    small, outcomes = branch_outcomes(kernel, shape, seed)
+    small, outcomes = branch_outcomes(kernel, shape, model_program, seed)
     vector = [o for o in outcomes if o.text.split()[0].endswith(("vccz", "vccnz", "execz", "execnz"))]
     mixed = [o for o in vector if 0 < o.taken < o.runs]
     text = (f"branch outcomes from the functional emulator (b1 h1 s{small.seqlen_q}, Gaussian inputs, seed "

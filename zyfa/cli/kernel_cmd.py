@@ -34,6 +34,7 @@ from zyfa.shapes import parse_shape
 from zyfa.trace import proton, rocprof
 from zyfa.trace.cdna4 import power, tracer
 from zyfa.trace.cdna4.estimate import EstimateConfig
+from zyfa.trace.cdna4.launch import prepare
 from zyfa.trace.errors import TracerUnavailable
 from zyfa.trace.safeio import check_folder, check_output
 from zyfa.trace.schema import Trace
@@ -265,7 +266,7 @@ def _emulated_branches(kernel: str, shape) -> tuple[dict, str]:
     # lazy: the emulator imports torch (~1 s on the 2-core box, measured), which only this policy needs
     from zyfa.trace.emu.branches import measured_branch_policy
 
-    return measured_branch_policy(kernel, shape)
+    return measured_branch_policy(kernel, shape, lambda k, s: prepare(k, s).program.instructions)
 
 
 def _emulate(kernel: str, shape, activity) -> None:

@@ -176,10 +176,12 @@ def test_aiter_v4_rollback_branches_follow_the_data_path():
     opposite direction (a rollback on every tile) costs time, so the measured one is what runs."""
     from zyfa.trace.cdna4.estimate import EstimateConfig
     from zyfa.trace.cdna4.tracer import simulate
+    from zyfa.trace.cdna4.launch import prepare
     from zyfa.trace.emu.branches import measured_branch_policy
 
     shape = AttnShape(batch=1, heads=1, heads_k=1, seqlen_q=512, seqlen_k=512, causal=False, dtype="fp8")
-    policy, text = measured_branch_policy("aiter:fmha_v4_fwd/fwd_hd128_fp8", shape)
+    policy, text = measured_branch_policy("aiter:fmha_v4_fwd/fwd_hd128_fp8", shape,
+                                          lambda k, s: prepare(k, s).program.instructions)
     assert len(policy) == 6 and set(policy.values()) == {"not-taken"}
     assert "6 vcc/exec branch sites ran 48 times, 0 taken" in text  # 16 waves (2 query tiles x 8), 3 checks each
     measured = simulate("aiter:fmha_v4_fwd/fwd_hd128_fp8", shape,
