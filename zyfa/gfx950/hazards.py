@@ -39,12 +39,12 @@ class Violation:
 # _vector and _consumer_reads are memoised on register-key tuples and operand texts (immutable
 # results): the generator's hazard padding and the cycle model's static tables ask them for every
 # instruction, and a kernel repeats a few hundred distinct ones.
-@functools.cache
+@functools.lru_cache(maxsize=1 << 16)  # bounded: long-running sweeps / web UI
 def _vector(keys: tuple) -> frozenset:
     return frozenset(k for k in keys if is_vector_key(k))
 
 
-@functools.cache
+@functools.lru_cache(maxsize=1 << 16)
 def _consumer_reads(unit: str, operands: tuple, uses: tuple) -> tuple[tuple[str, frozenset], ...]:
     if unit == "MFMA":
         ab = frozenset()

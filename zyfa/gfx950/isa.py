@@ -47,7 +47,8 @@ _SPECIAL = re.compile(r"(?<![\w])(vcc_lo|vcc_hi|vcc|exec_lo|exec_hi|exec|m0|flat
 # The pure functions of mnemonic/operand text below are memoised (functools.cache): a kernel of
 # 3k-8k instructions repeats a few hundred distinct texts, and parsing them again and again (with
 # the generator's hazard padding) was about a tenth of the headline command's CPU (py-spy, 2-core
-# box, 2026-12-03). They return immutable values (str, tuples).
+# box, 2026-12-03). They return immutable values (str, tuples); the caches keyed by whole
+# instructions are bounded, those keyed by one operand or mnemonic need not be.
 @functools.cache
 def register_keys(operand: str) -> tuple[int, ...]:
     """All register keys named by one operand string (``v[0:15]`` -> 0..15, ``a3`` -> 259)."""
@@ -170,7 +171,7 @@ def _atomic_returns(op: str, modifiers: tuple[str, ...]) -> bool:
     return any(m in ("glc", "sc0") for m in modifiers)
 
 
-@functools.cache
+@functools.lru_cache(maxsize=1 << 16)  # bounded: a sweep or the web UI generates many variants in one process
 def defs_uses(opcode: str, operands: tuple[str, ...], modifiers: tuple[str, ...] = ()) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Register keys written and read by one instruction (explicit operands only; SCC is left to
     the scalar executor)."""
@@ -658,7 +659,7 @@ def _branch_target(opcode: str, rest: str, source: str) -> Optional[str]:
     return target
 
 
-@functools.cache  # the generator's hazard padding parses every emitted line; most lines repeat
+@functools.lru_cache(maxsize=1 << 16)  # the generator's hazard padding parses every emitted line; most repeat
 def parse_instruction(text: str, pc: int = 0) -> Instruction:
     """One instruction from its llvm-mc text (``v_add_f32 v0, v1, v2``), as :func:`parse_asm`
     reads it (size estimated, branch targets are labels). Memoised: equal texts give the same
