@@ -22,6 +22,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from zyfa.gfx950 import timing
 from zyfa.kernels import aiter
 from zyfa.shapes import AttnShape
 from zyfa.trace.cdna4 import power
@@ -40,6 +41,7 @@ class Row:
     published: float  # TFLOP/s, causal FLOPs halved
     note: str = ""
     out_of_band: str = ""
+    traced_mfma_busy: Optional[float] = None  # the source's thread-trace MFMA busy fraction, if it states one
 
     @property
     def label(self) -> str:
@@ -98,7 +100,9 @@ def calibration_set() -> list[Row]:
         rows += [_host_band(r) for r in _pair(hk, bf, bfc, (15 if s == 16384 else 16, 16, 16, s), nc, c)]
     note = "write-up states no batch/heads: b1 h32 assumed"
     rows.append(Row("ZYFA write-up", "zyfa-fp8", _shape(1, 32, 32, 32768, dtype="fp8"), 2672, note))
-    rows.append(Row("ZYFA write-up", "aiter:fwd_hd128_fp8_causal", _shape(1, 32, 32, 32768, dtype="fp8"), 1944, note))
+    # the write-up's thread traces: AITER FP8's MFMA pipe idle 31.7% (docs/cdna4-facts.md)
+    rows.append(Row("ZYFA write-up", "aiter:fwd_hd128_fp8_causal", _shape(1, 32, 32, 32768, dtype="fp8"), 1944, note,
+                    traced_mfma_busy=1 - 0.317))
     return rows
 
 
@@ -109,6 +113,7 @@ class Result:
     activity: Optional[power.Activity] = None
     clock: Optional[power.ClockPrediction] = None
     skipped: str = ""
+    work: float = math.nan  # MFMA FLOPs simulated over the shape's FLOPs
 
     @property
     def predicted(self) -> float:
@@ -126,6 +131,15 @@ class Result:
         of a row's error apart. Above the predicted clock: the clock model is low (or the cycle
         model slow); below: the clock model is high or the cycle model fast."""
         return self.row.published / self.tflops_peak * power.param("f_peak_mhz")
+
+    @property
+    def traced_clock(self) -> float:
+        """The clock the published figure and the source's thread-trace MFMA busy imply without
+        the cycle model (:func:`power.traced_clock_mhz`, with the simulated MFMA work); NaN when
+        the source states no busy figure."""
+        if self.row.traced_mfma_busy is None or math.isnan(self.work):
+            return math.nan
+        return power.traced_clock_mhz(self.row.published, self.row.traced_mfma_busy, self.row.shape.dtype, self.work)
 
     @property
     def gap_us(self) -> float:
@@ -155,7 +169,7 @@ def simulate_rows(rows: list[Row], progress: Optional[Callable] = None) -> list[
             out.append(Result(row, skipped=str(exc).splitlines()[0][:200]))
             continue
         activity = power.activity(est.cu_result.records, est.cu_result.skipped_periods())
-        out.append(Result(row, tflops_peak=est.tflops, activity=activity))
+        out.append(Result(row, tflops_peak=est.tflops, activity=activity, work=est.flops_ratio))
     return out
 
 
@@ -291,4 +305,16 @@ def render(results: list[Result], fmt: str = "text", params: Optional[dict] = No
                  f"(bf16) / {pure['fp8']:.0f} MHz (fp8); public MI355X loops imply >= {gemm['bf16'].clock_mhz:.0f} MHz "
                  f"({gemm['bf16'].name}, {100 * gemm['bf16'].mfma_busy:.2f}% MFMA busy) / >= {gemm['fp8'].clock_mhz:.0f} MHz "
                  f"({gemm['fp8'].name}, {100 * gemm['fp8'].mfma_busy:.2f}%; ATT thread traces, {gemm['fp8'].source})")
+    simds = timing.param("simds_per_cu")
+    for r in results:
+        if r.clock is not None and not math.isnan(r.traced_clock):
+            lines.append(
+                f"{r.row.kernel} {r.row.label}: the published {r.row.published:.0f} TFLOP/s at the thread trace's "
+                f"{100 * r.row.traced_mfma_busy:.1f}% MFMA busy (MFMA work {r.work:.3f}x the FLOPs, dense peak "
+                f"{power.DENSE_PEAK_TFLOPS[r.row.shape.dtype].value:.0f} TFLOP/s at {power.param('f_peak_mhz'):.0f} MHz) "
+                f"imply {r.traced_clock:.0f} MHz without the cycle model; the model's cycles "
+                f"({100 * r.activity.mfma / simds:.1f}% MFMA busy over the run) imply {r.implied_clock:.0f} MHz and it "
+                f"predicts {r.clock.mhz:.0f} MHz: if the trace's busy spans the run, the predicted clock is "
+                f"{r.clock.mhz / r.traced_clock:.2f}x the real one and the model's cycles {r.implied_clock / r.traced_clock:.2f}x "
+                f"the real ones")
     return "\n".join(lines)

@@ -197,30 +197,52 @@ def predict_clock(act: Activity, dtype: str = "fp8", toggle: Optional[float] = N
     return ClockPrediction(lo, True, board_power(lo, act, toggle, p, dtype), toggle, source)
 
 
+# MI355X dense MFMA peaks at the 2400 MHz peak clock (256 CUs): per CU and clock 4096 FLOP for
+# 16-bit operands and 8192 for FP8 = v_mfma_f32_32x32x16_bf16's 32768 FLOP per 32 cycles and
+# v_mfma_f32_32x32x64_f8f6f4's 131072 per 64 cycles, per SIMD, x 4 SIMDs (docs/cdna4-facts.md).
+DENSE_PEAK_TFLOPS = {
+    "bf16": Param(2516.6, "TFLOP/s", "MI355X data sheet: dense FP16/BF16 peak at 2400 MHz (4096 FLOP/clk/CU)"),
+    "fp8": Param(5033.2, "TFLOP/s", "MI355X data sheet: dense FP8 peak at 2400 MHz (8192 FLOP/clk/CU)"),
+}
+
+
+def traced_clock_mhz(tflops: float, mfma_busy: float, dtype: str, work: float = 1.0) -> float:
+    """The effective clock a published throughput and a thread trace's MFMA busy fraction imply,
+    independent of the cycle model: MFMA cycles are the work over the datasheet rate, so
+    ``f = FLOPs x work / (CUs x rate x busy x time) = TFLOP/s x work / (dense peak x busy) x
+    f_peak``. ``work``: MFMA FLOPs executed over the FLOPs the throughput counts (masked
+    diagonal tiles, row-sum MFMAs). Exact when ``mfma_busy`` spans the whole run; a lower bound
+    when it spans a loop window (the rest of the kernel is less busy)."""
+    if dtype not in DENSE_PEAK_TFLOPS:
+        raise ValueError(f"no dense peak for dtype {dtype!r}; known: {', '.join(DENSE_PEAK_TFLOPS)}")
+    if not 0 < mfma_busy <= 1:
+        raise ValueError(f"mfma_busy must be in (0, 1], got {mfma_busy}")
+    return tflops * work / (float(DENSE_PEAK_TFLOPS[dtype].value) * mfma_busy) * param("f_peak_mhz")
+
+
 @dataclass(frozen=True)
 class PublicLoop:
     """A published MI355X main loop: its TFLOP/s and its MFMA busy fraction from a thread trace."""
 
     name: str
     dtype: str  # MFMA operand format class of this model: "bf16" (16-bit) or "fp8" (8-bit)
-    peak_tflops: float  # the format's dense peak at 2400 MHz
     tflops: float
     mfma_busy: float  # main-loop MFMA cycles over loop cycles, per SIMD (ATT)
     source: str
 
     @property
     def clock_mhz(self) -> float:
-        """Effective clock the figures imply: TFLOP/s over (peak per cycle x busy). A lower bound:
-        the kernel's prologue and epilogue are less MFMA-busy than its loop."""
-        return self.tflops / (self.peak_tflops * self.mfma_busy) * param("f_peak_mhz")
+        """Effective clock the figures imply (:func:`traced_clock_mhz`). A lower bound: the
+        kernel's prologue and epilogue are less MFMA-busy than its loop."""
+        return traced_clock_mhz(self.tflops, self.mfma_busy, self.dtype)
 
 
 _GLUON = ("ROCm blog 'From Naive to Near-Peak: Building High-Performance GEMM Kernels with Gluon' "
           "and ROCm/gfx950-gluon-tutorials")
 PUBLIC_LOOPS = (
-    PublicLoop("Gluon FP16 GEMM 4096x4096x8192", "bf16", 2516.6, 1489, 0.9875, _GLUON),
-    PublicLoop("Gluon BF8 GEMM 4096x4096x16384", "fp8", 5033.2, 3257, 0.9972, _GLUON),
-    PublicLoop("Gluon FP16 attention fav4, b1 h64 d128 s16320 non-causal", "bf16", 2516.6, 1241, 0.937,
+    PublicLoop("Gluon FP16 GEMM 4096x4096x8192", "bf16", 1489, 0.9875, _GLUON),
+    PublicLoop("Gluon BF8 GEMM 4096x4096x16384", "fp8", 3257, 0.9972, _GLUON),
+    PublicLoop("Gluon FP16 attention fav4, b1 h64 d128 s16320 non-causal", "bf16", 1241, 0.937,
                "ROCm/gfx950-gluon-tutorials kernels/attention/README.md section 8"),
 )
 

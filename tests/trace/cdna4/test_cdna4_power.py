@@ -198,3 +198,32 @@ def test_toggle_density_of_too_few_values_is_an_error_not_a_zero_division():
     one = torch.ones(1, 1, 1, 128)  # seqlen 1: a 1 x 1 P tile (zyfa-trace kernel --shape 1 --emulate)
     with pytest.raises(ValueError, match="P tile of at least 2 values; this shape gives 1"):
         attention_toggles(one, one, one, "bf16")
+
+
+def test_traced_clock_needs_no_cycle_model():
+    # f = TFLOP/s x work / (dense peak x busy) x 2400 MHz: the write-up's AITER FP8 figures by hand
+    assert power.traced_clock_mhz(1944, 0.683, "fp8", work=1.0078125) == pytest.approx(
+        1944e12 * 1.0078125 / (256 * 8192 * 2400e6 * 0.683) * 2400, rel=1e-4)
+    assert power.traced_clock_mhz(1944, 0.683, "fp8", work=1.0078125) == pytest.approx(1368, abs=1)
+    # the datasheet peaks are 4096 / 8192 FLOP per clock per CU at 2400 MHz on 256 CUs
+    for dtype, per_cu in (("bf16", 4096), ("fp8", 8192)):
+        assert power.DENSE_PEAK_TFLOPS[dtype].value == pytest.approx(per_cu * 256 * 2.4e9 / 1e12, rel=1e-4)
+    with pytest.raises(ValueError, match="mfma_busy"):
+        power.traced_clock_mhz(1944, 0.0, "fp8")
+    with pytest.raises(ValueError, match="dtype 'fp4'"):
+        power.traced_clock_mhz(1944, 0.5, "fp4")
+    # the calibration set carries the write-up's busy figure on AITER's FP8 row only
+    traced = [r for r in fidelity.calibration_set() if r.traced_mfma_busy is not None]
+    assert [(r.kernel, r.traced_mfma_busy) for r in traced] == [("aiter:fwd_hd128_fp8_causal", pytest.approx(0.683))]
+    # a row with a busy figure gets the footer line splitting its error into clock and cycles
+    shape = AttnShape(batch=1, heads=8, heads_k=8, seqlen_q=1024, seqlen_k=1024, dtype="fp8")
+    act = power.Activity(mfma=2.0, valu=3.0, lds_bytes=50.0, vmem_bytes=2.0, cycles=1)
+    row = fidelity.Row("x", "k", shape, 1000.0, traced_mfma_busy=0.5)
+    r = fidelity.predict([fidelity.Result(row, tflops_peak=2516.6, activity=act, work=1.0)])[0]
+    assert r.traced_clock == pytest.approx(1000 / (5033.2 * 0.5) * 2400)
+    assert r.implied_clock == pytest.approx(1000 / 2516.6 * 2400)  # half busy in the model too: same clock
+    text = fidelity.render([r], "text")
+    assert f"imply {r.traced_clock:.0f} MHz without the cycle model" in text
+    assert f"the model's cycles 1.00x the real ones" in text and "50.0% MFMA busy over the run" in text
+    no_busy = fidelity.Result(fidelity.Row("x", "k", shape, 1000.0), tflops_peak=2516.6, activity=act, work=1.0)
+    assert math.isnan(no_busy.traced_clock)
