@@ -24,7 +24,7 @@ from typing import Callable, Optional
 
 from zyfa.gfx950 import timing
 from zyfa.trace.cdna4.launch import Launch
-from zyfa.trace.cdna4.sim import CUSim, SimConfig
+from zyfa.trace.cdna4.sim import CUSim, SimConfig, normal_policy
 
 
 @dataclass(frozen=True)
@@ -33,8 +33,10 @@ class EstimateConfig:
     ``clock_mhz``: converts cycles to time; ``fast_forward``: steady-state loop extrapolation;
     ``unknown_branch``: policy for data-dependent branches (:class:`sim.SimConfig`);
     ``branch_policy``: ``(pc, "taken"/"not-taken")`` pairs for individual data-dependent branches,
-    e.g. measured on the real data path (:func:`zyfa.trace.emu.branches.measured_branch_policy`);
-    they override the kernel's stated directions and ``unknown_branch``."""
+    e.g. measured on the real data path (:func:`zyfa.trace.emu.branches.measured_branch_policy`),
+    or ``(pc, rate)`` with a rate in [0, 1]: the fraction of a wave's executions that jump, in the
+    deterministic pattern of :func:`sim.rate_taken`; they override the kernel's stated directions
+    and ``unknown_branch``."""
 
     samples: int = 3
     clock_mhz: float = timing.param("clock_mhz")
@@ -46,8 +48,9 @@ class EstimateConfig:
         if not isinstance(self.samples, int) or self.samples < 1:
             raise ValueError(f"EstimateConfig.samples must be a positive int, got {self.samples!r}")
         for item in self.branch_policy:
-            if not (isinstance(item, tuple) and len(item) == 2 and item[1] in ("taken", "not-taken")):
-                raise ValueError(f"EstimateConfig.branch_policy must hold (pc, 'taken'/'not-taken') pairs, got {item!r}")
+            if not (isinstance(item, tuple) and len(item) == 2):
+                raise ValueError(f"EstimateConfig.branch_policy must hold (pc, policy) pairs, got {item!r}")
+            normal_policy(item[1], f"EstimateConfig.branch_policy[{item[0]}]")
         if not isinstance(self.clock_mhz, (int, float)) or not 0 < self.clock_mhz < 10000:
             raise ValueError(f"EstimateConfig.clock_mhz must be a number in (0, 10000) MHz, got {self.clock_mhz!r}")
 
@@ -226,6 +229,9 @@ def estimate(launch: Launch, config: EstimateConfig = EstimateConfig(),
     extrapolated = sum(s["extrapolated_instructions"] for s in runs)
     simulated = sum(s["simulated_instructions"] for s in runs)
     name = "xyz"[work_axis]
+    rated = sum(not isinstance(p, str) for _, p in config.branch_policy)
+    tallies = [t for s in runs for t in s["result"].rate_branches.values()]
+    runs_rated, taken = sum(t[0] for t in tallies), sum(t[1] for t in tallies)
     probe_text = ("; work axis probed: far-end minus origin cycles " +
                   ", ".join(f"{a}: {d:+d}" for a, d in probes.items())) if probes else ""
     notes = [
@@ -237,12 +243,14 @@ def estimate(launch: Launch, config: EstimateConfig = EstimateConfig(),
         f"interpolated: {n - len(xs)} grid-{name} values (linear in {name}); replicated: {others} workgroups along "
         f"the other axes assumed to take the time of coordinate 0",
         f"data-dependent branches: {sum(s['policy_branches'] for s in runs)} executions (in detail) decided by "
-        + (f"directions measured on the data path ({len(config.branch_policy)} branches), otherwise "
-           if config.branch_policy else "")
+        + (f"the configured per-branch policies ({len(config.branch_policy)} branches, {rated} of them at a rate), "
+           "otherwise " if config.branch_policy else "")
         + (f"the kernel's stated steady-state directions ({len(launch.branch_policy)} branches) and otherwise "
            if launch.branch_policy else "")
         + f"the '{config.unknown_branch}' policy" if any(s["policy_branches"] for s in runs) else
         "data-dependent branches: none (every branch followed computed scalar values)",
+        *([f"rate branches: {taken} of {runs_rated} executions taken ({100.0 * taken / runs_rated:.1f}%) in the "
+           "simulated workgroups, extrapolated periods included"] if runs_rated else []),
         f"dispatched: {total_wg} workgroups over {int(timing.param('cus'))} CUs x {occ} slot(s) "
         f"(occupancy limited by {limit}); launch overhead and cross-CU memory contention not modelled",
     ]

@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Optional
+from fractions import Fraction
+from typing import Optional, Union
 
 from zyfa.gfx950 import scalar, timing
 from zyfa.gfx950.hazards import consumer_reads
@@ -95,6 +96,8 @@ class CUResult:
     iterations: dict = field(default_factory=dict)  # wave -> loop iterations (back-edges taken)
     counts: list = field(default_factory=list)  # instruction index -> times executed (all waves)
     unknown_branches: dict = field(default_factory=dict)  # pc -> detailed executions decided by policy
+    # pc -> [executions, taken] of every branch decided by a rate (extrapolated periods included)
+    rate_branches: dict = field(default_factory=dict)
 
     def skipped_periods(self) -> list:
         """The skips as a trace states them (``meta.extra["skipped_periods"]``): where on the
@@ -125,6 +128,31 @@ def mem_bytes(opcode: str) -> int:
     if "byte" in m.group(0):
         return 1
     return max(1, int(m.group(2) or 32) // 8)
+
+
+def branch_rate(value) -> Optional[Fraction]:
+    """A rate branch policy as an exact fraction in (0, 1), or ``None`` for ``"taken"`` /
+    ``"not-taken"`` (a rate of 1 or 0 is returned as that string by :func:`normal_policy`)."""
+    return value if isinstance(value, Fraction) else None
+
+
+def normal_policy(value, where: str) -> Union[str, Fraction]:
+    """``"taken"``, ``"not-taken"``, or a rate: a number in [0, 1] (the fraction of executions that
+    jump), kept exact as its decimal :class:`Fraction`; 0 and 1 become ``"not-taken"``/``"taken"``
+    (so they behave exactly as those policies, loop extrapolation included)."""
+    if value in scalar.UNKNOWN_BRANCH_POLICIES:
+        return value
+    if isinstance(value, (int, float, Fraction)) and not isinstance(value, bool) and 0 <= value <= 1:
+        rate = value if isinstance(value, Fraction) else Fraction(str(value))
+        return "not-taken" if rate == 0 else "taken" if rate == 1 else rate
+    raise ValueError(f"{where} must be one of {scalar.UNKNOWN_BRANCH_POLICIES} or a rate in [0, 1], got {value!r}")
+
+
+def rate_taken(n: int, rate: Fraction) -> bool:
+    """Whether execution ``n`` (0-based, counted per wave and branch) of a branch taken at ``rate``
+    jumps: iff ``floor((n + 1) r) > floor(n r)``. Deterministic (no RNG): any ``k`` consecutive
+    executions jump ``floor(k r)`` or ``ceil(k r)`` times, the first ``k`` exactly ``floor(k r)``."""
+    return (n + 1) * rate.numerator // rate.denominator > n * rate.numerator // rate.denominator
 
 
 class _Static:
@@ -233,7 +261,7 @@ def static_of(program: Program) -> list:
 class _Wave:
     __slots__ = ("wid", "wg", "simd", "slot", "pc", "prio", "ready", "last_issue", "done", "at_barrier",
                  "vm", "lgkm", "reg_ready", "last_writer", "state", "iters", "log", "region", "end", "ready_reason",
-                 "rr_until", "hz_until", "head_pc", "head_best", "head_reason")
+                 "rr_until", "hz_until", "head_pc", "head_best", "head_reason", "rate_n")
 
     def __init__(self, wid, wg, simd, slot, state):
         self.wid, self.wg, self.simd, self.slot = wid, wg, simd, slot
@@ -261,6 +289,7 @@ class _Wave:
         self.log: list = []
         self.region = None
         self.end = 0
+        self.rate_n: dict = {}  # instruction index -> executions so far of a rate-policy branch
 
 
 def _initial_state(program: Program, kernarg: bytes, wg_id: tuple, wave_in_wg: int, wg_dims: tuple) -> scalar.State:
@@ -299,8 +328,9 @@ class CUSim:
         """``regions``: schedule-cluster name per instruction index (e.g. the generator's
         ``instruction_clusters``) for the trace's ``region`` column; default: the label of the
         enclosing basic block. ``branch_policy``: pc -> "taken"/"not-taken" for data-dependent
-        branches whose steady-state direction the kernel's author states; others follow
-        ``config.unknown_branch``. ``iteration_starts``: instruction indices that begin one
+        branches whose steady-state direction the kernel's author states, or a rate in [0, 1]
+        (the fraction of a wave's executions that jump, :func:`rate_taken`: e.g. measured on data);
+        others follow ``config.unknown_branch``. ``iteration_starts``: instruction indices that begin one
         main-loop iteration (e.g. each tile of a loop unrolled by two) for the trace's
         ``iteration`` column; default: a wave's iteration counts its taken back-edges."""
         if not isinstance(program, Program):
@@ -313,14 +343,13 @@ class CUSim:
             raise ValueError("workgroups must name at least one workgroup id (x, y, z)")
         if regions is not None and len(regions) != len(program):
             raise ValueError(f"regions must name one cluster per instruction ({len(program)}), got {len(regions)}")
-        for pc, policy in (branch_policy or {}).items():
-            if policy not in scalar.UNKNOWN_BRANCH_POLICIES:
-                raise ValueError(f"branch_policy[{pc}] must be one of {scalar.UNKNOWN_BRANCH_POLICIES}, got {policy!r}")
+        branch_policy = {pc: normal_policy(policy, f"branch_policy[{pc}]") for pc, policy in (branch_policy or {}).items()}
         self.program = program
         self.config = config
         self.regions = regions
         self.iteration_starts = iteration_starts
-        self.policy = [dict(branch_policy or {}).get(inst.pc, config.unknown_branch) for inst in program.instructions]
+        self.policy = [branch_policy.get(inst.pc, config.unknown_branch) for inst in program.instructions]
+        self.rates = [branch_rate(p) for p in self.policy]  # instruction index -> rate (None: a direction)
         self.static = static_of(program)
         wave_size = int(timing.param("wave_size"))
         simds = int(timing.param("simds_per_cu"))
@@ -486,7 +515,20 @@ class CUSim:
                         simulated_instructions=self.simulated, extrapolated_instructions=self.extrapolated_insts,
                         extrapolated=self.extrapolated, mfma_busy=dict(enumerate(self.mfma_busy)),
                         iterations={w.wid: w.iters for w in waves}, counts=list(self.counts),
-                        unknown_branches=dict(self.unknown_branches))
+                        unknown_branches=dict(self.unknown_branches),
+                        rate_branches=self._rate_tally())
+
+    def _rate_tally(self) -> dict:
+        """pc -> [executions, taken] of the rate-decided branches over all waves: a wave's first
+        ``n`` executions at rate ``r`` jump ``floor(n r)`` times (:func:`rate_taken` telescopes)."""
+        out: dict = {}
+        for w in self.waves:
+            for index, n in sorted(w.rate_n.items()):
+                rate = self.rates[index]
+                tally = out.setdefault(self.program.instructions[index].pc, [0, 0])
+                tally[0] += n
+                tally[1] += n * rate.numerator // rate.denominator
+        return out
 
     # -- issuing one instruction --------------------------------------------------------------------
     def _issue(self, w: _Wave, s: _Static, t: int, reason: str) -> None:
@@ -573,9 +615,17 @@ class CUSim:
         if not control:
             pass
         elif control == "branch":
-            if scalar.condition(inst, w.state) is None:
+            taken = scalar.condition(inst, w.state)
+            if taken is None:
                 self.unknown_branches[inst.pc] = self.unknown_branches.get(inst.pc, 0) + 1
-            if scalar.branch_taken(inst, w.state, self.policy[w.pc]):
+                rate = self.rates[w.pc]
+                if rate is None:
+                    taken = scalar.branch_taken(inst, w.state, self.policy[w.pc])
+                else:
+                    n = w.rate_n.get(w.pc, 0)
+                    w.rate_n[w.pc] = n + 1
+                    taken = rate_taken(n, rate)
+            if taken:
                 nxt = s.target
                 w.ready, w.ready_reason = w.ready + self.branch_penalty, "branch"
                 if nxt <= w.pc:
@@ -674,8 +724,10 @@ class CUSim:
                 plan.append((s, seq[j + 1] if j + 1 < len(seq) else seq[0]))
         return plan
 
-    def _replay(self, regs: list, plans: list) -> Optional[list]:
-        """Scalar side of one more period for every wave; ``None`` if any branch deviates."""
+    def _replay(self, regs: list, plans: list, counters: Optional[list] = None) -> Optional[list]:
+        """Scalar side of one more period for every wave; ``None`` if any branch deviates.
+        ``counters``: per wave, the executions so far of each rate-policy branch (updated in
+        place); without them a rate-decided branch counts as a deviation."""
         out = []
         for wi, w in enumerate(self.waves):
             st = scalar.State(w.state.kernarg)
@@ -685,10 +737,19 @@ class CUSim:
                 if s.fn is not None:
                     s.fn(st)
                 if s.is_branch:
+                    rate = self.rates[s.index]
                     try:
-                        taken = scalar.branch_taken(s.inst, st, self.policy[s.index])
+                        taken = scalar.condition(s.inst, st)
+                        if taken is None and rate is None:
+                            taken = scalar.branch_taken(s.inst, st, self.policy[s.index])
                     except scalar.ScalarUnknown:
                         return None
+                    if taken is None:
+                        if counters is None:
+                            return None
+                        n = counters[wi].get(s.index, 0)
+                        counters[wi][s.index] = n + 1
+                        taken = rate_taken(n, rate)
                     if (s.target if taken else s.index + 1) != expected:
                         return None
             out.append(st.regs)
@@ -722,13 +783,15 @@ class CUSim:
     def _advance(states: list, deltas: list, m: int) -> list:
         return [{**st, **{k: (st[k] + m * d) & scalar.M32 for k, d in dl.items()}} for st, dl in zip(states, deltas)]
 
-    def _consistent_periods(self, current: list, plans: list, snapshots: list, period: int) -> tuple[int, list]:
-        """(periods to skip, scalar state after them): all periods that replay exactly as
+    def _consistent_periods(self, current: list, plans: list, snapshots: list, period: int) -> tuple[int, list, list]:
+        """(periods to skip, scalar state after them, rate-branch counters per wave after them): all periods that replay exactly as
         recorded from ``current`` except the last one (or last ``lag``). Linear register evolution (lag 1 or 2 periods) is found by
-        binary search over single-block replays from extrapolated states; otherwise every
-        period is replayed in turn."""
+        binary search over single-block replays from extrapolated states; otherwise, and always
+        when a rate-policy branch runs in the period (its pattern is not the same period to period),
+        every period is replayed in turn, rate branches following their per-wave execution counters."""
         limit = self.config.max_cycles // max(period, 1)
-        for lag in (1, 2):
+        rated = any(self.rates[s.index] is not None for plan in plans for s, _ in plan if s.is_branch)
+        for lag in () if rated else (1, 2):
             deltas = self._deltas(snapshots, lag)
             if deltas is None:
                 continue
@@ -752,16 +815,19 @@ class CUSim:
             while bad - good > 1:
                 mid = (good + bad) // 2
                 good, bad = (mid, bad) if regular(mid) else (good, mid)
-            return good * lag, self._advance(current, deltas, good)
+            return good * lag, self._advance(current, deltas, good), [w.rate_n for w in self.waves]
         previous = state = current
         completed = 0
+        before = now = [dict(w.rate_n) for w in self.waves]  # rate counters, as ``previous`` and ``state``
         while (completed + 1) < limit:
-            nxt = self._replay(state, plans)
+            trial = [dict(c) for c in now]
+            nxt = self._replay(state, plans, trial)
             if nxt is None:
                 break
             previous, state = state, nxt
+            before, now = now, trial
             completed += 1
-        return max(completed - 1, 0), previous
+        return max(completed - 1, 0), previous, before
 
     def _fast_forward(self, period: int, seqs: list, branch_index: int, snapshots: list, at: int) -> int:
         """Skip whole periods: the scalar side must replay each wave's recorded sequence with
@@ -773,11 +839,12 @@ class CUSim:
             return 0
         current = [w.state.regs for w in self.waves]
         plans = [self._replay_plan(seq) for seq in seqs]
-        skipped, state = self._consistent_periods(current, plans, snapshots, period)
+        skipped, state, counters = self._consistent_periods(current, plans, snapshots, period)
         if skipped <= 0:
             return 0
         for wi, w in enumerate(self.waves):
             w.state.regs = state[wi]
+            w.rate_n = counters[wi]
         shift = skipped * period
         self._shift(shift)
         self.time_offset += shift

@@ -263,6 +263,82 @@ def test_one_mfma_flops_table_read_from_the_mnemonic():
     assert mfma_flops("v_mfma_ld_scale_b32") == 0 and mfma_flops("v_mfma_mystery") is None
 
 
+RATE_LOOP = """
+ s_load_dword s4, s[0:1], 0x0
+ s_waitcnt lgkmcnt(0)
+ s_mov_b32 s5, 0
+.Lloop:
+ v_mfma_f32_32x32x16_bf16 v[0:15], v[16:19], v[20:23], v[0:15]
+ v_cmp_gt_f32 vcc, v1, v2
+ s_cbranch_vccnz .Lrare
+.Lback:
+ s_add_u32 s5, s5, 1
+ s_cmp_lt_u32 s5, s4
+ s_cbranch_scc1 .Lloop
+ s_endpgm
+.Lrare:
+ v_exp_f32 v3, v4
+ v_exp_f32 v5, v6
+ s_branch .Lback
+"""
+
+
+def rate_sim(policy, trips: int, fast_forward: bool = True, waves: int = 1):
+    program = parse_asm(f"k:\n{RATE_LOOP}\n{KD}", encode=False)
+    pc = next(i.pc for i in program.instructions if i.opcode == "s_cbranch_vccnz")
+    result = CUSim(program, struct.pack("<I", trips), [(0, 0, 0)], 64 * waves, SimConfig(fast_forward=fast_forward),
+                   branch_policy={pc: policy}).run()
+    return program, pc, result
+
+
+def test_rate_branch_policy_takes_the_stated_pattern():
+    # a data-dependent branch (vcc from a vector compare) taken on execution n iff
+    # floor((n + 1) r) > floor(n r): r = 3/10 over 50 executions jumps on 3, 6, 9, 13, ... (15 times)
+    rate, trips = 0.3, 50
+    program, pc, res = rate_sim(rate, trips, fast_forward=False)
+    expected = [n for n in range(trips) if (n + 1) * 3 // 10 > n * 3 // 10]
+    assert len(expected) == 15 and expected[:4] == [3, 6, 9, 13]
+    ops = res.records["opcode"]
+    after = [ops[i + 1] for i, op in enumerate(ops) if op == "s_cbranch_vccnz"]
+    assert [n for n, op in enumerate(after) if op == "v_exp_f32"] == expected
+    assert res.rate_branches == {pc: [trips, 15]} and res.unknown_branches == {pc: trips}
+    exp_index = [i for i, inst in enumerate(program.instructions) if inst.opcode == "v_exp_f32"]
+    assert [res.counts[i] for i in exp_index] == [15, 15]
+    # each wave counts its own executions: two waves take the same pattern, the tally sums them
+    _, _, two = rate_sim(rate, trips, fast_forward=False, waves=2)
+    assert two.rate_branches == {pc: [2 * trips, 30]}
+    # deterministic: the same inputs give the same trace
+    _, _, again = rate_sim(rate, trips, fast_forward=False)
+    assert again.records == res.records and again.cycles == res.cycles
+
+
+def test_rate_zero_and_one_are_the_direction_policies():
+    for rate, direction in ((0, "not-taken"), (0.0, "not-taken"), (1, "taken"), (1.0, "taken")):
+        _, _, a = rate_sim(rate, 40)
+        _, _, b = rate_sim(direction, 40)
+        assert (a.cycles, a.counts, a.records, a.extrapolated) == (b.cycles, b.counts, b.records, b.extrapolated)
+        assert a.rate_branches == {}
+    for bad in (1.5, -0.1, "sometimes", True):
+        with pytest.raises(ValueError, match=r"branch_policy\[.*rate in \[0, 1\]"):
+            rate_sim(bad, 4)
+
+
+def test_extrapolated_periods_follow_the_rate():
+    # at r = 1/20 the detailed periods between two taken executions are equal, so the loop is
+    # extrapolated; a skip must stop before the next taken execution (not repeat the not-taken
+    # period to the end), so the fast run equals the detailed one in cycles, counts and the tally
+    trips = 400
+    program, pc, fast = rate_sim(0.05, trips)
+    _, _, slow = rate_sim(0.05, trips, fast_forward=False)
+    assert fast.extrapolated and not slow.extrapolated
+    assert fast.extrapolated_instructions > 0
+    assert fast.rate_branches == slow.rate_branches == {pc: [trips, 20]}
+    assert fast.counts == slow.counts
+    assert fast.cycles == slow.cycles
+    # the skipped periods' MFMA cycles are the full run's
+    assert fast.mfma_busy == slow.mfma_busy
+
+
 def test_mfma_busy_counts_extrapolated_periods_as_if_simulated():
     # a 512-cycle prologue without MFMA, then a loop of one 32-cycle MFMA, a 64-cycle s_nop, a
     # transcendental and an LDS read waited for: with most periods skipped the records alone
