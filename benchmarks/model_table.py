@@ -31,6 +31,7 @@ from zyfa.kernels.registry import kernels, spec_of
 from zyfa.shapes import parse_shape
 from zyfa.trace.cdna4 import power
 from zyfa.trace.cdna4.estimate import EstimateConfig
+from zyfa.trace.cdna4.launch import prepare
 from zyfa.trace.cdna4.tracer import simulate
 
 V4 = "aiter:fmha_v4_fwd/fwd_hd128_fp8"  # AITER v4 FP8 forward: non-causal only
@@ -61,14 +62,16 @@ def _mfma_bound(shape, work: float) -> dict:
     return {"tflops": shape.tflops(cycles / (mhz * 1e6)), "tflops_2400": shape.tflops(cycles / 2.4e9), "mhz": mhz}
 
 
-def _row(name: str, shape, forced_clock=None):
+def _row(name: str, shape, forced_clock=None, rescale_rate=None):
     """Simulate ``name`` on ``shape`` (fitted to the kernel's spec): a dict with the markdown row
-    and the TFLOP/s at the predicted (or forced) clock, or the one-line reason it is unavailable."""
+    and the TFLOP/s at the predicted (or forced) clock, or the one-line reason it is unavailable.
+    ``rescale_rate``: the kernel's lazy O rescale branches jump at that rate (else never)."""
     start = time.perf_counter()
     try:
         spec = spec_of(name)
         shape = spec.fit(shape)
-        trace, est = simulate(name, shape, config=EstimateConfig(clock_mhz=2400.0))
+        rates = () if rescale_rate is None else tuple(sorted(prepare(name, shape).rescale_rates(rescale_rate).items()))
+        trace, est = simulate(name, shape, config=EstimateConfig(clock_mhz=2400.0, branch_policy=rates))
     except Exception as exc:  # a missing wheel or an unsupported shape is a row, not a crash
         return str(exc).splitlines()[0][:160]
     s = summary(trace, "steady")
@@ -97,7 +100,19 @@ def main():
     p.add_argument("--shape", default="32k")
     p.add_argument("--heads", type=int, default=32)
     p.add_argument("--clock", type=float, default=None, help="force a clock in MHz (default: the predicted clock)")
+    p.add_argument("--rescale-rate", action="append", default=[], metavar="KERNEL=R[:INPUT]",
+                   help="also simulate KERNEL with its lazy O rescale branches jumping at rate R (measured by "
+                        "benchmarks/v2_rescale_rate.py on INPUT) and print it against the FP8 baseline below the "
+                        "table; repeatable")
     args = p.parse_args()
+    rescale = []
+    for item in args.rescale_rate:
+        name, _, rest = item.partition("=")
+        rate, _, source = rest.partition(":")
+        try:
+            rescale.append((name, float(rate), source or "unnamed input"))
+        except ValueError:
+            p.error(f"--rescale-rate wants KERNEL=R[:INPUT] with R a number in [0, 1], got {item!r}")
     registered = kernels()
     clock_text = f"{args.clock:.0f} MHz (forced)" if args.clock else "the clock/power model's predicted clock"
     print(f"CDNA4 cycle model (simulated), b1 h{args.heads} s{args.shape} d128 causal, TFLOP/s at {clock_text}\n")
@@ -126,6 +141,14 @@ def main():
     if base in rows and "zyfa-fp8" in rows:
         shape = parse_shape(args.shape, heads=args.heads)
         counts = tile_counts(generate(gfx950.config_for("zyfa-fp8", shape)))
+        for name, rate, source in rescale:
+            row = _row(name, shape, args.clock, rate)
+            if isinstance(row, str):
+                print(f"- {name} with the rescale at rate {rate:g} ({source}): unavailable: {row}")
+                continue
+            print(f"- {name} with its lazy O rescale branch jumping on {100 * rate:.1f} % of executions "
+                  f"({source}; the table: never): {row['tflops']:.0f} TFLOP/s at {row['mhz']:.0f} MHz, "
+                  f"{row['tflops_2400']:.0f} at 2400 MHz; / {base}: {_ratios(row, rows[base])}")
         for label, work in (("the shape's FLOPs alone", 1.0),
                             ("+ zyfa-fp8's row-sum MFMAs", counts.mfma_cycles / (counts.mfma_cycles - counts.rowsum_cycles))):
             bound = _mfma_bound(shape, work)

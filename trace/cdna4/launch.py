@@ -51,6 +51,13 @@ class Launch:
         return {int(b["pc"]): b["steady_state"] for b in self.meta.get("branch_assumptions", ())
                 if b.get("steady_state") in ("taken", "not-taken")}
 
+    def rescale_rates(self, rate: float) -> dict:
+        """pc -> ``rate`` for each lazy O rescale branch (``.L_rescale*``) the build meta states
+        (``branch_assumptions``), as :class:`~zyfa.trace.cdna4.estimate.EstimateConfig`'s
+        ``branch_policy`` takes it; empty for a kernel without one (AITER's)."""
+        return {int(b["pc"]): rate for b in self.meta.get("branch_assumptions", ())
+                if str(b.get("label", "")).startswith(".L_rescale")}
+
     def __post_init__(self):
         if not isinstance(self.program, Program):
             raise TypeError(f"Launch.program must be a Program, got {type(self.program).__name__}")

@@ -65,6 +65,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="how branches on data the model does not compute go (default not-taken: guarded code runs; "
                         "emulated: each as the functional emulator saw it on b1 h1 s<=1024 Gaussian inputs of the "
                         "same kernel, the rest not-taken)")
+    p.add_argument("--rescale-rate", type=float, default=None, metavar="R",
+                   help="gfx950 kernels: their lazy O rescale branches (.L_rescale*) jump on a fraction R in [0, 1] "
+                        "of each wave's executions (deterministic pattern, not the stated never); measured rates: "
+                        "benchmarks/v2_rescale_rate.py (README: the rates per kernel and input)")
     p.add_argument("-o", "--out", default=None, help="directory for the trace (<kernel>.parquet + .json)")
     p.add_argument("--force", action="store_true", help="overwrite an existing trace of this kernel in -o DIR")
     p.add_argument("--list", action="store_true", help="list the kernels --kernel accepts and exit")
@@ -107,6 +111,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--samples must be >= 1, got {args.samples}")
     if args.clock is not None and not 0 < args.clock < 10000:
         raise ValueError(f"--clock must be in (0, 10000) MHz, got {args.clock}")
+    if args.rescale_rate is not None and not 0 <= args.rescale_rate <= 1:
+        raise ValueError(f"--rescale-rate must be in [0, 1], got {args.rescale_rate}")
     if args.kernel is None and args.compare is None and args.backend == "model" and not (args.emulate or args.out):
         return _run_pairs(args)  # the headline: our kernel beside its AITER baseline
     kernel = args.kernel or registry.DEFAULT_KERNEL
@@ -192,6 +198,12 @@ def _summarise(args, kernel: str, shape, save: bool) -> dict:
     measured, branch_text = {}, None
     if args.unknown_branch == "emulated":
         measured, branch_text = _emulated_branches(kernel, shape)
+    if args.rescale_rate is not None:
+        rates = prepare(kernel, shape).rescale_rates(args.rescale_rate)
+        measured = measured | rates
+        branch_text = ((branch_text + "; ") if branch_text else "") + (
+            f"{len(rates)} lazy O rescale branches at rate {args.rescale_rate:g} (--rescale-rate)" if rates else
+            "--rescale-rate: this kernel states no lazy O rescale branch (.L_rescale*): not applied")
     config = EstimateConfig(samples=args.samples,
                             unknown_branch="not-taken" if args.unknown_branch == "emulated" else args.unknown_branch,
                             branch_policy=tuple(sorted(measured.items())),

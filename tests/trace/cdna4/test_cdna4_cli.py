@@ -77,3 +77,23 @@ def test_no_kernel_runs_the_default_pairs_with_predicted_clocks(aiter_causal, ca
     assert "=> zyfa-bf16 / aiter:fwd_hd128_bf16_causal: " in out
     assert "=> zyfa-fp8 / aiter-like-fp8: " in out and "OUR RECONSTRUCTION" in out
     assert out.count("predicted clock ") == 4 and ("(power-limited)" in out or "(peak)" in out)
+
+
+def test_rescale_rate_option_takes_the_lazy_rescale_branches_at_a_rate(capsys):
+    from zyfa.shapes import parse_shape
+    from zyfa.trace.cdna4.estimate import EstimateConfig
+    from zyfa.trace.cdna4.launch import prepare
+
+    launch = prepare("zyfa-fp8", parse_shape("2k", heads=2))
+    rates = launch.rescale_rates(0.25)
+    rescale = {b["pc"] for b in launch.meta["branch_assumptions"] if b["label"].startswith(".L_rescale")}
+    assert set(rates) == rescale and len(rescale) == 4 and set(rates.values()) == {0.25}
+    with pytest.raises(ValueError, match=r"rate in \[0, 1\]"):
+        EstimateConfig(branch_policy=((min(rates), 1.5),))
+    assert main(["kernel", "--kernel", "zyfa-fp8", "--shape", "2k", "--heads", "2", "--samples", "1",
+                 "--rescale-rate", "0.25"]) == 0
+    out = capsys.readouterr().out
+    assert "4 lazy O rescale branches at rate 0.25 (--rescale-rate)" in out
+    assert "rate branches: " in out and "executions taken" in out
+    assert main(["kernel", "--rescale-rate", "2"]) == 2
+    assert "--rescale-rate must be in [0, 1]" in capsys.readouterr().err
