@@ -3,6 +3,9 @@
 import pytest
 
 from zyfa.cli.trace_main import main
+from zyfa.shapes import parse_shape
+from zyfa.trace.cdna4.estimate import EstimateConfig
+from zyfa.trace.cdna4.launch import prepare
 from zyfa.trace.schema import Trace
 
 
@@ -80,10 +83,6 @@ def test_no_kernel_runs_the_default_pairs_with_predicted_clocks(aiter_causal, ca
 
 
 def test_rescale_rate_option_takes_the_lazy_rescale_branches_at_a_rate(capsys):
-    from zyfa.shapes import parse_shape
-    from zyfa.trace.cdna4.estimate import EstimateConfig
-    from zyfa.trace.cdna4.launch import prepare
-
     launch = prepare("zyfa-fp8", parse_shape("2k", heads=2))
     rates = launch.rescale_rates(0.25)
     rescale = {b["pc"] for b in launch.meta["branch_assumptions"] if b["label"].startswith(".L_rescale")}
