@@ -263,19 +263,9 @@ def test_one_mfma_flops_table_read_from_the_mnemonic():
     assert mfma_flops("v_mfma_ld_scale_b32") == 0 and mfma_flops("v_mfma_mystery") is None
 
 
-RATE_LOOP = """
- s_load_dword s4, s[0:1], 0x0
- s_waitcnt lgkmcnt(0)
- s_mov_b32 s5, 0
-.Lloop:
- v_mfma_f32_32x32x16_bf16 v[0:15], v[16:19], v[20:23], v[0:15]
- v_cmp_gt_f32 vcc, v1, v2
- s_cbranch_vccnz .Lrare
-.Lback:
- s_add_u32 s5, s5, 1
- s_cmp_lt_u32 s5, s4
- s_cbranch_scc1 .Lloop
- s_endpgm
+# KERNARG_LOOP with a data-dependent branch (vcc from a vector compare) to an out-of-line block
+RATE_LOOP = KERNARG_LOOP.replace(" s_add_u32 s5", " v_cmp_gt_f32 vcc, v1, v2\n s_cbranch_vccnz .Lrare\n.Lback:\n"
+                                 " s_add_u32 s5") + """ s_endpgm
 .Lrare:
  v_exp_f32 v3, v4
  v_exp_f32 v5, v6
