@@ -11,6 +11,9 @@ from zyfa.analyzer import metrics
 from zyfa.gfx950 import timing
 from zyfa.gfx950.isa import mfma_flops, parse_asm
 from zyfa.trace.cdna4 import power
+from zyfa.shapes import parse_shape
+from zyfa.trace.cdna4.estimate import EstimateConfig, estimate
+from zyfa.trace.cdna4.launch import prepare
 from zyfa.trace.cdna4.sim import CUSim, SimConfig
 from zyfa.trace.cdna4.tracer import records_frame
 from zyfa.trace.schema import Trace, TraceMeta
@@ -327,6 +330,20 @@ def test_extrapolated_periods_follow_the_rate():
     assert fast.cycles == slow.cycles
     # the skipped periods' MFMA cycles are the full run's
     assert fast.mfma_busy == slow.mfma_busy
+
+
+def test_gfx950_kernel_at_a_rescale_rate_extrapolates_exactly():
+    # zyfa-fp8's four lazy-rescale branches at 5 %: loop periods are skipped between the jumps, and
+    # the kernel time and the jump tally equal the fully detailed simulation's
+    launch = prepare("zyfa-fp8", parse_shape("8k", heads=2))
+    rates = tuple(sorted(launch.rescale_rates(0.05).items()))
+    assert len(rates) == 4
+    fast, slow = (estimate(launch, EstimateConfig(samples=1, fast_forward=ff, branch_policy=rates)) for ff in (True, False))
+    assert fast.extrapolated > 0 and slow.extrapolated == 0
+    assert fast.cycles == slow.cycles
+    tally = [n for n in fast.notes if n.startswith("rate branches")]
+    assert tally and tally == [n for n in slow.notes if n.startswith("rate branches")]
+    assert fast.cu_result.rate_branches == slow.cu_result.rate_branches != {}
 
 
 def test_mfma_busy_counts_extrapolated_periods_as_if_simulated():
