@@ -82,6 +82,16 @@ def test_no_kernel_runs_the_default_pairs_with_predicted_clocks(aiter_causal, ca
     assert out.count("predicted clock ") == 4 and ("(power-limited)" in out or "(peak)" in out)
 
 
+def test_never_taken_rescale_is_flagged_as_optimistic(capsys):
+    """Without --rescale-rate a zyfa kernel's lazy O rescale branches follow the stated never: the
+    summary (the headline's brief one too) says so; AITER's objects have none and get no line."""
+    assert main(["kernel", "--kernel", "zyfa-fp8", "--shape", "2k", "--heads", "2", "--samples", "1",
+                 "--compare", "aiter:fwd_hd128_bf16_causal"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("caveat: its 4 lazy O rescale branch(es) simulated as never taken, which is optimistic") == 1
+    assert "--rescale-rate R simulates a rate" in out
+
+
 def test_rescale_rate_option_takes_the_lazy_rescale_branches_at_a_rate(capsys):
     launch = prepare("zyfa-fp8", parse_shape("2k", heads=2))
     rates = launch.rescale_rates(0.25)
@@ -93,6 +103,7 @@ def test_rescale_rate_option_takes_the_lazy_rescale_branches_at_a_rate(capsys):
                  "--rescale-rate", "0.25"]) == 0
     out = capsys.readouterr().out
     assert "4 lazy O rescale branches at rate 0.25 (--rescale-rate)" in out
+    assert "caveat: its" not in out  # a rate was set: the never-taken caveat is not printed
     assert "rate branches: " in out and "executions taken" in out
     assert main(["kernel", "--rescale-rate", "2"]) == 2
     assert "--rescale-rate must be in [0, 1]" in capsys.readouterr().err
