@@ -264,3 +264,35 @@ def key_ranges(start_m, SEQ_Q, SEQ_K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constex
         hi = SEQ_K
         full_hi = SEQ_K // BLOCK_N * BLOCK_N
     return full_hi, hi, offset
+
+
+# -- device helpers both attention kernels inline (FP8 and BF16: same loads, same score masking) ----
+@triton.jit
+def load_kv_block(k_base, v_base, offs_n, offs_d, offs_dv, stride_ks, stride_vs, stride_vd, SEQ_K,
+                  HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr, MASKED: tl.constexpr):
+    """K^T and V tiles of keys ``offs_n`` (padded head dims read as 0; masked blocks: keys >= SEQ_K too)."""
+    kt_ptrs = k_base + offs_n[None, :] * stride_ks + offs_d[:, None]
+    v_ptrs = v_base + offs_n[:, None] * stride_vs + offs_dv[None, :] * stride_vd
+    if MASKED:
+        kt = tl.load(kt_ptrs, mask=(offs_n[None, :] < SEQ_K) & (offs_d[:, None] < HEAD_DIM), other=0.0)
+        v = tl.load(v_ptrs, mask=(offs_n[:, None] < SEQ_K) & (offs_dv[None, :] < HEAD_DIM_V), other=0.0)
+    else:
+        kt = tl.load(kt_ptrs, mask=offs_d[:, None] < HEAD_DIM, other=0.0)
+        v = tl.load(v_ptrs, mask=offs_dv[None, :] < HEAD_DIM_V, other=0.0)
+    return kt, v
+
+
+@triton.jit
+def block_scores(q, kt, offs_n, offs_m, offset, SEQ_K, MASKED: tl.constexpr, IS_CAUSAL: tl.constexpr,
+                 INTERPRET: tl.constexpr, IMPRECISE_ACC: tl.constexpr):
+    """s = q k^T (fp32 accumulate); in masked blocks the disallowed keys (bottom-right causal, >= SEQ_K) are -inf."""
+    if INTERPRET:  # the interpreter's bf16 dot is wrong: widen to fp32
+        s = tl.dot(q.to(tl.float32), kt.to(tl.float32), input_precision="ieee")
+    else:
+        s = tl.dot(q, kt, max_num_imprecise_acc=IMPRECISE_ACC)
+    if MASKED:
+        allowed = offs_n[None, :] < SEQ_K
+        if IS_CAUSAL:
+            allowed = allowed & (offs_n[None, :] <= offs_m[:, None] + offset)
+        s = tl.where(allowed, s, float("-inf"))
+    return s

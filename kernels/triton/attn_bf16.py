@@ -13,6 +13,7 @@ import triton
 import triton.language as tl
 
 from zyfa.kernels.triton._common import (
+    block_scores, load_kv_block,
     LOG2E, BucketedAutotune, TileConfig, autotune_configs, fixed_config, fixed_config_mode, interpreting, key_ranges,
     padded_headdim, prune_for_headdim,
 )
@@ -30,25 +31,9 @@ def _attn_fwd_bf16_inner(acc, l_i, m_i, q, k_base, v_base, t,
     offs_n0 = tl.arange(0, BLOCK_N)
     for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPEC):
         offs_n = start_n + offs_n0
-        # -- load K^T and V tiles ----
-        kt_ptrs = k_base + offs_n[None, :] * stride_ks + offs_d[:, None]
-        v_ptrs = v_base + offs_n[:, None] * stride_vs + offs_dv[None, :]
-        if MASKED:
-            kt = tl.load(kt_ptrs, mask=(offs_n[None, :] < SEQ_K) & (offs_d[:, None] < HEAD_DIM), other=0.0)
-            v = tl.load(v_ptrs, mask=(offs_n[:, None] < SEQ_K) & (offs_dv[None, :] < HEAD_DIM_V), other=0.0)
-        else:
-            kt = tl.load(kt_ptrs, mask=offs_d[:, None] < HEAD_DIM, other=0.0)
-            v = tl.load(v_ptrs, mask=offs_dv[None, :] < HEAD_DIM_V, other=0.0)
-        # -- s = q k^T ----
-        if INTERPRET:  # the interpreter's bf16 dot is wrong: widen to fp32
-            s = tl.dot(q.to(tl.float32), kt.to(tl.float32), input_precision="ieee")
-        else:
-            s = tl.dot(q, kt)
-        if MASKED:
-            allowed = offs_n[None, :] < SEQ_K
-            if IS_CAUSAL:
-                allowed = allowed & (offs_n[None, :] <= offs_m[:, None] + offset)
-            s = tl.where(allowed, s, float("-inf"))
+        kt, v = load_kv_block(k_base, v_base, offs_n, offs_d, offs_dv, stride_ks, stride_vs, 1, SEQ_K,
+                              HEAD_DIM, HEAD_DIM_V, MASKED)
+        s = block_scores(q, kt, offs_n, offs_m, offset, SEQ_K, MASKED, IS_CAUSAL, INTERPRET, None)
         # -- online softmax in base 2 ----
         m_new = tl.maximum(m_i, tl.max(s, 1) * t)
         m_safe = tl.where(m_new > float("-inf"), m_new, 0.0)

@@ -32,6 +32,7 @@ import triton.language as tl
 import triton.profiler.language as pl
 
 from zyfa.kernels.triton._common import (
+    block_scores, load_kv_block,
     AUTOTUNE_CONFIGS, LOG2E, BucketedAutotune, TileConfig, autotune_configs, device_arch, fixed_config,
     fixed_config_mode, interpreting, key_ranges, padded_headdim, prune_for_headdim,
 )
@@ -94,37 +95,6 @@ def _lean_p_v2(s, x_b, valid, t, T8, whole, phi, C2: tl.constexpr):
 
 
 @triton.jit
-def _load_block(k_base, v_base, offs_n, offs_d, offs_dv, stride_ks, stride_vs, stride_vd, SEQ_K,
-                HEAD_DIM: tl.constexpr, HEAD_DIM_V: tl.constexpr, MASKED: tl.constexpr):
-    """K^T and V tiles of keys ``offs_n`` (padded head dims read as 0; masked blocks: keys >= SEQ_K too)."""
-    kt_ptrs = k_base + offs_n[None, :] * stride_ks + offs_d[:, None]
-    v_ptrs = v_base + offs_n[:, None] * stride_vs + offs_dv[None, :] * stride_vd
-    if MASKED:
-        kt = tl.load(kt_ptrs, mask=(offs_n[None, :] < SEQ_K) & (offs_d[:, None] < HEAD_DIM), other=0.0)
-        v = tl.load(v_ptrs, mask=(offs_n[:, None] < SEQ_K) & (offs_dv[None, :] < HEAD_DIM_V), other=0.0)
-    else:
-        kt = tl.load(kt_ptrs, mask=offs_d[:, None] < HEAD_DIM, other=0.0)
-        v = tl.load(v_ptrs, mask=offs_dv[None, :] < HEAD_DIM_V, other=0.0)
-    return kt, v
-
-
-@triton.jit
-def _block_scores(q, kt, offs_n, offs_m, offset, SEQ_K, MASKED: tl.constexpr, IS_CAUSAL: tl.constexpr,
-                  INTERPRET: tl.constexpr, IMPRECISE_ACC: tl.constexpr):
-    """s = q k^T (fp32 accumulate); in masked blocks the disallowed keys (bottom-right causal, >= SEQ_K) are -inf."""
-    if INTERPRET:
-        s = tl.dot(q.to(tl.float32), kt.to(tl.float32), input_precision="ieee")
-    else:
-        s = tl.dot(q, kt, max_num_imprecise_acc=IMPRECISE_ACC)
-    if MASKED:
-        allowed = offs_n[None, :] < SEQ_K
-        if IS_CAUSAL:
-            allowed = allowed & (offs_n[None, :] <= offs_m[:, None] + offset)
-        s = tl.where(allowed, s, float("-inf"))
-    return s
-
-
-@triton.jit
 def _zero_v_nan(v):
     """V with its NaN codes (0x7f / 0xff) zeroed: P is 0 at masked keys, but 0 * NaN is NaN."""
     bits = v.to(tl.uint8, bitcast=True)
@@ -148,14 +118,14 @@ def _attn_fwd_fp8_inner_v2(acc, l_i, m_i, q, k_base, v_base, t, T8,
     for start_n in tl.range(lo, hi, 2 * BLOCK_N, warp_specialize=WARP_SPEC):
         offs_a = start_n + offs_n0
         offs_b = offs_a + BLOCK_N
-        kta, va = _load_block(k_base, v_base, offs_a, offs_d, offs_dv, stride_ks, stride_vs, stride_vd, SEQ_K,
-                              HEAD_DIM, HEAD_DIM_V, MASKED)
-        ktb, vb = _load_block(k_base, v_base, offs_b, offs_d, offs_dv, stride_ks, stride_vs, stride_vd, SEQ_K,
-                              HEAD_DIM, HEAD_DIM_V, MASKED)
+        kta, va = load_kv_block(k_base, v_base, offs_a, offs_d, offs_dv, stride_ks, stride_vs, stride_vd, SEQ_K,
+                                HEAD_DIM, HEAD_DIM_V, MASKED)
+        ktb, vb = load_kv_block(k_base, v_base, offs_b, offs_d, offs_dv, stride_ks, stride_vs, stride_vd, SEQ_K,
+                                HEAD_DIM, HEAD_DIM_V, MASKED)
         if PROTON:
             pl.enter_scope("qk")
-        sa = _block_scores(q, kta, offs_a, offs_m, offset, SEQ_K, MASKED, IS_CAUSAL, INTERPRET, IMPRECISE_ACC)
-        sb = _block_scores(q, ktb, offs_b, offs_m, offset, SEQ_K, MASKED, IS_CAUSAL, INTERPRET, IMPRECISE_ACC)
+        sa = block_scores(q, kta, offs_a, offs_m, offset, SEQ_K, MASKED, IS_CAUSAL, INTERPRET, IMPRECISE_ACC)
+        sb = block_scores(q, ktb, offs_b, offs_m, offset, SEQ_K, MASKED, IS_CAUSAL, INTERPRET, IMPRECISE_ACC)
         if PROTON:
             pl.exit_scope("qk")
             pl.enter_scope("softmax")
@@ -212,12 +182,12 @@ def _attn_fwd_fp8_inner(acc, l_i, m_i, q, k_base, v_base, t, T8,
         ones = tl.full([BLOCK_N, 16], 56, tl.uint8).to(tl.float8e4nv, bitcast=True)  # e4m3 code 56 = 1.0
     for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPEC):
         offs_n = start_n + offs_n0
-        kt, v = _load_block(k_base, v_base, offs_n, offs_d, offs_dv, stride_ks, stride_vs, stride_vd, SEQ_K,
-                            HEAD_DIM, HEAD_DIM_V, MASKED)
+        kt, v = load_kv_block(k_base, v_base, offs_n, offs_d, offs_dv, stride_ks, stride_vs, stride_vd, SEQ_K,
+                              HEAD_DIM, HEAD_DIM_V, MASKED)
         # -- s = q k^T (fp32 accumulate) ----
         if PROTON:
             pl.enter_scope("qk")
-        s = _block_scores(q, kt, offs_n, offs_m, offset, SEQ_K, MASKED, IS_CAUSAL, INTERPRET, IMPRECISE_ACC)
+        s = block_scores(q, kt, offs_n, offs_m, offset, SEQ_K, MASKED, IS_CAUSAL, INTERPRET, IMPRECISE_ACC)
         if PROTON:
             pl.exit_scope("qk")
             pl.enter_scope("softmax")
