@@ -31,7 +31,8 @@ KERNELS = {"v1": "zyfa-fp8-v1", "v2": "zyfa-fp8-v2"}
 def simulate(kernel: str, shape: AttnShape, rescale: str) -> dict:
     """Predicted time and TFLOP/s of ``kernel`` with its rescale branch ``rescale`` ("taken" / "not-taken")."""
     launch = prepare(kernel, shape)
-    assumptions = [dict(b, steady_state=rescale) if b["label"].startswith(".L_rescale") else b
+    rescale_pcs = {b["pc"] for b in gfx950.rescale_branches(launch.meta["branch_assumptions"])}
+    assumptions = [dict(b, steady_state=rescale) if b["pc"] in rescale_pcs else b
                    for b in launch.meta["branch_assumptions"]]
     launch = replace(launch, meta={**launch.meta, "branch_assumptions": assumptions})
     est = estimate(launch, EstimateConfig(clock_mhz=2400.0))

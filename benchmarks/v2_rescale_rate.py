@@ -35,7 +35,7 @@ import torch
 
 from zyfa import numerics
 from zyfa.cli import accuracy_main
-from zyfa.kernels.gfx950 import build_for
+from zyfa.kernels.gfx950 import build_for, rescale_branches
 from zyfa.shapes import AttnShape
 from zyfa.trace.emu.attention import emulate_kernel, make_inputs
 
@@ -175,7 +175,7 @@ def check_emulator(seqlen: int, seed: int) -> None:
     inputs = make_inputs(shape, seed)
     result = emulate_kernel("zyfa-fp8", shape, inputs=inputs)
     build = build_for("zyfa-fp8", shape)
-    rescale = {a["index"] for a in build.meta["branch_assumptions"] if a["label"].startswith(".L_rescale")}
+    rescale = {a["index"] for a in rescale_branches(build.meta["branch_assumptions"])}
     runs = sum(result.stats.branch_runs[i] for i in rescale)
     jumps = sum(int(result.stats.branch_taken[i]) for i in rescale)
     # the emulator's constants: t = fp32(fp32(scale log2 e) fp32(dq dk)) per (batch, kv head)

@@ -14,11 +14,12 @@ from typing import Mapping, Optional
 
 from zyfa.kernels.gfx950 import kernargs
 from zyfa.kernels.gfx950.build import build
+from zyfa.kernels.gfx950.generator import RESCALE_LABEL
 from zyfa.kernels.gfx950.schedule import ROWS_PER_WG, VARIANTS, WAVES, KernelConfig
 from zyfa.kernels.spec import KernelBuild, KernelSpec
 from zyfa.shapes import AttnShape
 
-__all__ = ["config_for", "specialise", "configure", "build_for", "build_config", "grid", "SPECS", "VARIANTS", "KernelConfig", "WORKGROUP_SIZE"]
+__all__ = ["branch_assumptions", "rescale_branches", "RESCALE_LABEL", "config_for", "specialise", "configure", "build_for", "build_config", "grid", "SPECS", "VARIANTS", "KernelConfig", "WORKGROUP_SIZE"]
 
 WORKGROUP_SIZE = WAVES * 64  # threads of every generated kernel
 
@@ -73,12 +74,12 @@ def grid(shape: AttnShape, config: Optional[KernelConfig] = None, pair: Optional
     return (blocks, shape.heads, shape.batch)
 
 
-def _branch_assumptions(built) -> list[dict]:
+def branch_assumptions(built) -> list[dict]:
     """Data-dependent branches (their condition comes from vector values) and the direction a
-    static model should assume in steady state."""
+    static model should assume in steady state (the build meta's ``branch_assumptions``)."""
     out = []
     for index, inst in enumerate(built.generated.instructions):
-        if inst.opcode == "s_cbranch_execnz" and inst.operands[0].name.startswith(".L_rescale"):
+        if inst.opcode == "s_cbranch_execnz" and inst.operands[0].name.startswith(RESCALE_LABEL):
             out.append({"index": index, "pc": built.pcs[index], "label": inst.operands[0].name,
                         "steady_state": "not-taken",
                         "why": "lazy O rescale: only lanes whose block max exceeds the running max execute it; "
@@ -95,6 +96,11 @@ def _branch_assumptions(built) -> list[dict]:
                         "why": "fp8 V NaN masking: the slow path runs only when a NaN code is in V "
                                "(a diagonal tile's slice of the wave, or the workgroup's diagonal tiles)"})
     return out
+
+
+def rescale_branches(assumptions) -> list[dict]:
+    """The lazy O rescale branches among :func:`branch_assumptions` (or the build meta's list)."""
+    return [b for b in assumptions if str(b.get("label", "")).startswith(RESCALE_LABEL)]
 
 
 def build_for(name: str, shape: AttnShape) -> KernelBuild:
@@ -122,7 +128,7 @@ def build_config(config: KernelConfig) -> KernelBuild:
         "rows_per_workgroup": ROWS_PER_WG, "keys_per_tile": 128,
         # the main loop is unrolled by two: each tile body starts here (the trace's iteration = tile)
         "iteration_starts": list(gen.tile_starts),
-        "branch_assumptions": _branch_assumptions(built),
+        "branch_assumptions": branch_assumptions(built),
     }
     return KernelBuild(name=config.name, asm=gen.asm, code_object=built.code_object, symbol=gen.symbol, meta=meta)
 

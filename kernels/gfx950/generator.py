@@ -36,6 +36,7 @@ E8M0_ONE = 127  # E8M0 scale byte of 2^0
 # value scanning a clean dword can give (``ffbl(0) >> 3``; real keys are < 2^25, the V^T buffer
 # resource's 32-bit byte count over 128 head dims, so every real key is below it)
 NO_NAN_KEY = 0x7FFFFFFF
+RESCALE_LABEL = ".L_rescale_"  # the lazy O rescale's out-of-line code: .L_rescale_<id>, reached by s_cbranch_execnz
 CLEAN_KEY = 0x1FFFFFFF
 
 
@@ -1156,7 +1157,7 @@ class _Kernel:
         ``nested`` cluster; the common path falls through ``s_cbranch_execnz`` (3 SALU)."""
         e = self.e
         e("s_and_saveexec_b64", self.s.saved_exec, "vcc")
-        rare, back = Label(f".L_rescale_{label_id}"), Label(f".L_rescaled_{label_id}")
+        rare, back = Label(f"{RESCALE_LABEL}{label_id}"), Label(f".L_rescaled_{label_id}")
         e("s_cbranch_execnz", rare)  # rare: the common path falls through
 
         def out_of_line():

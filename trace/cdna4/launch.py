@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from zyfa.gfx950.isa import Program, load_program, parse_asm
-from zyfa.kernels import registry
+from zyfa.kernels import gfx950, registry
 from zyfa.kernels.spec import LaunchDescription
 from zyfa.shapes import AttnShape
 
@@ -55,8 +55,7 @@ class Launch:
         """pc -> ``rate`` for each lazy O rescale branch (``.L_rescale*``) the build meta states
         (``branch_assumptions``), as :class:`~zyfa.trace.cdna4.estimate.EstimateConfig`'s
         ``branch_policy`` takes it; empty for a kernel without one (AITER's)."""
-        return {int(b["pc"]): rate for b in self.meta.get("branch_assumptions", ())
-                if str(b.get("label", "")).startswith(".L_rescale")}
+        return {int(b["pc"]): rate for b in gfx950.rescale_branches(self.meta.get("branch_assumptions", ()))}
 
     def __post_init__(self):
         if not isinstance(self.program, Program):

@@ -151,8 +151,7 @@ def _rescale_caveat(kernel: str, shape) -> str | None:
     never taken (the stated steady state), when --rescale-rate did not set a rate (cached build)."""
     if kernel not in gfx950.VARIANTS:
         return None
-    n = sum(inst.opcode == "s_cbranch_execnz" and inst.operands[0].name.startswith(".L_rescale")
-            for inst in build(gfx950.config_for(kernel, shape)).generated.instructions)
+    n = len(gfx950.rescale_branches(gfx950.branch_assumptions(build(gfx950.config_for(kernel, shape)))))
     return (f"caveat: its {n} lazy O rescale branch(es) simulated as never taken, which is optimistic: real inputs "
             "take them on 8-44 % of executions (README 'Lazy O rescale at its measured rate'); "
             "--rescale-rate R simulates a rate") if n else None
