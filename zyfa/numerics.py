@@ -6,8 +6,9 @@ this module computes. Contents, in the order of the spec:
 - e4m3 format helpers: :func:`encode_e4m3` (saturating round-to-nearest-even, the hardware
   convert), :func:`decode_e4m3` (exact value of every bit pattern), :func:`fma_f32` (fp32 fused
   multiply-add with one rounding).
-- Input preparation: :func:`quantize_fp8` (FlashAttention-3 descales), :func:`hadamard` and
-  :func:`rotate_qk`.
+- Input preparation: :func:`quantize_fp8` (FlashAttention-3 descales), :func:`hadamard`,
+  :func:`rotate_qk`, and :func:`rope` / :func:`rope_tables` (the RoPE pass a fused RoPE + Hadamard
+  + quantise kernel absorbs).
 - Lean P: :func:`lean_p_code` (the gfx950 ``v_fma_f32`` + ``v_cvt_u32_f32`` pair, element for
   element; ``rounding="magic"`` is the Hopper variant). Measured over x = t*s - bm in [-7, 0]
   (2^18 + 1 points, ``test_lean_p_error_vs_exp2``), the decoded value vs 2^(x+8) has relative
@@ -281,6 +282,51 @@ def hadamard(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
         half *= 2
     y = y * (1.0 / math.sqrt(block))
     return y.reshape(shape).movedim(-1, dim)
+
+
+def rope_tables(seqlen: int, headdim: int, base: float = 10000.0, dtype: torch.dtype = torch.float32,
+                offset: int = 0):
+    """(cos, sin) tables of rotary position embedding, each (seqlen, headdim // 2) of ``dtype``.
+
+    Row ``i`` is position ``offset + i``, column ``f`` the angle ``pos * base^(-f / (headdim / 2))``,
+    computed in float64 and rounded once to ``dtype``.
+    """
+    for name, value in (("seqlen", seqlen), ("headdim", headdim)):
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    if headdim % 2:
+        raise ValueError(f"headdim must be even, got {headdim}")
+    if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+        raise ValueError(f"offset must be a non-negative int, got {offset!r}")
+    d2 = headdim // 2
+    inv = base ** (-torch.arange(0, d2, dtype=torch.float64) / d2)
+    ang = torch.arange(offset, offset + seqlen, dtype=torch.float64)[:, None] * inv[None, :]
+    return ang.cos().to(dtype), ang.sin().to(dtype)
+
+
+def rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotary position embedding of ``x`` (batch, seqlen, nheads, headdim), half-split pairing.
+
+    Channel ``f`` pairs with ``f + headdim / 2`` (LLaMA / Hugging Face ``rotate_half``):
+    ``(x1 * cos - x2 * sin, x2 * cos + x1 * sin)`` with ``cos``, ``sin`` of shape
+    (seqlen, headdim // 2) (:func:`rope_tables`). Computed in float32, every product and sum rounded
+    on its own (no FMA: the fused Triton kernel is launched without FP contraction to match), float64
+    inputs stay float64. The torch path of ``hadamard_quantize_fp8(x, cos=, sin=)`` is
+    ``quantize_fp8(hadamard(rope(x, cos, sin)))``.
+    """
+    _check_bshd("x", x)
+    if not x.is_floating_point():
+        raise TypeError(f"x must be a floating-point tensor, got {x.dtype}")
+    _, s, _, d = x.shape
+    for name, t in (("cos", cos), ("sin", sin)):
+        if not isinstance(t, torch.Tensor) or tuple(t.shape) != (s, d // 2) or d % 2:
+            raise ValueError(f"{name} must be a tensor of shape (seqlen, headdim // 2) = ({s}, {d // 2}) "
+                             f"for an even headdim, got {getattr(t, 'shape', type(t).__name__)}")
+    dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
+    xf = x.to(dtype)
+    c, sn = cos.to(dtype)[None, :, None, :], sin.to(dtype)[None, :, None, :]
+    x1, x2 = xf[..., : d // 2], xf[..., d // 2:]
+    return torch.cat((x1 * c - x2 * sn, x2 * c + x1 * sn), dim=-1)
 
 
 def rotate_qk(q: torch.Tensor, k: torch.Tensor):

@@ -1,8 +1,13 @@
-"""Fused Walsh-Hadamard rotation + FP8 (e4m3) quantisation of Q or K, in Triton.
+"""Fused (RoPE +) Walsh-Hadamard rotation + FP8 (e4m3) quantisation of Q or K, in Triton.
 
 Computes exactly what the torch path computes, ``zyfa.numerics.quantize_fp8(zyfa.numerics.hadamard(x),
-granularity, nheads_k)``, in one kernel (per token) or two (per (batch, kv head)):
+granularity, nheads_k)``, in one kernel (per token) or two (per (batch, kv head)); with RoPE tables
+(``cos=``, ``sin=``) ``quantize_fp8(hadamard(rope(x, cos, sin)))``, so that the RoPE pass a model
+runs anyway also rotates and quantises (:func:`rope_rows` is that RoPE pass alone, the baseline):
 
+* RoPE (optional): half-split pairing (channel f with f + D/2), ``(a cos - b sin, b cos + a sin)`` in
+  fp32, each product and sum rounded on its own (kernels launched with ``enable_fp_fusion=False``;
+  tests/kernels/triton/test_hadamard_layout.py checks the PTX has no FMA there);
 * rotation: the same radix-2 butterflies in the same order, in fp32 (``a + b``, ``a - b`` per stage),
   then one multiply by ``fp32(1 / sqrt(d))``;
 * ``granularity="token"``: one program holds whole rows, so the row's amax, ``descale = amax / 448``
@@ -114,10 +119,27 @@ def _offsets(off_b, off_h, offs_s, stride_b, stride_s, stride_h, D: tl.constexpr
 
 
 @triton.jit
-def _rotated_rows(X, off_b, off_h, offs_s, stride_b, stride_s, stride_h, S, D: tl.constexpr,
-                  BLOCK_S: tl.constexpr, INV_SQRT_D: tl.constexpr, ROTATE: tl.constexpr):
+def _rope_chunks(x, COS, SIN, offs_s, stride_cs, S, C: tl.constexpr, BLOCK_S: tl.constexpr, J: tl.constexpr):
+    """RoPE of each row of x [C, BLOCK_S, J] (fp32), half-split pairing: channel f with f + D/2, i.e.
+    chunk c with chunk c + C/2 at the same lane j (no data leaves its thread). ``COS``, ``SIN``:
+    fp32 (S, D/2) tables, row = position. ``(a cos - b sin, b cos + a sin)``, products and sums
+    rounded on their own (the launch turns FP contraction off), as zyfa.numerics.rope."""
+    col = tl.arange(0, C // 2)[:, None, None] * J + tl.arange(0, J)[None, None, :]
+    ptrs = offs_s[None, :, None] * stride_cs + col
+    cos = tl.load(COS + ptrs, mask=offs_s[None, :, None] < S, other=0.0)
+    sin = tl.load(SIN + ptrs, mask=offs_s[None, :, None] < S, other=0.0)
+    a, b = tl.split(tl.permute(tl.reshape(x, [2, C // 2, BLOCK_S, J]), (1, 2, 3, 0)))
+    y = tl.join(a * cos - b * sin, b * cos + a * sin)
+    return tl.reshape(tl.permute(y, (3, 0, 1, 2)), [C, BLOCK_S, J])
+
+
+@triton.jit
+def _rotated_rows(X, COS, SIN, off_b, off_h, offs_s, stride_b, stride_s, stride_h, stride_cs, S, D: tl.constexpr,
+                  BLOCK_S: tl.constexpr, INV_SQRT_D: tl.constexpr, ROTATE: tl.constexpr, ROPE: tl.constexpr):
     x = tl.load(X + _offsets(off_b, off_h, offs_s, stride_b, stride_s, stride_h, D, 8),
                 mask=offs_s[None, :, None] < S, other=0.0).to(tl.float32)
+    if ROPE:
+        x = _rope_chunks(x, COS, SIN, offs_s, stride_cs, S, D // 8, BLOCK_S, 8)
     if ROTATE:
         x = _rotate(x, D // 8, BLOCK_S, 8, INV_SQRT_D)
     return x
@@ -138,7 +160,9 @@ def _quotient(y, descale):
     else:
         r = tl.div_rn(1.0, descale)
         q = y * r
-        q = tl.fma(tl.fma(-q, descale, y), r, q)
+        # y = -0: the correction's +0 + -0 rounds to +0, but -0 / descale is -0 (its code 0x80):
+        # zeros are their own quotient (RoPE makes -0 from +0 inputs: 0 * cos - 0 * -sin)
+        q = tl.where(y == 0.0, y, tl.fma(tl.fma(-q, descale, y), r, q))
     return q
 
 
@@ -154,13 +178,14 @@ def _store_codes(Y, q, off_b, off_h, offs_s, stride_b, stride_s, stride_h, S, D:
 
 
 @triton.jit
-def _hadamard_fp8_token(X, Y, DS, stride_xb, stride_xs, stride_xh, stride_yb, stride_ys, stride_yh,
-                        stride_db, stride_ds, H, S, D: tl.constexpr, BLOCK_S: tl.constexpr,
-                        INV_SQRT_D: tl.constexpr, OUT_F32: tl.constexpr, ROTATE: tl.constexpr):
+def _hadamard_fp8_token(X, Y, DS, COS, SIN, stride_xb, stride_xs, stride_xh, stride_yb, stride_ys, stride_yh,
+                        stride_db, stride_ds, stride_cs, H, S, D: tl.constexpr, BLOCK_S: tl.constexpr,
+                        INV_SQRT_D: tl.constexpr, OUT_F32: tl.constexpr, ROTATE: tl.constexpr, ROPE: tl.constexpr):
     off_b = tl.program_id(1) // H
     off_h = tl.program_id(1) % H
     offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
-    y = _rotated_rows(X, off_b, off_h, offs_s, stride_xb, stride_xs, stride_xh, S, D, BLOCK_S, INV_SQRT_D, ROTATE)
+    y = _rotated_rows(X, COS, SIN, off_b, off_h, offs_s, stride_xb, stride_xs, stride_xh, stride_cs, S, D, BLOCK_S,
+                      INV_SQRT_D, ROTATE, ROPE)
     # -- per-token descale = amax / 448 (1 for an all-zero row); codes = RNE(x / descale) ----
     descale = tl.div_rn(_row_amax(y), 448.0)  # NaN / inf stay: the wrapper checks the descales
     descale = tl.where(descale == 0.0, 1.0, descale)
@@ -170,12 +195,13 @@ def _hadamard_fp8_token(X, Y, DS, stride_xb, stride_xs, stride_xh, stride_yb, st
 
 
 @triton.jit
-def _hadamard_amax_head(X, AMAX, stride_xb, stride_xs, stride_xh, H, GROUP, S, D: tl.constexpr,
-                        BLOCK_S: tl.constexpr, INV_SQRT_D: tl.constexpr, ROTATE: tl.constexpr):
+def _hadamard_amax_head(X, AMAX, COS, SIN, stride_xb, stride_xs, stride_xh, stride_cs, H, GROUP, S, D: tl.constexpr,
+                        BLOCK_S: tl.constexpr, INV_SQRT_D: tl.constexpr, ROTATE: tl.constexpr, ROPE: tl.constexpr):
     off_b = tl.program_id(1) // H
     off_h = tl.program_id(1) % H
     offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
-    y = _rotated_rows(X, off_b, off_h, offs_s, stride_xb, stride_xs, stride_xh, S, D, BLOCK_S, INV_SQRT_D, ROTATE)
+    y = _rotated_rows(X, COS, SIN, off_b, off_h, offs_s, stride_xb, stride_xs, stride_xh, stride_cs, S, D, BLOCK_S,
+                      INV_SQRT_D, ROTATE, ROPE)
     amax = tl.reduce(tl.reshape(_row_amax(y), [BLOCK_S]), 0, _max_nan)
     # NaN -> inf before the atomic (its float max is an integer max on the bits): the wrapper
     # rejects a non-finite amax
@@ -183,13 +209,14 @@ def _hadamard_amax_head(X, AMAX, stride_xb, stride_xs, stride_xh, H, GROUP, S, D
 
 
 @triton.jit
-def _hadamard_fp8_head(X, Y, AMAX, DS, stride_xb, stride_xs, stride_xh, stride_yb, stride_ys, stride_yh,
-                       H, GROUP, S, D: tl.constexpr, BLOCK_S: tl.constexpr, INV_SQRT_D: tl.constexpr,
-                       OUT_F32: tl.constexpr, ROTATE: tl.constexpr):
+def _hadamard_fp8_head(X, Y, AMAX, DS, COS, SIN, stride_xb, stride_xs, stride_xh, stride_yb, stride_ys, stride_yh,
+                       stride_cs, H, GROUP, S, D: tl.constexpr, BLOCK_S: tl.constexpr, INV_SQRT_D: tl.constexpr,
+                       OUT_F32: tl.constexpr, ROTATE: tl.constexpr, ROPE: tl.constexpr):
     off_b = tl.program_id(1) // H
     off_h = tl.program_id(1) % H
     offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
-    y = _rotated_rows(X, off_b, off_h, offs_s, stride_xb, stride_xs, stride_xh, S, D, BLOCK_S, INV_SQRT_D, ROTATE)
+    y = _rotated_rows(X, COS, SIN, off_b, off_h, offs_s, stride_xb, stride_xs, stride_xh, stride_cs, S, D, BLOCK_S,
+                      INV_SQRT_D, ROTATE, ROPE)
     group = off_b * (H // GROUP) + off_h // GROUP
     descale = tl.div_rn(tl.load(AMAX + group), 448.0)
     descale = tl.where(descale == 0.0, 1.0, descale)
@@ -199,9 +226,80 @@ def _hadamard_fp8_head(X, Y, AMAX, DS, stride_xb, stride_xs, stride_xh, stride_y
                  stride_yb, stride_ys, stride_yh, S, D, OUT_F32)
 
 
+@triton.jit
+def _rope_kernel(X, Y, COS, SIN, stride_xb, stride_xs, stride_xh, stride_yb, stride_ys, stride_yh, stride_cs,
+                 H, S, D: tl.constexpr, BLOCK_S: tl.constexpr, OUT_F32: tl.constexpr):
+    """RoPE alone, x's dtype out: the pass a model makes anyway (the fused kernel's baseline)."""
+    off_b = tl.program_id(1) // H
+    off_h = tl.program_id(1) % H
+    offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
+    y = _rotated_rows(X, COS, SIN, off_b, off_h, offs_s, stride_xb, stride_xs, stride_xh, stride_cs, S, D, BLOCK_S,
+                      1.0, False, True)
+    ptrs = Y + _offsets(off_b, off_h, offs_s, stride_yb, stride_ys, stride_yh, D, 8)
+    if OUT_F32:  # interpreter: its fp32 -> bf16 / fp16 cast is not RNE, the wrapper casts on the host
+        tl.store(ptrs, y, mask=offs_s[None, :, None] < S)
+    else:
+        tl.store(ptrs, y.to(Y.dtype.element_ty), mask=offs_s[None, :, None] < S)
+
+
+def _check_rows(x) -> tuple[int, int, int, int]:
+    """(b, s, h, d) of a valid input of the kernels in this module; ValueError / TypeError otherwise."""
+    if not isinstance(x, torch.Tensor) or x.dim() != 4:
+        raise ValueError(f"x must be a 4-d tensor (batch, seqlen, nheads, headdim), got {getattr(x, 'shape', type(x))}")
+    if x.dtype not in (torch.float32, torch.bfloat16, torch.float16):
+        raise TypeError(f"x must be float32, bfloat16 or float16, got {x.dtype}")
+    b, s, h, d = x.shape
+    if d < 16 or d > 256 or d & (d - 1):
+        raise ValueError(f"headdim must be a power of two in [16, 256] (the torch path covers others), got {d}")
+    if x.stride(-1) != 1:
+        raise ValueError("x needs a unit stride along headdim; call x.contiguous()")
+    if x.numel() == 0:
+        raise ValueError(f"x must not be empty, got shape {tuple(x.shape)}")
+    return b, s, h, d
+
+
+def _check_tables(cos, sin, x: torch.Tensor) -> None:
+    """RoPE tables for x: float32 (seqlen, headdim // 2), unit stride along the columns, on x's device."""
+    _, s, _, d = x.shape
+    for name, t in (("cos", cos), ("sin", sin)):
+        if not isinstance(t, torch.Tensor) or t.dtype != torch.float32 or tuple(t.shape) != (s, d // 2):
+            raise ValueError(f"{name} must be a float32 tensor of shape (seqlen, headdim // 2) = ({s}, {d // 2}), "
+                             f"got {getattr(t, 'dtype', type(t).__name__)} {tuple(getattr(t, 'shape', ()))}")
+        if t.device != x.device or t.stride(1) != 1 or t.stride(0) != cos.stride(0):
+            raise ValueError(f"{name} must be on x's device with unit column stride and cos's row stride")
+
+
+def _launch(block_s: int | None, num_warps: int | None, default_rows: int) -> tuple[int, int]:
+    num_warps = num_warps or NUM_WARPS
+    block_s = block_s or (16 if _INTERPRET else default_rows * num_warps // NUM_WARPS)
+    if block_s & (block_s - 1) or num_warps & (num_warps - 1):
+        raise ValueError(f"block_s and num_warps must be powers of two, got {block_s} and {num_warps}")
+    return block_s, num_warps
+
+
+def rope_rows(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, block_s: int | None = None,
+              num_warps: int | None = None) -> torch.Tensor:
+    """RoPE of ``x`` (batch, seqlen, nheads, headdim) in one Triton pass, x's dtype out.
+
+    Bit-identical to ``zyfa.numerics.rope(x, cos, sin).to(x.dtype)`` (fp32 arithmetic, one RNE
+    rounding to x's dtype). ``cos``, ``sin``: float32 (seqlen, headdim // 2)
+    (``zyfa.numerics.rope_tables``). The baseline of the fused RoPE + Hadamard + quantise pass:
+    the RoPE pass a model runs anyway, written as the fused kernel reads and rotates.
+    """
+    b, s, h, d = _check_rows(x)
+    _check_tables(cos, sin, x)
+    block_s, num_warps = _launch(block_s, num_warps, BLOCK_S["token"])
+    y = torch.empty(x.shape, dtype=torch.float32 if _INTERPRET else x.dtype, device=x.device)
+    _rope_kernel[(triton.cdiv(s, block_s), b * h)](
+        x, y, cos, sin, x.stride(0), x.stride(1), x.stride(2), y.stride(0), y.stride(1), y.stride(2), cos.stride(0),
+        h, s, D=d, BLOCK_S=block_s, OUT_F32=_INTERPRET, num_warps=num_warps, enable_fp_fusion=False)
+    return y.to(x.dtype) if _INTERPRET else y
+
+
 def hadamard_quantize_fp8(x: torch.Tensor, granularity: str = "head", nheads_k: int | None = None,
                           block_s: int | None = None, num_warps: int | None = None,
-                          rotate: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+                          rotate: bool = True, cos: torch.Tensor | None = None,
+                          sin: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Hadamard-rotates ``x`` (batch, seqlen, nheads, headdim) along headdim and quantises it to e4m3.
 
     Bit-identical to ``quantize_fp8(hadamard(x), granularity, nheads_k)`` of :mod:`zyfa.numerics`.
@@ -214,45 +312,44 @@ def hadamard_quantize_fp8(x: torch.Tensor, granularity: str = "head", nheads_k: 
     ``rotate=False``: the same kernel without the butterflies, i.e. the FP8 quantisation alone,
     bit-identical to ``quantize_fp8(x, granularity, nheads_k)``: the pass an FP8 API makes from
     bf16 inputs anyway, so the rotation's marginal cost is the time difference of the two calls.
+    ``cos``, ``sin`` (float32 (seqlen, headdim // 2), ``zyfa.numerics.rope_tables``): RoPE first, in
+    the same pass, i.e. ``quantize_fp8(hadamard(rope(x, cos, sin)), granularity, nheads_k)``
+    bit for bit (``rope(x, cos, sin)`` without the rotation); the kernel is launched without FP
+    contraction so that RoPE's products and sums round as the torch path's. Pass un-rotated
+    (pre-RoPE) Q and K: the RoPE pass a model makes anyway becomes this one.
     """
     if not isinstance(rotate, bool):
         raise TypeError(f"rotate must be a bool, got {type(rotate).__name__}")
     if granularity not in GRANULARITIES:
         raise ValueError(f"granularity must be one of {GRANULARITIES}, got {granularity!r}")
-    if not isinstance(x, torch.Tensor) or x.dim() != 4:
-        raise ValueError(f"x must be a 4-d tensor (batch, seqlen, nheads, headdim), got {getattr(x, 'shape', type(x))}")
-    if x.dtype not in (torch.float32, torch.bfloat16, torch.float16):
-        raise TypeError(f"x must be float32, bfloat16 or float16, got {x.dtype}")
-    b, s, h, d = x.shape
-    if d < 16 or d > 256 or d & (d - 1):
-        raise ValueError(f"headdim must be a power of two in [16, 256] (the torch path covers others), got {d}")
-    if x.stride(-1) != 1:
-        raise ValueError("x needs a unit stride along headdim; call x.contiguous()")
+    b, s, h, d = _check_rows(x)
     hk = h if nheads_k is None else nheads_k
     if not isinstance(hk, int) or hk <= 0 or h % hk:
         raise ValueError(f"nheads_k must be a positive divisor of nheads ({h}), got {nheads_k!r}")
-    if x.numel() == 0:
-        raise ValueError(f"x must not be empty, got shape {tuple(x.shape)}")
-    num_warps = num_warps or NUM_WARPS
-    block_s = block_s or (16 if _INTERPRET else BLOCK_S[granularity] * num_warps // NUM_WARPS)
-    if block_s & (block_s - 1) or num_warps & (num_warps - 1):
-        raise ValueError(f"block_s and num_warps must be powers of two, got {block_s} and {num_warps}")
+    if (cos is None) != (sin is None):
+        raise ValueError("pass both cos and sin (RoPE) or neither")
+    use_rope = cos is not None
+    if use_rope:
+        _check_tables(cos, sin, x)
+    else:
+        cos = sin = x  # never read (ROPE=False)
+    block_s, num_warps = _launch(block_s, num_warps, BLOCK_S[granularity])
     inv_sqrt_d = float(torch.tensor(1.0 / math.sqrt(d), dtype=torch.float32))  # what torch's x * (1/sqrt(d)) uses
     y = torch.empty(x.shape, dtype=torch.float32 if _INTERPRET else torch.float8_e4m3fn, device=x.device)
     grid = (triton.cdiv(s, block_s), b * h)
     xs, ys = (x.stride(0), x.stride(1), x.stride(2)), (y.stride(0), y.stride(1), y.stride(2))
+    opts = dict(D=d, BLOCK_S=block_s, INV_SQRT_D=inv_sqrt_d, ROTATE=rotate, ROPE=use_rope, num_warps=num_warps,
+                enable_fp_fusion=False)
+    cs = cos.stride(0) if use_rope else 0
     if granularity == "token":
         descale = torch.empty(b, s, h, dtype=torch.float32, device=x.device)
-        _hadamard_fp8_token[grid](x, y, descale, *xs, *ys, descale.stride(0), descale.stride(1), h, s,
-                                  D=d, BLOCK_S=block_s, INV_SQRT_D=inv_sqrt_d, OUT_F32=_INTERPRET, ROTATE=rotate,
-                                  num_warps=num_warps)
+        _hadamard_fp8_token[grid](x, y, descale, cos, sin, *xs, *ys, descale.stride(0), descale.stride(1), cs, h, s,
+                                  OUT_F32=_INTERPRET, **opts)
     else:
         amax = torch.zeros(b, hk, dtype=torch.float32, device=x.device)
         descale = torch.empty(b, hk, dtype=torch.float32, device=x.device)
-        _hadamard_amax_head[grid](x, amax, *xs, h, h // hk, s, D=d, BLOCK_S=block_s, INV_SQRT_D=inv_sqrt_d,
-                                  ROTATE=rotate, num_warps=num_warps)
-        _hadamard_fp8_head[grid](x, y, amax, descale, *xs, *ys, h, h // hk, s, D=d, BLOCK_S=block_s,
-                                 INV_SQRT_D=inv_sqrt_d, OUT_F32=_INTERPRET, ROTATE=rotate, num_warps=num_warps)
+        _hadamard_amax_head[grid](x, amax, cos, sin, *xs, cs, h, h // hk, s, **opts)
+        _hadamard_fp8_head[grid](x, y, amax, descale, cos, sin, *xs, *ys, cs, h, h // hk, s, OUT_F32=_INTERPRET, **opts)
     # a NaN or inf in x makes its row's (group's) amax, hence descale, non-finite: checked here on
     # the small descale tensor instead of a pass over x (which cost as much as the kernel's reads)
     if not bool(torch.isfinite(descale).all()):

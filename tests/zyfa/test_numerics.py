@@ -220,6 +220,35 @@ def test_hadamard_orthonormal_and_block_policy(d, block):
     assert torch.all(spread[block:] == 0)
 
 
+def test_rope_is_a_relative_rotation():
+    """RoPE turns scores into functions of the position difference: q_i . k_j after RoPE at positions
+    (i, j) equals the same pair at (i + 500, j + 500) (fp64 tables, to rounding), and the rotation
+    keeps every pair's norm. Half-split pairing: channel f goes with f + d/2 (rotate_half)."""
+    d, s = 64, 40
+    q, k = randn(1, s, 1, d, seed=3).double(), randn(1, s, 1, d, seed=4).double()
+    at0 = N.rope_tables(s, d, dtype=torch.float64)
+    at500 = N.rope_tables(s, d, dtype=torch.float64, offset=500)
+    s0 = torch.einsum("bqhd,bkhd->qk", N.rope(q, *at0), N.rope(k, *at0))
+    s500 = torch.einsum("bqhd,bkhd->qk", N.rope(q, *at500), N.rope(k, *at500))
+    assert torch.allclose(s0, s500, atol=1e-9) and not torch.allclose(s0, torch.einsum("bqhd,bkhd->qk", q, k))
+    r = N.rope(q, *at500)
+    pair = lambda t: t[..., : d // 2] ** 2 + t[..., d // 2:] ** 2  # noqa: E731
+    assert torch.allclose(pair(r), pair(q), rtol=1e-12)
+    cos, sin = N.rope_tables(1, 4, offset=1)  # position 1, frequencies 1 and 1/100
+    x = torch.tensor([1.0, 0.0, 0.0, 0.0]).reshape(1, 1, 1, 4)
+    y = N.rope(x, cos, sin).flatten()  # (cos 1, 0, sin 1, 0): channel 0 rotated into channel 2
+    assert torch.equal(y, torch.tensor([cos[0, 0].item(), 0.0, sin[0, 0].item(), 0.0]))
+    assert N.rope(x.half(), cos, sin).dtype == torch.float32
+
+
+def test_rope_bad_tables():
+    x = torch.zeros(1, 5, 2, 8)
+    with pytest.raises(ValueError, match="cos must be a tensor of shape"):
+        N.rope(x, *N.rope_tables(4, 8))
+    with pytest.raises(ValueError, match="headdim must be even"):
+        N.rope_tables(5, 7)
+
+
 @pytest.mark.parametrize("d", [64, 128, 192])
 def test_rotate_qk_preserves_scores_to_fp32_rounding(d):
     q, k = randn(1, 96, 2, d, seed=1), randn(1, 80, 2, d, seed=2)

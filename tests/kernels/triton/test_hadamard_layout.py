@@ -18,30 +18,47 @@ from triton.compiler import ASTSource  # noqa: E402
 from zyfa.kernels.triton import hadamard_fp8 as H  # noqa: E402
 
 ARGS = {
-    "token": (H._hadamard_fp8_token, ["*bf16", "*fp8e4nv", "*fp32"] + ["i32"] * 10,
-              ["D", "BLOCK_S", "INV_SQRT_D", "OUT_F32", "ROTATE"]),
-    "amax": (H._hadamard_amax_head, ["*bf16", "*fp32"] + ["i32"] * 6, ["D", "BLOCK_S", "INV_SQRT_D", "ROTATE"]),
-    "head": (H._hadamard_fp8_head, ["*bf16", "*fp8e4nv", "*fp32", "*fp32"] + ["i32"] * 9,
-             ["D", "BLOCK_S", "INV_SQRT_D", "OUT_F32", "ROTATE"]),
+    "token": (H._hadamard_fp8_token, ["*bf16", "*fp8e4nv", "*fp32", "*fp32", "*fp32"] + ["i32"] * 11,
+              ["D", "BLOCK_S", "INV_SQRT_D", "OUT_F32", "ROTATE", "ROPE"]),
+    "amax": (H._hadamard_amax_head, ["*bf16", "*fp32", "*fp32", "*fp32"] + ["i32"] * 7,
+             ["D", "BLOCK_S", "INV_SQRT_D", "ROTATE", "ROPE"]),
+    "head": (H._hadamard_fp8_head, ["*bf16", "*fp8e4nv", "*fp32", "*fp32", "*fp32", "*fp32"] + ["i32"] * 10,
+             ["D", "BLOCK_S", "INV_SQRT_D", "OUT_F32", "ROTATE", "ROPE"]),
+    "rope": (H._rope_kernel, ["*bf16", "*bf16", "*fp32", "*fp32"] + ["i32"] * 9, ["D", "BLOCK_S", "OUT_F32"]),
 }
 
 
-def compile_sm90(kernel: str, d: int, num_warps: int = H.NUM_WARPS) -> str:
-    """PTX of ``kernel`` for sm_90 at 32 rows per warp (one row per thread)."""
+def compile_sm90(kernel: str, d: int, num_warps: int = H.NUM_WARPS, rope: bool = False, fp_fusion: bool = False) -> str:
+    """PTX of ``kernel`` for sm_90 at 32 rows per warp (one row per thread), launched as the wrapper
+    launches it (no FP contraction) unless ``fp_fusion``."""
     fn, types, constexprs = ARGS[kernel]
     names = fn.arg_names
     signature = dict(zip(names, types + ["constexpr"] * len(constexprs)))
-    const = {"D": d, "BLOCK_S": 32 * num_warps, "INV_SQRT_D": d ** -0.5, "OUT_F32": False, "ROTATE": True}
+    const = {"D": d, "BLOCK_S": 32 * num_warps, "INV_SQRT_D": d ** -0.5, "OUT_F32": False, "ROTATE": True, "ROPE": rope}
     # 16-divisible pointers and strides, as the launcher specialises contiguous tensors
     attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(names) if signature[n].startswith("*") or n.startswith("stride")}
     src = ASTSource(fn=fn, signature=signature, constexprs={k: const[k] for k in constexprs}, attrs=attrs)
-    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": num_warps}).asm["ptx"]
+    options = {"num_warps": num_warps, "enable_fp_fusion": fp_fusion}
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options).asm["ptx"]
 
 
+@pytest.mark.parametrize("rope", [False, True])
 @pytest.mark.parametrize("kernel", ["token", "amax", "head"])
-def test_butterflies_stay_in_registers(kernel):
-    ptx = compile_sm90(kernel, 128)
+def test_butterflies_stay_in_registers(kernel, rope):
+    # RoPE pairs channel f with f + D/2, i.e. chunk c with c + C/2 in the same thread: no shuffles either
+    ptx = compile_sm90(kernel, 128, rope=rope)
     shuffles = len(re.findall(r"shfl\.sync", ptx))
     assert shuffles <= 16, f"{kernel}: {shuffles} lane shuffles (a row left its thread)"
     assert not re.search(r"(ld|st)\.local", ptx), f"{kernel}: spills to local memory"
-    assert len(re.findall(r"add\.f32|sub\.f32", ptx)) >= 7 * 128  # the 7 stages of 128 channels are there
+    assert len(re.findall(r"(?:add|sub)(?:\.rn)?\.f32", ptx)) >= 7 * 128  # the 7 stages of 128 channels are there
+
+
+def test_rope_rounds_each_product_and_sum():
+    """The RoPE pass matches zyfa.numerics.rope bit for bit only if ``a cos - b sin`` is two rounded
+    products and a rounded difference: launched as the wrapper launches it, the RoPE-only kernel
+    has no fma (with FP contraction on, the compiler would fuse one product into each sum)."""
+    ptx = compile_sm90("rope", 128)
+    assert len(re.findall(r"mul\.f32|mul\.rn\.f32", ptx)) >= 128  # 4 products per channel pair, 64 pairs
+    assert not re.search(r"fma\.rn\.f32", ptx), "RoPE products were contracted into FMAs"
+    assert not re.search(r"(ld|st)\.local", ptx)
+    assert re.search(r"fma\.rn\.f32", compile_sm90("rope", 128, fp_fusion=True))  # the check can fail

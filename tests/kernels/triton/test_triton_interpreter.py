@@ -128,6 +128,11 @@ HADAMARD_CASES += [f"quantise_only_{c}_{g}" for c in ("hadamard_gqa_d64_fp32", "
                    for g in ("head", "token")]
 
 
+# RoPE + Hadamard + quantise and RoPE + quantise in one pass against quantize_fp8([hadamard](rope(x)))
+HADAMARD_CASES += [f"rope_{r}_{c}_{g}" for r in ("hadamard", "quantise")
+                   for c in ("hadamard_gqa_d64_fp32", "hadamard_d128_bf16", "hadamard_d256_fp16") for g in ("head", "token")]
+
+
 @pytest.mark.parametrize("case", HADAMARD_CASES)
 def test_fused_hadamard_quantise_equals_torch_path(results, case):
     # the kernel's rotation, amax and division; the fp32 -> e4m3 convert runs on the host here (the
@@ -137,6 +142,13 @@ def test_fused_hadamard_quantise_equals_torch_path(results, case):
     assert r["dtype"] == "torch.float8_e4m3fn"
     if case.startswith("hadamard_tiny"):  # the case reaches the kernel's div_rn branch
         assert r["min_descale"] < 2.0 ** -100, r
+
+
+@pytest.mark.parametrize("case", ["hadamard_gqa_d64_fp32", "hadamard_d128_bf16", "hadamard_d256_fp16"])
+def test_rope_pass_equals_torch_path(results, case):
+    # the RoPE-only kernel (the pass a model runs anyway; the fused kernel's baseline) keeps x's dtype
+    # and equals numerics.rope rounded once to it (the cast on the host here, as above)
+    assert results[f"rope_only_{case}"] == {"equal": True, "dtype_kept": True}
 
 
 @pytest.mark.parametrize("case", [f"hadamard_nonfinite_{g}_{k}" for g in ("head", "token") for k in ("nan", "inf")])

@@ -16,7 +16,7 @@ from zyfa.kernels.triton import attn_fp8 as attn_fp8_module
 from zyfa.kernels.triton._common import FIXED_CONFIG_ENV, INTERPRET_CONFIG, TileConfig
 from zyfa.kernels.triton.attn_bf16 import attention_bf16
 from zyfa.kernels.triton.attn_fp8 import attention_fp8
-from zyfa.kernels.triton.hadamard_fp8 import hadamard_quantize_fp8
+from zyfa.kernels.triton.hadamard_fp8 import hadamard_quantize_fp8, rope_rows
 from zyfa.reference import key_window
 
 MAGIC = 12582912.0
@@ -177,6 +177,7 @@ def main():
         x = torch.randn(b, s, h, d, generator=g)
         x[..., :2] *= 8  # outlier channels
         x[:, 3] = 0.0    # an all-zero token: descale 1
+        x[:, 4, :, ::2] = -0.0  # negative zeros: their codes are 0x80 (the kernel's division keeps the sign)
         x = x.to(dtype)
         for gran in ("head", "token"):
             x8, ds = hadamard_quantize_fp8(x, gran, nheads_k=hk)
@@ -194,6 +195,20 @@ def main():
                 "descale_equal": bool(torch.equal(ds, ref_ds)),
                 "dtype": str(x8.dtype),
             }
+            # RoPE in the same pass (tables of positions 1000.., as a later chunk of a sequence sees)
+            cos, sin = numerics.rope_tables(s, d, offset=1000)
+            for rot in (True, False):
+                x8, ds = hadamard_quantize_fp8(x, gran, nheads_k=hk, rotate=rot, cos=cos, sin=sin)
+                r = numerics.rope(x, cos, sin)
+                ref8, ref_ds = numerics.quantize_fp8(numerics.hadamard(r) if rot else r, gran, nheads_k=hk)
+                results[f"rope_{'hadamard' if rot else 'quantise'}_{name}_{gran}"] = {
+                    "codes_equal": bool(torch.equal(x8.view(torch.uint8), ref8.view(torch.uint8))),
+                    "descale_equal": bool(torch.equal(ds, ref_ds)),
+                    "dtype": str(x8.dtype),
+                }
+        y = rope_rows(x, cos, sin)
+        results[f"rope_only_{name}"] = {"equal": bool(torch.equal(y, numerics.rope(x, cos, sin).to(dtype))),
+                                        "dtype_kept": y.dtype == dtype}
     # tiny values: descales below 2^-100 take the kernel's div_rn branch, subnormal x the other one
     for gran in ("head", "token"):
         g = torch.Generator().manual_seed(7)
