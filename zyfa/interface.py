@@ -27,8 +27,8 @@ import torch
 
 from zyfa import reference as _reference  # noqa: F401  (registers "reference" and "oracle")
 from zyfa.backends import AttentionArgs, Backend, select_backend
+from zyfa.numerics import RECIPES
 
-RECIPES = ("zyfa-v1", "zyfa-v2")  # FP8 numerics recipes (zyfa.numerics.RECIPES)
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float8_e4m3fn)
 MAX_HEADDIM = 256
 
@@ -375,8 +375,10 @@ def flash_attn_func(
             PyTorch, fp32), "oracle" (fp64), or a kernel backend listed by
             :func:`zyfa.available_backends` (e.g. "triton", "gfx950").
         recipe: FP8 numerics (docs/numerics.md): "zyfa-v2" (hybrid phi block offset, unbiased
-            LSE) or "zyfa-v1" (the ablation; what the gfx950 kernels implement). Backends that
-            lack the recipe are skipped under "auto" and refused by name. Ignored for non-FP8 inputs.
+            LSE), "zyfa-v1" (the ablation) or "zyfa-folded" (Lean P folded into the QK MFMA: the
+            gfx950 kernel zyfa-fp8 that the cycle model's headline times; gfx950 and the emulator
+            only). Backends that lack the recipe are skipped under "auto" and refused by name.
+            Ignored for non-FP8 inputs.
 
     Returns:
         out: (batch_size, seqlen_q, nheads, headdim_v); input dtype, bfloat16 for FP8 inputs,

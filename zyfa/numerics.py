@@ -68,7 +68,7 @@ VARIANTS = ("zyfa", "zyfa-v1", "zyfa-v2", "zyfa-folded", "leanp", "roundedsum", 
 # multiplied by before its e4m3 rounding: AITER v3 (none), FlashAttention-3 (2^8, its Max_offset),
 # CK-style (448, e4m3's largest value)
 P_PRESCALE = {"naive": 1.0, "bf16": 1.0, "fa3": 256.0, "p448": 448.0}
-RECIPES = ("zyfa-v1", "zyfa-v2")  # the public ``recipe=`` choices; "zyfa" / "leanp" are zyfa-v1
+RECIPES = ("zyfa-v1", "zyfa-v2", "zyfa-folded")  # the public ``recipe=`` choices; "zyfa" / "leanp" are zyfa-v1
 ROUNDINGS = ("trunc", "magic")
 GRANULARITIES = ("head", "tensor", "token")
 

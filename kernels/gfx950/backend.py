@@ -14,16 +14,15 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
-import math
 from dataclasses import dataclass
 from typing import Optional
 
 import torch
 
 from zyfa.backends import AttentionArgs, Backend, register_backend
-from zyfa.kernels.gfx950 import build_for
+from zyfa.kernels.gfx950 import build_for, config_for, grid
 from zyfa.kernels.gfx950 import kernargs as ka
-from zyfa.kernels.gfx950.schedule import ROWS_PER_WG, WAVES
+from zyfa.kernels.gfx950.schedule import WAVES
 from zyfa.shapes import AttnShape
 
 LOG2E = 1.4426950408889634
@@ -33,7 +32,9 @@ HIP_LAUNCH_PARAM_END = 0x03
 # fp8: the kernel whose bits are recipe zyfa-v1 (zyfa-fp8 is the folded recipe, docs/numerics.md);
 # KERNEL_FOR_RECIPE picks the FP8 kernel by the call's recipe
 KERNEL_FOR_DTYPE = {torch.float8_e4m3fn: "zyfa-fp8-v1", torch.bfloat16: "zyfa-bf16"}
-KERNEL_FOR_RECIPE = {"zyfa-v1": "zyfa-fp8-v1", "zyfa-v2": "zyfa-fp8-v2"}
+# recipe (docs/numerics.md) -> generated kernel; "zyfa-folded" is zyfa-fp8, the kernel the cycle
+# model's headline times (Lean P folded into the QK MFMA, query blocks paired on large grids)
+KERNEL_FOR_RECIPE = {"zyfa-v1": "zyfa-fp8-v1", "zyfa-v2": "zyfa-fp8-v2", "zyfa-folded": "zyfa-fp8"}
 
 
 class HipError(RuntimeError):
@@ -177,10 +178,13 @@ def plan_launch(args: AttentionArgs) -> LaunchPlan:
     }
     addresses = {"q": q.data_ptr(), "k": k.data_ptr(), "vt": vt.data_ptr(), "o": out.data_ptr(),
                  "lse": lse.data_ptr(), "hconst": hconst.data_ptr()}
-    packed = ka.pack(shape, addresses, strides)
     kernel = KERNEL_FOR_RECIPE[args.recipe] if args.is_fp8 else KERNEL_FOR_DTYPE[q.dtype]
-    grid = (math.ceil(args.seqlen_q / ROWS_PER_WG), args.nheads, args.batch)
-    return LaunchPlan(kernel, shape, grid, WAVES * 64, packed, out, lse, (vt, hconst))
+    # one decision for the kernel argument and the grid: a kernel built with pair_query_blocks runs
+    # blocks x and blocks-1-x in workgroup x only where both say so (kernargs.paired)
+    config = config_for(kernel, shape)
+    pair = config.pair_query_blocks and ka.paired(shape)
+    packed = ka.pack(shape, addresses, strides, pair=pair)
+    return LaunchPlan(kernel, shape, grid(shape, config, pair=pair), WAVES * 64, packed, out, lse, (vt, hconst))
 
 
 class Launcher:
@@ -223,7 +227,7 @@ register_backend(Backend(
     # Opt-in (backend="gfx950") until it has run on an MI355X: below every other backend, so
     # "auto" never picks kernels that were only verified in the functional emulator.
     priority=-10,
-    description="generated gfx950 assembly (zyfa-fp8-v1 / zyfa-fp8-v2 by recipe, zyfa-bf16) launched through HIP; "
+    description="generated gfx950 assembly (zyfa-fp8-v1 / zyfa-fp8-v2 / zyfa-fp8 by recipe, zyfa-bf16) launched through HIP; "
                 "MI350X/MI355X only",
     recipes=tuple(KERNEL_FOR_RECIPE),
 ))

@@ -36,7 +36,8 @@ from zyfa.kernels.triton._common import (
     AUTOTUNE_CONFIGS, LOG2E, BucketedAutotune, TileConfig, autotune_configs, device_arch, fixed_config,
     fixed_config_mode, interpreting, key_ranges, padded_headdim, prune_for_headdim,
 )
-from zyfa.numerics import ALPHA_MIN_EXP as _ALPHA_MIN_EXP, ALPHA_POLY, LEANP_BIAS_V2, RECIPES
+from zyfa.kernels.triton.backend import TRITON_RECIPES
+from zyfa.numerics import ALPHA_MIN_EXP as _ALPHA_MIN_EXP, ALPHA_POLY, LEANP_BIAS_V2
 
 _INTERPRET = interpreting()
 # "no NaN key": above any key index (the kernel compares it with the keys a row reads)
@@ -461,8 +462,8 @@ def attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax_sca
     """
     if not isinstance(nan_checks, bool):
         raise TypeError(f"nan_checks must be a bool, got {type(nan_checks).__name__}")
-    if recipe not in RECIPES:
-        raise ValueError(f"recipe must be one of {RECIPES}, got {recipe!r}")
+    if recipe not in TRITON_RECIPES:
+        raise ValueError(f"recipe must be one of {TRITON_RECIPES} (the Triton kernels; \"zyfa-folded\" is gfx950 only), got {recipe!r}")
     b, s_q, h, d = q.shape
     _, s_k, h_k, d_v = v.shape
     kernel = _attn_fwd_fp8_bucketed

@@ -15,6 +15,9 @@ import torch
 from zyfa.backends import AttentionArgs, Backend, register_backend, unimplemented_features
 
 PRIORITY = 10
+# the FP8 numerics recipes the Triton kernels implement (zyfa.numerics.RECIPES also has the
+# gfx950-only "zyfa-folded", whose Lean P argument comes out of the QK MFMA itself)
+TRITON_RECIPES = ("zyfa-v1", "zyfa-v2")
 _DTYPES = (torch.float8_e4m3fn, torch.bfloat16, torch.float16)
 
 
@@ -47,5 +50,5 @@ register_backend(Backend(
     unsupported=unsupported,
     priority=PRIORITY,
     description="Triton kernels (FP8 with ZYFA numerics, BF16/FP16) on CUDA/ROCm GPUs",
-    recipes=("zyfa-v1", "zyfa-v2"),
+    recipes=TRITON_RECIPES,
 ))

@@ -187,8 +187,22 @@ def test_flash_attn_func_recipe_keyword():
                        N.zyfa_fp8_attention(q8, k8, v8, dq, dk, dvs, variant="zyfa-v2")[0])
     assert torch.equal(zyfa.flash_attn_func(q8, k8, v8, recipe="zyfa-v1", **kw),
                        N.zyfa_fp8_attention(q8, k8, v8, dq, dk, dvs, variant="zyfa-v1")[0])
+    assert torch.equal(zyfa.flash_attn_func(q8, k8, v8, recipe="zyfa-folded", **kw),
+                       N.zyfa_fp8_attention(q8, k8, v8, dq, dk, dvs, variant="zyfa-folded")[0])
     with pytest.raises(ValueError, match="recipe must be one of"):
         zyfa.flash_attn_func(q8, k8, v8, recipe="zyfa-v3", **kw)
+
+
+def test_folded_recipe_is_gfx950_and_emulator_only():
+    """zyfa-folded (the gfx950 kernel zyfa-fp8) is a public recipe; the Triton and Hopper kernels do
+    not implement it and say so by name, so "auto" never runs another recipe in its place."""
+    q8 = torch.zeros(1, 8, 1, 16, dtype=F8)
+    args = AttentionArgs(q8, q8, q8, 0.25, True, (-1, -1), 0.0, None, None, None, None, recipe="zyfa-folded")
+    backends = zyfa.available_backends()
+    assert backends["emulator"].refusal(args) is None
+    assert "zyfa-folded" in backends["gfx950"].recipes
+    for name in ("triton", "hopper"):
+        assert "zyfa-folded" not in backends[name].recipes
 
 
 def test_backend_without_the_recipe_is_refused():

@@ -22,6 +22,8 @@ Ablation rows (``--rows``; each "+" row adds one ingredient to the row above it)
   roundedsum     +normalisation by the sum of the rounded probabilities
   zyfa           full ZYFA v1: +Lean P (one FMA + one convert per probability) (= zyfa-v1)
   leanp          Lean P kernel without the Hadamard rotation
+  zyfa-folded    the gfx950 kernel zyfa-fp8: Lean P folded into the QK MFMA (Q rounded twice,
+                 docs/numerics.md "Folded Lean P"), Hadamard, per-(batch, kv-head) scales
   zyfa-v2-head   zyfa-v2 with per-(batch, kv-head) Q scales (no per-token Q scale)
   input          fp64 attention of the FP8-quantised inputs (input quantisation error alone)
   input-hadamard the same with Q, K Hadamard-rotated before quantisation
@@ -112,6 +114,7 @@ RECIPES: dict[str, Recipe] = {
     "roundedsum": Recipe("+rounded sum", "fp8", "roundedsum", hadamard=True),
     "zyfa": Recipe("full ZYFA (+Lean P)", "fp8", "zyfa", hadamard=True),
     "leanp": Recipe("Lean P, no Hadamard", "fp8", "leanp"),
+    "zyfa-folded": Recipe("ZYFA folded (zyfa-fp8: Lean P in QK MFMA)", "fp8", "zyfa-folded", hadamard=True),
     "zyfa-v2-head": Recipe("ZYFA v2, per-head Q scales", "fp8", "zyfa-v2", hadamard=True),
     "input": Recipe("fp64 on FP8 inputs (input error)", "input"),
     "input-hadamard": Recipe("fp64 on Hadamard+FP8 inputs", "input", hadamard=True),

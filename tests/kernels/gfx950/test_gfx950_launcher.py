@@ -154,6 +154,19 @@ def test_hip_errors_are_reported(shim):
         HipRuntime("/nonexistent/libamdhip64.so")
 
 
+def test_grid_and_pair_argument_agree():
+    """recipe zyfa-folded launches zyfa-fp8, whose workgroup x also runs query block blocks-1-x where
+    the kernel argument says so: the grid must halve exactly then. v2 (unpaired) keeps one block per
+    workgroup and tells the kernel 0 on the same shape."""
+    big = [_fp8(8, 512, 32, 128, seed=s) for s in range(3)]  # 2 blocks x 32 heads x 8 = 512 > 256 CUs
+    small = [_fp8(1, 512, 2, 128, seed=s) for s in range(3)]
+    cases = [(big, "zyfa-folded", "zyfa-fp8", (1, 32, 8), 1), (big, "zyfa-v2", "zyfa-fp8-v2", (2, 32, 8), 0),
+             (small, "zyfa-folded", "zyfa-fp8", (2, 2, 1), 0)]
+    for (q, k, v), recipe, kernel, grid, pair in cases:
+        plan = plan_launch(_args(q, k, v, recipe=recipe))
+        assert (plan.kernel, plan.grid, ka.unpack(plan.kernargs)["pair_query_blocks"]) == (kernel, grid, pair)
+
+
 def test_plan_rejects_bad_inputs():
     q, k, v = _fp8(1, 64, 2, 128), _fp8(1, 64, 2, 128), _fp8(1, 64, 2, 128)
     with pytest.raises(ValueError, match="head dims 64/64 not generated"):
