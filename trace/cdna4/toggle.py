@@ -64,11 +64,21 @@ def attention_toggles(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, dtype: 
     return out
 
 
-def gaussian_attention_toggles(dtype: str, headdim: int = 128, rows: int = 256, seed: int = 0) -> dict:
-    """Toggle density of Q, K, P, V and their mean (the MFMA operand density) under the stated
-    distribution (module docstring); deterministic for a seed."""
+def stated_attention_toggles(dtype: str, inputs: str = "gaussian", headdim: int = 128, rows: int = 256,
+                             seed: int = 0) -> dict:
+    """Toggle density of Q, K, P, V and their mean (the MFMA operand density) under a stated input
+    distribution, deterministic for a seed: ``gaussian`` (module docstring) or ``uniform01`` (Q, K,
+    V uniform in [0, 1): AITER's C++ harness default, power.INPUTS)."""
+    draw = {"gaussian": torch.randn, "uniform01": torch.rand}
+    if inputs not in draw:
+        raise ValueError(f"unknown input distribution {inputs!r}; known: {', '.join(draw)}")
     g = torch.Generator().manual_seed(seed)
-    q = torch.randn(1, rows, 1, headdim, generator=g)
-    k = torch.randn(1, TILE_KEYS, 1, headdim, generator=g)
-    v = torch.randn(1, TILE_KEYS, 1, headdim, generator=g)
+    q = draw[inputs](1, rows, 1, headdim, generator=g)
+    k = draw[inputs](1, TILE_KEYS, 1, headdim, generator=g)
+    v = draw[inputs](1, TILE_KEYS, 1, headdim, generator=g)
     return attention_toggles(q, k, v, dtype, rows)
+
+
+def gaussian_attention_toggles(dtype: str, headdim: int = 128, rows: int = 256, seed: int = 0) -> dict:
+    """:func:`stated_attention_toggles` under the Gaussian distribution (module docstring)."""
+    return stated_attention_toggles(dtype, "gaussian", headdim, rows, seed)

@@ -68,6 +68,51 @@ def test_stored_toggle_densities_match_the_stated_distribution():
     assert stream_toggle(torch.tensor([1.0, -1.0] * 50), "bf16") == pytest.approx(1 / 16)  # the sign bit flips
 
 
+def test_stored_toggle_densities_of_the_uniform_harness_inputs():
+    from zyfa.trace.cdna4.toggle import stated_attention_toggles
+
+    for dtype in ("fp8", "bf16"):
+        got = stated_attention_toggles(dtype, "uniform01")["mfma"]
+        assert got == pytest.approx(power.TOGGLE_UNIFORM01[dtype].value, abs=1e-4)
+        assert got < power.stated_toggle(dtype, "gaussian")  # all-positive, ~one binade: fewer flips
+    with pytest.raises(ValueError, match="unknown input distribution 'zipf'"):
+        power.stated_toggle("bf16", "zipf")
+    with pytest.raises(ValueError, match="unknown input distribution 'zipf'"):
+        stated_attention_toggles("bf16", "zipf")
+    act = power.Activity(mfma=3.5, valu=1.0, lds_bytes=50.0, vmem_bytes=2.0, cycles=1)
+    assert power.predict_clock(act, "bf16", inputs="uniform01").mhz > power.predict_clock(act, "bf16").mhz
+    # the AITER sources ran its C++ harness (default -init=uf); HipKittens and the write-up are Gaussian
+    rows = fidelity.calibration_set()
+    assert {r.source for r in rows if r.inputs == "uniform01"} == {"AITER op_tests/cpp/mha/README.md", "AITER PR #3390"}
+    assert all(r.inputs == "gaussian" for r in rows if "HipKittens" in r.source or "write-up" in r.source)
+
+
+def test_vectorised_clock_solve_matches_predict_clock():
+    for act in (power.Activity(mfma=3.5, valu=1.0, lds_bytes=50.0, vmem_bytes=2.0, cycles=1),
+                power.Activity(mfma=0.0, valu=0.0, lds_bytes=0.0, vmem_bytes=0.0, cycles=1)):
+        for dtype in ("bf16", "fp8"):
+            e_pj = power.energy_per_cu_cycle(act, power.stated_toggle(dtype), dtype=dtype) * 1e12
+            assert float(power.clock_for_energy([e_pj])[0]) == pytest.approx(power.predict_clock(act, dtype).mhz, abs=1e-6)
+
+
+def test_leave_one_out_predicts_each_row_from_the_others():
+    truth = {"e_mfma_pj": 1800.0}
+    results = _synthetic(truth)  # consistent rows: every held-out row is predicted exactly
+    cv = fidelity.leave_one_out(results, e_mfma=(1000.0, 2600.0), steps=17, rounds=1)
+    assert len(cv.errors) == 5 and cv.max_abs == pytest.approx(0, abs=1e-9) and cv.within_15 == 5
+    assert set(cv.fitted.values()) == {1800.0}
+    # one row off by 1.5x: its held-out prediction keeps its whole error, and fitting it pulls the others
+    bad = results[:4] + [fidelity.Result(dataclasses.replace(results[4].row, published=results[4].row.published * 1.5),
+                                         results[4].tflops_peak, results[4].activity)]
+    cv = fidelity.leave_one_out(bad, e_mfma=(1000.0, 2600.0), steps=17, rounds=1)
+    errors = list(cv.errors.values())
+    assert errors[4] == pytest.approx(1 / 1.5 - 1) and max(abs(e) for e in errors[:4]) > 0
+    text = fidelity.render(fidelity.predict(results, truth), "text", truth)
+    assert "leave-one-out (e_mfma_pj refitted without each in-band row, that row predicted): mean |error| 0.0%" in text
+    with pytest.raises(ValueError, match="at least two"):
+        fidelity.leave_one_out(results[:1])
+
+
 def test_fp8_energy_ratio_is_derived_from_the_public_loops():
     # the stored coefficient is what the public Gluon GEMMs give through the model's own equations
     assert power.fp8_energy_ratio() == pytest.approx(power.param("fp8_mfma_energy_ratio"), abs=1e-3)
