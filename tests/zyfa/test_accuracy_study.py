@@ -236,8 +236,18 @@ def test_smollm2_source_study():
     act = _smollm2()
     q, k, v = act.smollm2_qkv(256, layers=(0, 12))
     assert q.shape == (2, 256, 9, 64) and k.shape == v.shape == (2, 256, 3, 64)
-    with pytest.raises(ValueError, match="seqlen must be an int in"):
-        act.smollm2_qkv(5000)
+    with pytest.raises(ValueError, match=r"seqlen must be an int in \[2, 8192\] \(SmolLM2's context"):
+        act.smollm2_qkv(8193)
+
+
+def test_smollm2_long_context_repeats_the_text():
+    """Past the licence's 2224 tokens the input is the same ids again, up to the GGUF's 8192-token context."""
+    act = _smollm2()
+    _, config, tok, text = act._smollm2()
+    ids = tok.encode(text)
+    assert config["context_length"] == 8192
+    assert act.smollm2_tokens(2000) == ids[:2000]
+    assert act.smollm2_tokens(8192) == (ids * 4)[:8192]
     rows = {r.key: r for r in A.run_study(A.StudyConfig(source="smollm2", batch=6, heads=9, heads_k=3, headdim=64,
                                                          seqlen=256, queries=64, rows=("aiter-v3", "zyfa-v2")))}
     assert rows["zyfa-v2"].kl < rows["aiter-v3"].kl and abs(rows["zyfa-v2"].lse_bias) < 0.01

