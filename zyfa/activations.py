@@ -332,8 +332,8 @@ def _rope_adjacent(x: torch.Tensor, base: float) -> torch.Tensor:
     """RoPE on adjacent channel pairs (2i, 2i+1): llama.cpp's convention for GGUF LLaMA weights,
     whose Q/K rows the converter permuted from the Hugging Face half-split layout."""
     n, _, d = x.shape
-    inv = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
-    ang = torch.arange(n, dtype=torch.float64)[:, None, None] * inv
+    inv = base ** (-torch.arange(0, d, 2, dtype=torch.float64, device=x.device) / d)
+    ang = torch.arange(n, dtype=torch.float64, device=x.device)[:, None, None] * inv
     x0, x1 = x[..., 0::2], x[..., 1::2]
     return torch.stack((x0 * ang.cos() - x1 * ang.sin(), x0 * ang.sin() + x1 * ang.cos()), dim=-1).reshape(x.shape)
 
