@@ -110,7 +110,10 @@ def fma_f32(a, b, c) -> torch.Tensor:
     "Emulation of FMA and correctly rounded sums: proved algorithms using rounding to odd", IEEE
     TC 2008). Plain float64 ``a*b + c`` then a cast rounds twice and differs there (see the tests).
     """
-    a, b, c = (torch.as_tensor(x, dtype=torch.float32) for x in (a, b, c))
+    # python scalars join the tensors' device (a CPU scalar tensor broadcasts, but cannot be indexed
+    # by a GPU tensor's hazard positions below)
+    device = next((x.device for x in (a, b, c) if isinstance(x, torch.Tensor)), None)
+    a, b, c = (torch.as_tensor(x, dtype=torch.float32, device=device) for x in (a, b, c))
     if not torch.broadcast_shapes(a.shape, b.shape, c.shape):
         return fma_f32(a.reshape(1), b.reshape(1), c.reshape(1)).reshape(())
     p = a.to(torch.float64) * b.to(torch.float64)
