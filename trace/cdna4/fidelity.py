@@ -105,11 +105,15 @@ def calibration_set() -> list[Row]:
     for s, nc, c in ((1024, 828, 555), (2048, 1085, 876), (4096, 1211, 1069), (8192, 1259, 1173),
                      (16384, 1283, 1247)):
         rows += [_host_band(r) for r in _pair(hk, bf, bfc, (15 if s == 16384 else 16, 16, 16, s), nc, c)]
-    note = "write-up states no batch/heads: b1 h32 assumed"
+    note = "the write-up states no batch/heads: b1 h32 assumed"
     rows.append(Row("ZYFA write-up", "zyfa-fp8", _shape(1, 32, 32, 32768, dtype="fp8"), 2672, note))
     # the write-up's thread traces: AITER FP8's MFMA pipe idle 31.7% (docs/cdna4-facts.md)
-    rows.append(Row("ZYFA write-up", "aiter:fwd_hd128_fp8_causal", _shape(1, 32, 32, 32768, dtype="fp8"), 1944, note,
-                    traced_mfma_busy=1 - 0.317))
+    aiter_note = (f"{note}; the model gives this row's TFLOP/s and MFMA busy for every b x h that is a multiple of 4 "
+                  "(its 64 b h equal workgroups fill 256 CUs in whole rounds) and 0.63x of it at b1 h5, the shape "
+                  "of AITER's FP8 regression check (PR #3390), where a grid tail idles CUs "
+                  "(benchmarks/results/cycle_model/fp8_clock_links.py)")
+    rows.append(Row("ZYFA write-up", "aiter:fwd_hd128_fp8_causal", _shape(1, 32, 32, 32768, dtype="fp8"), 1944,
+                    aiter_note, traced_mfma_busy=1 - 0.317))
     return rows
 
 
@@ -299,6 +303,15 @@ def table_rows(results: list[Result]) -> list[dict]:
     return out
 
 
+def _notes(results: list[Result]) -> dict:
+    """Each row note once, with the rows (kernel and shape) it applies to."""
+    out = {}
+    for r in results:
+        if r.row.note:
+            out.setdefault(r.row.note, []).append(f"{r.row.kernel} {r.row.label}")
+    return out
+
+
 def render(results: list[Result], fmt: str = "text", params: Optional[dict] = None) -> str:
     """The fidelity table as ``text``, ``markdown`` or ``csv`` (SIMULATED predictions); ``params``:
     the clock-model coefficients the results were predicted with (``--fit``), for the footer's
@@ -363,6 +376,8 @@ def render(results: list[Result], fmt: str = "text", params: Optional[dict] = No
                  f"(bf16) / {pure['fp8']:.0f} MHz (fp8); public MI355X loops imply >= {gemm['bf16'].clock_mhz:.0f} MHz "
                  f"({gemm['bf16'].name}, {100 * gemm['bf16'].mfma_busy:.2f}% MFMA busy) / >= {gemm['fp8'].clock_mhz:.0f} MHz "
                  f"({gemm['fp8'].name}, {100 * gemm['fp8'].mfma_busy:.2f}%; ATT thread traces, {gemm['fp8'].source})")
+    for note, labels in _notes(results).items():
+        lines.append(f"note ({', '.join(labels)}): {note}")
     simds = timing.param("simds_per_cu")
     for r in results:
         if r.clock is not None and not math.isnan(r.traced_clock):

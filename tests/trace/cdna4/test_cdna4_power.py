@@ -263,12 +263,15 @@ def test_traced_clock_needs_no_cycle_model():
     # a row with a busy figure gets the footer line splitting its error into clock and cycles
     shape = AttnShape(batch=1, heads=8, heads_k=8, seqlen_q=1024, seqlen_k=1024, dtype="fp8")
     act = power.Activity(mfma=2.0, valu=3.0, lds_bytes=50.0, vmem_bytes=2.0, cycles=1)
-    row = fidelity.Row("x", "k", shape, 1000.0, traced_mfma_busy=0.5)
+    row = fidelity.Row("x", "k", shape, 1000.0, note="b and h assumed", traced_mfma_busy=0.5)
     r = fidelity.predict([fidelity.Result(row, tflops_peak=2516.6, activity=act, work=1.0)])[0]
     assert r.traced_clock == pytest.approx(1000 / (5033.2 * 0.5) * 2400)
     assert r.implied_clock == pytest.approx(1000 / 2516.6 * 2400)  # half busy in the model too: same clock
     text = fidelity.render([r], "text")
     assert f"imply {r.traced_clock:.0f} MHz without the cycle model" in text
     assert f"the model's cycles 1.00x the real ones" in text and "50.0% MFMA busy over the run" in text
+    assert "note (k b1 h8 s1024 d128 causal fp8): b and h assumed" in text  # a row's note is printed once
+    aiter_fp8 = [r for r in fidelity.calibration_set() if r.kernel == "aiter:fwd_hd128_fp8_causal"][0]
+    assert "multiple of 4" in aiter_fp8.note and "fp8_clock_links.py" in aiter_fp8.note
     no_busy = fidelity.Result(fidelity.Row("x", "k", shape, 1000.0), tflops_peak=2516.6, activity=act, work=1.0)
     assert math.isnan(no_busy.traced_clock)

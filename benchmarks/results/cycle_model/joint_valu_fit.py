@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""The clock model's calibrated energies fitted four ways on the calibration set's in-band rows
+(SIMULATED, this machine): e_mfma alone or jointly with e_valu, with every row taken as Gaussian
+or at its harness's stated input distribution (fidelity.Row.inputs). For each: the fit's error,
+the leave-one-out error and the pure-MFMA-loop clocks (to hold against the Gluon GEMMs' >= 1438 /
+>= 1557 MHz). docs/cdna4-facts.md "Clocks and power" quotes its output (2026-12-03).
+
+    ZYFA_AITER_DIR=<ROCm/aiter checkout> python3 benchmarks/results/cycle_model/joint_valu_fit.py
+"""
+
+import math
+
+import numpy as np
+
+from zyfa.trace.cdna4 import fidelity, power
+
+E_MFMA = np.arange(1000, 6001, 20.0)
+E_VALU = np.arange(0, 3001, 20.0)
+
+
+def log_errors(rows, e_mfma, e_valu, inputs):
+    """log(predicted / published) per row (axis 1) for each (e_mfma, e_valu) pair (axis 0)."""
+    base = {k: float(v.value) for k, v in power.PARAMS.items()}
+    terms = []
+    for r in rows:
+        tog = power.stated_toggle(r.row.shape.dtype, r.row.inputs if inputs else "gaussian")
+        e = [power.energy_per_cu_cycle(r.activity, tog, base | {"e_mfma_pj": m, "e_valu_pj": v}, r.row.shape.dtype) * 1e12
+             for m, v in ((0, 0), (1, 0), (0, 1))]
+        terms.append((e[0], e[1] - e[0], e[2] - e[0], r.tflops_peak, r.row.published))
+    a = np.array(terms)
+    m, v = np.asarray(e_mfma)[:, None], np.asarray(e_valu)[:, None]
+    mhz = power.clock_for_energy(a[:, 0][None] + m * a[:, 1][None] + v * a[:, 2][None], base)
+    return np.log(a[:, 3][None] * mhz / power.param("f_peak_mhz") / a[:, 4][None])
+
+
+def fit(rows, joint, inputs):
+    grid = (np.array([(m, v) for m in E_MFMA for v in E_VALU]) if joint
+            else np.array([(m, power.param("e_valu_pj")) for m in E_MFMA]))
+    loss = (log_errors(rows, grid[:, 0], grid[:, 1], inputs) ** 2).sum(axis=1)
+    return grid[int(np.argmin(loss))]
+
+
+def main():
+    results = fidelity.simulate_rows(fidelity.calibration_set())
+    rows = [r for r in results if r.activity is not None and not r.row.out_of_band]
+    for joint in (False, True):
+        for inputs in (False, True):
+            m, v = fit(rows, joint, inputs)
+            err = np.expm1(log_errors(rows, [m], [v], inputs)[0])
+            loo = np.abs([math.expm1(log_errors([r], *map(lambda x: [x], fit(rows[:i] + rows[i + 1:], joint, inputs)),
+                                                inputs)[0, 0]) for i, r in enumerate(rows)])
+            pure = {d: power.pure_mfma_clock(d, params={"e_mfma_pj": m, "e_valu_pj": v}).mhz for d in ("bf16", "fp8")}
+            fp8 = [1 + e for e, r in zip(err, rows) if r.row.kernel == "aiter:fwd_hd128_fp8_causal"]
+            print(f"{'e_mfma+e_valu' if joint else 'e_mfma alone':13s} {'harness inputs' if inputs else 'all Gaussian':14s}: "
+                  f"e_mfma {m:.0f} e_valu {v:.0f} pJ; fit mean/max |error| {100 * np.mean(np.abs(err)):.1f}/"
+                  f"{100 * np.max(np.abs(err)):.1f}%, {(np.abs(err) <= 0.15).sum()}/{len(err)} within 15%; leave-one-out "
+                  f"{100 * loo.mean():.1f}/{100 * loo.max():.1f}%, {(loo <= 0.15).sum()}/{len(loo)}; pure MFMA loop "
+                  f"{pure['bf16']:.0f} / {pure['fp8']:.0f} MHz; AITER FP8 32K {fp8[0] if fp8 else float('nan'):.3f}x",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()
