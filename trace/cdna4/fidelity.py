@@ -210,17 +210,26 @@ def summarise(results: list[Result], in_band: bool = True) -> Summary:
                    within_15=int((errs <= BAND).sum()), skipped=sum(1 for r in results if r.clock is None))
 
 
-def _log_errors(rows: list[Result], e_mfma: np.ndarray, params: Optional[dict] = None) -> np.ndarray:
-    """log(predicted / published) of ``rows`` (axis 1) for each ``e_mfma_pj`` of ``e_mfma`` (axis 0):
-    the energy per CU-cycle is linear in e_mfma, so every row and grid point is one vectorised
-    clock solve (power.clock_for_energy) instead of a bisection each."""
+def log_errors(rows: list[Result], grid: dict, params: Optional[dict] = None, inputs: bool = True) -> np.ndarray:
+    """log(predicted / published) of ``rows`` (axis 1) at each point of ``grid`` (axis 0): ``grid`` maps
+    coefficients whose energy term is linear (``e_mfma_pj``, ``e_valu_pj``, ...) to equal-length arrays
+    of values; the others come from ``params`` / :data:`power.PARAMS`. The energy per CU-cycle is
+    linear in each, so every row and grid point is one vectorised clock solve (power.clock_for_energy)
+    instead of a bisection each. ``inputs=False`` takes every row as Gaussian (the model before
+    Row.inputs, for comparisons)."""
     base = {k: float(v.value) for k, v in power.PARAMS.items()} | dict(params or {})
-    zero = base | {"e_mfma_pj": 0.0}
-    e0 = np.array([power.energy_per_cu_cycle(r.activity, power.stated_toggle(r.row.shape.dtype, r.row.inputs),
-                                             zero, r.row.shape.dtype) for r in rows]) * 1e12
-    slope = np.array([power.energy_per_cu_cycle(r.activity, power.stated_toggle(r.row.shape.dtype, r.row.inputs),
-                                                zero | {"e_mfma_pj": 1.0}, r.row.shape.dtype) for r in rows]) * 1e12 - e0
-    mhz = power.clock_for_energy(e0[None, :] + np.asarray(e_mfma, dtype=float)[:, None] * slope[None, :], base)
+    zero = base | {name: 0.0 for name in grid}
+
+    def energy(r: Result, coeffs: dict) -> float:
+        toggle = power.stated_toggle(r.row.shape.dtype, r.row.inputs if inputs else "gaussian")
+        return power.energy_per_cu_cycle(r.activity, toggle, coeffs, r.row.shape.dtype) * 1e12
+
+    e0 = np.array([energy(r, zero) for r in rows])
+    e_pj = np.broadcast_to(e0, (len(next(iter(grid.values()))), len(rows))).copy()
+    for name, values in grid.items():
+        slope = np.array([energy(r, zero | {name: 1.0}) for r in rows]) - e0
+        e_pj += np.asarray(values, dtype=float)[:, None] * slope[None, :]
+    mhz = power.clock_for_energy(e_pj, base)
     peak = np.array([r.tflops_peak for r in rows])
     published = np.array([r.row.published for r in rows])
     return np.log(peak * mhz / base["f_peak_mhz"] / published)
@@ -239,7 +248,7 @@ def fit(results: list[Result], e_mfma=(100.0, 8000.0), steps: int = 41, rounds: 
     best = None
     for _ in range(rounds):
         grid = np.round(np.linspace(lo, hi, steps))
-        loss = (_log_errors(rows, grid) ** 2).sum(axis=1)
+        loss = (log_errors(rows, {"e_mfma_pj": grid}) ** 2).sum(axis=1)
         i = int(np.argmin(loss))  # the first of equal minima, as the former point-by-point scan
         if best is None or loss[i] < best[0]:
             best = (float(loss[i]), {"e_mfma_pj": float(grid[i])})
@@ -278,7 +287,7 @@ def leave_one_out(results: list[Result], **fit_kw) -> CrossValidation:
     for i, held in enumerate(rows):
         params = fit(rows[:i] + rows[i + 1:], **fit_kw)
         key = f"{held.row.source}: {held.row.kernel} {held.row.label}"
-        errors[key] = math.expm1(float(_log_errors([held], [params["e_mfma_pj"]])[0, 0]))
+        errors[key] = math.expm1(float(log_errors([held], {"e_mfma_pj": [params["e_mfma_pj"]]})[0, 0]))
         fitted[key] = params["e_mfma_pj"]
     return CrossValidation(errors, fitted)
 

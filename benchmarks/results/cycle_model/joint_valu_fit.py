@@ -18,25 +18,14 @@ E_MFMA = np.arange(1000, 6001, 20.0)
 E_VALU = np.arange(0, 3001, 20.0)
 
 
-def log_errors(rows, e_mfma, e_valu, inputs):
-    """log(predicted / published) per row (axis 1) for each (e_mfma, e_valu) pair (axis 0)."""
-    base = {k: float(v.value) for k, v in power.PARAMS.items()}
-    terms = []
-    for r in rows:
-        tog = power.stated_toggle(r.row.shape.dtype, r.row.inputs if inputs else "gaussian")
-        e = [power.energy_per_cu_cycle(r.activity, tog, base | {"e_mfma_pj": m, "e_valu_pj": v}, r.row.shape.dtype) * 1e12
-             for m, v in ((0, 0), (1, 0), (0, 1))]
-        terms.append((e[0], e[1] - e[0], e[2] - e[0], r.tflops_peak, r.row.published))
-    a = np.array(terms)
-    m, v = np.asarray(e_mfma)[:, None], np.asarray(e_valu)[:, None]
-    mhz = power.clock_for_energy(a[:, 0][None] + m * a[:, 1][None] + v * a[:, 2][None], base)
-    return np.log(a[:, 3][None] * mhz / power.param("f_peak_mhz") / a[:, 4][None])
+def errors(rows, e_mfma, e_valu, inputs):
+    return fidelity.log_errors(rows, {"e_mfma_pj": e_mfma, "e_valu_pj": e_valu}, inputs=inputs)
 
 
 def fit(rows, joint, inputs):
     grid = (np.array([(m, v) for m in E_MFMA for v in E_VALU]) if joint
             else np.array([(m, power.param("e_valu_pj")) for m in E_MFMA]))
-    loss = (log_errors(rows, grid[:, 0], grid[:, 1], inputs) ** 2).sum(axis=1)
+    loss = (errors(rows, grid[:, 0], grid[:, 1], inputs) ** 2).sum(axis=1)
     return grid[int(np.argmin(loss))]
 
 
@@ -46,9 +35,9 @@ def main():
     for joint in (False, True):
         for inputs in (False, True):
             m, v = fit(rows, joint, inputs)
-            err = np.expm1(log_errors(rows, [m], [v], inputs)[0])
-            loo = np.abs([math.expm1(log_errors([r], *map(lambda x: [x], fit(rows[:i] + rows[i + 1:], joint, inputs)),
-                                                inputs)[0, 0]) for i, r in enumerate(rows)])
+            err = np.expm1(errors(rows, [m], [v], inputs)[0])
+            loo = np.abs([math.expm1(errors([r], *([x] for x in fit(rows[:i] + rows[i + 1:], joint, inputs)), inputs)[0, 0])
+                          for i, r in enumerate(rows)])
             pure = {d: power.pure_mfma_clock(d, params={"e_mfma_pj": m, "e_valu_pj": v}).mhz for d in ("bf16", "fp8")}
             fp8 = [1 + e for e, r in zip(err, rows) if r.row.kernel == "aiter:fwd_hd128_fp8_causal"]
             print(f"{'e_mfma+e_valu' if joint else 'e_mfma alone':13s} {'harness inputs' if inputs else 'all Gaussian':14s}: "

@@ -111,6 +111,10 @@ def test_leave_one_out_predicts_each_row_from_the_others():
     assert "leave-one-out (e_mfma_pj refitted without each in-band row, that row predicted): mean |error| 0.0%" in text
     with pytest.raises(ValueError, match="at least two"):
         fidelity.leave_one_out(results[:1])
+    # log_errors: one vectorised solve per grid point, over any linear energy coefficients
+    both = fidelity.log_errors(results, {"e_mfma_pj": [1800.0, 900.0], "e_valu_pj": [power.param("e_valu_pj")] * 2})
+    assert both[0] == pytest.approx(fidelity.log_errors(results, {"e_mfma_pj": [1800.0]})[0], abs=1e-9)
+    assert both[0] == pytest.approx(0, abs=1e-9) and (both[1] > 0).all()  # less MFMA energy: a higher clock
 
 
 def test_fp8_energy_ratio_is_derived_from_the_public_loops():
