@@ -367,10 +367,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=FORMATS, default="table")
 
 
+# the model sources fix the shape (layers as the batch): (default seqlen, StudyConfig fields)
+FIXED_SHAPES = {"real": (512, dict(batch=6, heads=12, heads_k=None, headdim=32, headdim_v=None)),
+                "smollm2": (2048, dict(batch=6, heads=9, heads_k=3, headdim=64, headdim_v=None))}
+
+
 def config_from_args(args: argparse.Namespace) -> StudyConfig:
-    fixed = {"real": (512, dict(batch=6, heads=12, heads_k=None, headdim=32, headdim_v=None)),
-             "smollm2": (2048, dict(batch=6, heads=9, heads_k=3, headdim=64, headdim_v=None))}
-    default_seqlen, shape = fixed.get(args.source, (4096, dict(
+    default_seqlen, shape = FIXED_SHAPES.get(args.source, (4096, dict(
         batch=args.batch, heads=args.heads, heads_k=args.heads_k, headdim=args.headdim, headdim_v=args.headdim_v)))
     seqlen = args.seqlen if args.seqlen is not None else default_seqlen
     return StudyConfig(source=args.source, seqlen=seqlen, causal=args.causal, outlier_channels=args.outlier_channels,
