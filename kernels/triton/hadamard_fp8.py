@@ -65,6 +65,11 @@ GRANULARITIES = ("head", "token")
 # default launch (H200 run 15, see above): 4 warps; rows per program by granularity
 NUM_WARPS = 4
 BLOCK_S = {"head": 128, "token": 64}
+# with RoPE (cos= / sin=): 128 rows per 4 warps (one row per thread) needs 255 registers and spills
+# per head (ptxas for sm_90a, CPU box: 44 / 28 bytes spill stores in the amax / quantise kernels;
+# 64 rows: 138 / 140 registers, no spills; per token 64 rows: 165, no spills). H200 run 25 timed the
+# 128-row launch per head; this default is chosen from those counts, not timed yet
+BLOCK_S_ROPE = {"head": 64, "token": 64}
 CHUNK = 8  # channels per chunk: one 16-byte bf16 load per thread
 TINY_DESCALE: tl.constexpr = tl.constexpr(2.0 ** -100)  # below it the block divides with div_rn (1 / descale could overflow)
 _INTERPRET = interpreting()
@@ -307,8 +312,9 @@ def hadamard_quantize_fp8(x: torch.Tensor, granularity: str = "head", nheads_k: 
     ``nheads_k`` for Q under GQA); ``"token"``: descale (batch, seqlen, nheads). ``x``: fp32, bf16
     or fp16 on a CUDA/ROCm GPU (or the Triton interpreter), unit stride along headdim, headdim a
     power of two in [16, 256]. Returns ``(x8 float8_e4m3fn of x's shape, descale)``.
-    ``block_s`` (rows per program; default 128 per head, 64 per token at 4 warps, scaled with
-    ``num_warps``) and ``num_warps`` choose the launch; any choice gives the same bits.
+    ``block_s`` (rows per program; default 128 per head, 64 per token at 4 warps, 64 for both with
+    RoPE (``BLOCK_S_ROPE``), scaled with ``num_warps``) and ``num_warps`` choose the launch; any
+    choice gives the same bits.
     ``rotate=False``: the same kernel without the butterflies, i.e. the FP8 quantisation alone,
     bit-identical to ``quantize_fp8(x, granularity, nheads_k)``: the pass an FP8 API makes from
     bf16 inputs anyway, so the rotation's marginal cost is the time difference of the two calls.
@@ -333,7 +339,7 @@ def hadamard_quantize_fp8(x: torch.Tensor, granularity: str = "head", nheads_k: 
         _check_tables(cos, sin, x)
     else:
         cos = sin = x  # never read (ROPE=False)
-    block_s, num_warps = _launch(block_s, num_warps, BLOCK_S[granularity])
+    block_s, num_warps = _launch(block_s, num_warps, (BLOCK_S_ROPE if use_rope else BLOCK_S)[granularity])
     inv_sqrt_d = float(torch.tensor(1.0 / math.sqrt(d), dtype=torch.float32))  # what torch's x * (1/sqrt(d)) uses
     y = torch.empty(x.shape, dtype=torch.float32 if _INTERPRET else torch.float8_e4m3fn, device=x.device)
     grid = (triton.cdiv(s, block_s), b * h)

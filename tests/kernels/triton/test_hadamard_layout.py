@@ -7,12 +7,15 @@ lanes: 41-57 instructions per element). The per-token default (16 rows per warp,
 row: ~200 shuffles) trades some of that for wider loads; it was the faster one on the H200."""
 
 import re
+import subprocess
+from pathlib import Path
 
 import pytest
 
 triton = pytest.importorskip("triton")
 
 from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton.backends.nvidia.compiler import get_ptxas  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
 from zyfa.kernels.triton import hadamard_fp8 as H  # noqa: E402
@@ -28,13 +31,14 @@ ARGS = {
 }
 
 
-def compile_sm90(kernel: str, d: int, num_warps: int = H.NUM_WARPS, rope: bool = False, fp_fusion: bool = False) -> str:
-    """PTX of ``kernel`` for sm_90 at 32 rows per warp (one row per thread), launched as the wrapper
-    launches it (no FP contraction) unless ``fp_fusion``."""
+def compile_sm90(kernel: str, d: int, num_warps: int = H.NUM_WARPS, rope: bool = False, fp_fusion: bool = False,
+                 block_s: int | None = None) -> str:
+    """PTX of ``kernel`` for sm_90 at 32 rows per warp (one row per thread) unless ``block_s``,
+    launched as the wrapper launches it (no FP contraction) unless ``fp_fusion``."""
     fn, types, constexprs = ARGS[kernel]
     names = fn.arg_names
     signature = dict(zip(names, types + ["constexpr"] * len(constexprs)))
-    const = {"D": d, "BLOCK_S": 32 * num_warps, "INV_SQRT_D": d ** -0.5, "OUT_F32": False, "ROTATE": True, "ROPE": rope}
+    const = {"D": d, "BLOCK_S": block_s or 32 * num_warps, "INV_SQRT_D": d ** -0.5, "OUT_F32": False, "ROTATE": True, "ROPE": rope}
     # 16-divisible pointers and strides, as the launcher specialises contiguous tensors
     attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(names) if signature[n].startswith("*") or n.startswith("stride")}
     src = ASTSource(fn=fn, signature=signature, constexprs={k: const[k] for k in constexprs}, attrs=attrs)
@@ -62,3 +66,22 @@ def test_rope_rounds_each_product_and_sum():
     assert not re.search(r"fma\.rn\.f32", ptx), "RoPE products were contracted into FMAs"
     assert not re.search(r"(ld|st)\.local", ptx)
     assert re.search(r"fma\.rn\.f32", compile_sm90("rope", 128, fp_fusion=True))  # the check can fail
+
+
+def spill_bytes(ptx: str, tmp_path: Path) -> int:
+    """Spill store bytes ptxas (Triton's own, for sm_90a) reports for a kernel's PTX."""
+    src = tmp_path / "k.ptx"
+    src.write_text(ptx)
+    out = subprocess.run([get_ptxas(90).path, "-arch=sm_90a", "-v", str(src), "-o", str(tmp_path / "k.cubin")],
+                         capture_output=True, text=True, check=True).stderr
+    return int(re.search(r"(\d+) bytes spill stores", out).group(1))
+
+
+@pytest.mark.parametrize("kernel", ["amax", "head", "token"])
+def test_rope_default_launch_does_not_spill(kernel, tmp_path):
+    """With RoPE, one row per thread (128 rows per 4 warps) holds the row, its cos and sin and spills
+    per head; the RoPE default (H.BLOCK_S_ROPE: two threads per row) does not."""
+    gran = "token" if kernel == "token" else "head"
+    assert spill_bytes(compile_sm90(kernel, 128, rope=True, block_s=H.BLOCK_S_ROPE[gran]), tmp_path) == 0
+    if kernel != "token":  # the check can fail: the one-row-per-thread launch spills
+        assert spill_bytes(compile_sm90(kernel, 128, rope=True, block_s=128), tmp_path) > 0
