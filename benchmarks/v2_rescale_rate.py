@@ -9,8 +9,8 @@ recipe's quantised inputs (the fp32 rounding of the kernels moves a few ties onl
 folded recipe, docs/numerics.md "Folded Lean P") is followed in its own fp32 arithmetic
 (:func:`folded_fixups`: Q re-quantised by :func:`zyfa.numerics.fold_q`, ``y = 120.5 + 8 (x -
 ref)`` per lane, the check ``|y max - MID| < HALF``): a lane branches when a code would pass 126
-(``x >= ref + 0.8125``), its row still sits at ``REF0`` (its first live tile), or its 64 keys of
-the tile are all masked (diagonal tiles; the loop runs to the workgroup's diagonal). The first
+(``x >= ref + 0.8125``; a fix-up puts ``ref`` FOLD_HEADROOM = 1 to 2 doublings above the row's
+max), its row still sits at ``REF0`` (its first live tile), or its 64 keys of the tile are all masked (diagonal tiles; the loop runs to the workgroup's diagonal). The first
 tile of every wave (always taken: O starts at 0) is counted apart ("taken"); "all" counts every
 execution of the branch (first and fully masked tiles included), the rate the cycle model takes
 (``zyfa-trace kernel --rescale-rate R``). The extra VALU cycles per tile are the "taken" rate
@@ -45,7 +45,8 @@ FOLD_MID, FOLD_HALF = 127.0 - 2.0 ** 15, 2.0 ** 15  # folded check: accepted whe
 KERNELS = {"v1": "zyfa-fp8-v1", "v2": "zyfa-fp8-v2", "folded": "zyfa-fp8"}
 
 
-def folded_fixups(qf: torch.Tensor, k: torch.Tensor, rows: torch.Tensor, causal: bool) -> tuple:
+def folded_fixups(qf: torch.Tensor, k: torch.Tensor, rows: torch.Tensor, causal: bool,
+                  headroom: int = numerics.FOLD_HEADROOM) -> tuple:
     """The folded kernel's per-tile check, as its fp32 arithmetic does it (docs/numerics.md, Folded
     Lean P, steps 1-2): ``qf`` = ``2^a q'`` (rows, d) and ``k`` (sk, d) as float64 (the e4m3 products
     and 64-term sums are exact there), tiles of 128 keys in order. Per tile ``y = RN(RN(off + S_lo)
@@ -53,7 +54,8 @@ def folded_fixups(qf: torch.Tensor, k: torch.Tensor, rows: torch.Tensor, causal:
     row's two lanes holds 64 of its keys (half ``h``: key ``32 t + 16 h + r`` of sub-tile ``t``,
     register ``r``, as the generator's masking states) and fails ``|fp32(max - MID)| < HALF`` (max >= 127, a fully masked
     block, a row still at REF0, NaN); a row whose finite max fails moves ``ref`` by ``d =
-    ceil(fp32(fp32(M - 120.5) * 0.125))``. Returns ((rows, tiles) bool: a lane of the row branched
+    ceil(fp32(fp32(M - (120.5 - 8 headroom)) * 0.125))`` (the recipe's ``numerics.FOLD_HEADROOM``
+    = 1: 112.5; other ``headroom`` values are what-ifs). Returns ((rows, tiles) bool: a lane of the row branched
     to the fix-up, (rows, tiles) row maxima of ``y`` (-inf: nothing allowed))."""
     sk, d = k.shape
     tiles = -(-sk // TILE)
@@ -75,7 +77,7 @@ def folded_fixups(qf: torch.Tensor, k: torch.Tensor, rows: torch.Tensor, causal:
         fails[:, j] = ~((lane - FOLD_MID).abs() < FOLD_HALF).all(-1)
         m = lane.amax(-1)
         fix = torch.isfinite(m) & ~((m - FOLD_MID).abs() < FOLD_HALF)
-        step = torch.ceil((m - 120.5) * 0.125)  # fp32 ops, as the kernel
+        step = torch.ceil((m - (numerics.LEANP_BIAS - 8.0 * headroom)) * 0.125)  # fp32 ops, as the kernel
         ref = torch.where(fix, ref + step, ref)
         maxima[:, j] = m.to(torch.float64)
     return fails, maxima
@@ -122,9 +124,10 @@ def rescale_valu(kernel: str) -> int:
     return next(c["units"]["VALU"] for c in meta["clusters"] if c["name"] == "rescale_O")
 
 
-def rates(config: accuracy_main.StudyConfig, waves: int) -> dict:
+def rates(config: accuracy_main.StudyConfig, waves: int, headroom: int = numerics.FOLD_HEADROOM) -> dict:
     """Fractions of (wave, tile) pairs after each wave's first tile whose rescale runs, v1, v2 and
-    folded, over ``waves`` waves of 32 rows spread evenly over the sequence (every head and batch)."""
+    folded (its fix-up target ``headroom`` doublings below the overflow), over ``waves`` waves of
+    32 rows spread evenly over the sequence (every head and batch)."""
     q, k, v = accuracy_main.make_inputs(config)
     q8, k8, _, dq, dk, _ = accuracy_main._quantised(q, k, v, accuracy_main.RECIPES["zyfa-v2"])
     if dk.dim() != 2:
@@ -149,7 +152,8 @@ def rates(config: accuracy_main.StudyConfig, waves: int) -> dict:
             x = (q[bi, rows, hi] @ k[bi, :, hi // group].T) * scale  # log2-domain scores of the picked rows
             tiles = tile_maxima(x, rows, config.causal)
             qf = folded_operands(q8[bi, rows, hi], t[bi, rows, hi])
-            fails, folded = folded_fixups(qf, k8[bi, :, hi // group].to(torch.float64), rows, config.causal)
+            fails, folded = folded_fixups(qf, k8[bi, :, hi // group].to(torch.float64), rows, config.causal,
+                                          headroom)
             for name, m in (("v1", torch.ceil(tiles).amax(-1)), ("v2", tiles.amax(-1)), ("folded", folded)):
                 # v1: integer max of the tile's bm = ceil(x_b); v2: max of the tile's x_b
                 if name == "folded":
@@ -166,6 +170,33 @@ def rates(config: accuracy_main.StudyConfig, waves: int) -> dict:
                     executions += runs
     return ({name: n / max(pairs, 1) for name, n in taken.items()} | {"pairs": pairs, "executions": executions}
             | {f"{name} all": n / max(executions, 1) for name, n in jumps.items()})
+
+
+def headroom_accuracy(config: accuracy_main.StudyConfig, headroom: int) -> dict:
+    """What a fix-up headroom of ``headroom`` doublings costs the folded recipe on ``config``'s
+    inputs (quantised as :func:`rates` does): zyfa.numerics' zyfa-folded output against fp64
+    attention of the same quantised inputs (``kernel``: rel. L2) and the fp64 attention mass per row
+    on allowed keys whose e4m3 code is 0 (``flushed``: mean and max over rows)."""
+    q, k, v = accuracy_main.make_inputs(config)
+    q8, k8, v8, dq, dk, dv = accuracy_main._quantised(q, k, v, accuracy_main.RECIPES["zyfa-v2"])
+    ops = numerics._fp8_operands(q8, k8, v8, dq, dk, dv, config.causal, None, "zyfa-folded", "trunc",
+                                 numerics.KEY_BLOCK)
+    x = torch.matmul(ops.q, ops.k.transpose(-1, -2)) * ops.t.to(torch.float64)  # log2-domain scores
+    keys = torch.arange(x.shape[-1])
+    allowed = (keys < ops.sk)[None, :] & (keys[None, :] <= torch.arange(ops.sq)[:, None] + (ops.sk - ops.sq)
+                                          if config.causal else True)
+    x = x.masked_fill(~allowed, -math.inf)
+    p = torch.softmax(x * math.log(2.0), dim=-1)
+    ref = torch.matmul(p, ops.v) * ops.v_scale
+    flushed = torch.zeros(p.shape[:-1], dtype=torch.float64)
+
+    def on_codes(r0, k0, code, allowed):
+        zero = (code == 0) & allowed
+        flushed[..., r0:] += torch.where(zero, p[..., r0:, k0:k0 + code.shape[-1]], 0.0).sum(-1)
+
+    out = numerics._forward_folded(ops, headroom, on_codes)[0].to(torch.float64)
+    return {"kernel": float((out - ref).norm() / ref.norm()), "flushed mean": float(flushed.mean()),
+            "flushed max": float(flushed.max())}
 
 
 def check_emulator(seqlen: int, seed: int) -> None:
@@ -200,11 +231,34 @@ def main(argv=None) -> int:
     parser.add_argument("--headdim", type=int, default=128)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--waves", type=int, default=64, help="waves of 32 rows sampled evenly over the sequence")
+    parser.add_argument("--fold-headroom", type=int, nargs="+", default=None, metavar="H",
+                        help="instead of the table: the folded kernel's rate with its fix-up target H doublings below "
+                             f"the overflow (the recipe: {numerics.FOLD_HEADROOM}), and what H costs in accuracy "
+                             "at --accuracy-seqlen")
+    parser.add_argument("--accuracy-seqlen", type=int, default=2048,
+                        help="seqlen of the --fold-headroom accuracy columns (fp64 probabilities: memory ~ seqlen^2)")
     parser.add_argument("--check-emulator", type=int, default=None, metavar="SEQLEN",
                         help="first compare the folded rule with the emulator's branch counts at b1 h1 SEQLEN (e.g. 512)")
     args = parser.parse_args(argv)
     if args.check_emulator is not None:
         check_emulator(args.check_emulator, args.seed)
+    if args.fold_headroom is not None:
+        if min(args.fold_headroom) < 0:
+            parser.error("--fold-headroom: H must be >= 0 doublings")
+        print(f"zyfa-fp8 (folded) fix-up headroom H: rate at s{args.seqlen} (h{args.heads}, {args.waves} waves of 32 rows "
+              f"per head); accuracy of zyfa.numerics zyfa-folded at s{args.accuracy_seqlen} (h{args.heads}) vs fp64 "
+              "attention of the same quantised inputs; flushed: fp64 mass per row on allowed keys with code 0")
+        print(f"{'source':<10} {'H':>2} {'taken':>8} {'all':>8} {'rel L2':>9} {'flushed mean':>13} {'flushed max':>12}")
+        for source in args.source:
+            config = accuracy_main.StudyConfig(source=source, seqlen=args.seqlen, heads=args.heads,
+                                               headdim=args.headdim, seed=args.seed)
+            small = accuracy_main.StudyConfig(source=source, seqlen=args.accuracy_seqlen, heads=args.heads,
+                                              headdim=args.headdim, seed=args.seed)
+            for h in args.fold_headroom:
+                r, a = rates(config, args.waves, h), headroom_accuracy(small, h)
+                print(f"{source:<10} {h:>2} {r['folded']:>8.4f} {r['folded all']:>8.4f} {a['kernel']:>9.5f} "
+                      f"{a['flushed mean']:>13.3e} {a['flushed max']:>12.3e}", flush=True)
+        return 0
     cost = {n: rescale_valu(k) for n, k in KERNELS.items()}
     print("rescale cluster per execution (static, generated code): "
           + ", ".join(f"{n} ({KERNELS[n]}) {c} VALU" for n, c in cost.items()))

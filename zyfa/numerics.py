@@ -61,6 +61,14 @@ FOLD_CHUNK = 64                   # head-dim elements per QK MFMA: y is rounded 
 FOLD_REF0 = 2.0**14               # initial reference exponent: the first tile's y lands below FOLD_LOW
 FOLD_MID, FOLD_HALF = 127.0 - 2.0**15, 2.0**15  # accepted: |fp32(M - MID)| < HALF, M in [127 - 2^16, 127)
 FOLD_LIMIT = 2.0**13              # |t * s| and |ref| bound of zyfa-folded (FOLD_REF0 must stay out of reach)
+# the fix-up's target: after it a row's largest y is in (FOLD_FIX_BIAS - 8, FOLD_FIX_BIAS], so a later
+# tile may rise FOLD_HEADROOM doublings more before a code would pass 126. Measured (b1 h2 causal, 2-core
+# box, benchmarks/v2_rescale_rate.py --fold-headroom 0 1 2 3): fix-ups at 32K 17.6 -> 8.4 % of the branch's
+# executions on Gaussian inputs, 7.8 -> 5.3 % on the sink input, for FOLD_HEADROOM doublings of P's range
+# at the bottom: sink input at 4K rel. L2 0.0531 -> 0.0539, flushed mass 0.51 -> 0.94 %; 2 would give
+# 2.4 / 3.9 % for 0.0562 and 1.62 % (docs/numerics.md, Folded Lean P)
+FOLD_HEADROOM = 1
+FOLD_FIX_BIAS = LEANP_BIAS - 8.0 * FOLD_HEADROOM  # 112.5: the largest code after a fix-up is in [104, 112]
 
 VARIANTS = ("zyfa", "zyfa-v1", "zyfa-v2", "zyfa-folded", "leanp", "roundedsum", "blockscale", "naive", "fa3",
             "p448")
@@ -687,13 +695,17 @@ def fold_q(q: torch.Tensor, T8: torch.Tensor):
     return q_folded, torch.ldexp(torch.ones_like(T8, dtype=torch.float64), a.to(torch.float64))
 
 
-def _forward_folded(ops: _Operands):
+def _forward_folded(ops: _Operands, headroom: int = FOLD_HEADROOM, on_codes=None):
     """zyfa-folded (docs/numerics.md, "Folded Lean P"): per 128-key tile the QK MFMAs start from
     ``off = 120.5 - 8 ref`` and produce the Lean P argument ``y`` directly; one check per tile on
     the row max of ``y`` sends rows whose ``y`` would overflow the e4m3 code (or that still sit at
-    the initial reference) to a fix-up that moves ``ref`` by a whole number ``d`` of doublings,
-    subtracts ``8 d`` from ``y`` and rescales O and l by ``2^-d``. O and l accumulate P unscaled
-    (``m = ref - 8`` in the epilogue). Returns (out, lse, ref - 8, l)."""
+    the initial reference) to a fix-up that moves ``ref`` by a whole number ``d`` of doublings
+    (``FOLD_HEADROOM`` above the tile's maximum), subtracts ``8 d`` from ``y`` and rescales O and
+    l by ``2^-d``. O and l accumulate P unscaled
+    (``m = ref - 8`` in the epilogue). ``headroom`` (doublings, an int >= 0) is the fix-up's target
+    below the overflow: the recipe is ``FOLD_HEADROOM``, other values are what-ifs for the headroom
+    study (benchmarks/v2_rescale_rate.py ``--fold-headroom``). ``on_codes(r0, k0, code, allowed)``,
+    if given, sees each tile's e4m3 codes. Returns (out, lse, ref - 8, l)."""
     shape = (*ops.shape, ops.sq)
     dev = ops.q.device
     ref = torch.full(shape, FOLD_REF0, dtype=torch.float32, device=dev)
@@ -721,7 +733,7 @@ def _forward_folded(ops: _Operands):
         accepted = (M - FOLD_MID).abs() < FOLD_HALF  # fp32 subtraction, as the kernel's check
         fix = ~accepted & torch.isfinite(M)
         if bool(fix.any()):
-            d = torch.where(fix, torch.ceil((M - LEANP_BIAS) * 0.125), 0.0)
+            d = torch.where(fix, torch.ceil((M - (LEANP_BIAS - 8.0 * headroom)) * 0.125), 0.0)
             ref_new = ref[..., r0:] + d
             unreached = fix & (ref_new.abs() > FOLD_LIMIT)
             if bool(unreached.any()):
@@ -736,6 +748,8 @@ def _forward_folded(ops: _Operands):
             raise ValueError("a row's tile max is too large for zyfa-folded's initial reference (|t * s| >= 2^13; "
                              "docs/numerics.md, Folded Lean P)")
         code = torch.where(y >= 0, torch.trunc(y).clamp(max=E4M3_MAX_CODE), 0.0).to(torch.uint8)
+        if on_codes is not None:
+            on_codes(r0, k0, code, allowed)
         P = code.view(torch.float8_e4m3fn).to(torch.float64)
         for b0 in range(0, keys, KEY_BLOCK):
             sl = slice(b0, b0 + KEY_BLOCK)

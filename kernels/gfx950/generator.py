@@ -71,6 +71,7 @@ READ_AHEAD = {"fp8": 3, "bf16": 4}
 FOLD_REF0 = 2.0 ** 14  # initial reference exponent
 FOLD_OFF0 = 120.5 - 8 * FOLD_REF0  # its accumulator start, exact in fp32
 FOLD_MID, FOLD_HALF = 127.0 - 2.0 ** 15, 2.0 ** 15  # a tile is accepted when |fp32(max y - MID)| < HALF
+FOLD_FIX_BIAS = 112.5  # the fix-up's target 120.5 - 8 headroom, headroom 1 doubling (numerics.FOLD_FIX_BIAS)
 # softmax="lean-v2" (numerics zyfa-v2, docs/numerics.md spec v2): the fp32 values zyfa.numerics defines
 # (LEANP_BIAS_V2, ALPHA_POLY c1..c6, ALPHA_MIN_EXP), as bit patterns; kept here because importing
 # zyfa.numerics would import torch into every generator run (tests/kernels/gfx950 checks they agree)
@@ -1267,7 +1268,9 @@ class _Kernel:
 
     def fold_fixup(self):
         """Out of line (rare): per row (both lane halves), when the row max ``M`` of y fails the
-        check and is finite: ``d = ceil(fp32(M - 120.5) / 8)``, ``y = fma(d, -8, y)``, ``ref += d``,
+        check and is finite: ``d = ceil(fp32(M - 112.5) / 8)`` (FOLD_FIX_BIAS: the row's largest code
+        lands in [104, 112], one doubling below v1's, so later tiles may grow 1.81-2.81 doublings
+        before the next fix-up), ``y = fma(d, -8, y)``, ``ref += d``,
         O and L *= 2^-d (:meth:`rescale_o`), the accumulator start ``120.5 - 8 ref`` rewritten.
         A NaN row max sets the row's NaN flag. Entered with exec = the failing lanes and
         ``saved_exec`` = all lanes; returns with exec reduced (the join restores it)."""
@@ -1283,7 +1286,7 @@ class _Kernel:
         e("s_and_saveexec_b64", self.s.scratch_pair, "vcc")
         e("v_cmp_lt_f32", "vcc", self.v.cneginf, mx)  # finite rows only (not -inf, not NaN)
         e("s_and_saveexec_b64", self.s.scratch_pair, "vcc")
-        e("v_add_f32", tmp, -LEANP_BIAS, mx)
+        e("v_add_f32", tmp, -FOLD_FIX_BIAS, mx)
         e("v_mul_f32", tmp, 0.125, tmp)
         e("v_ceil_f32", tmp, tmp)
         for i in range(self.S.count):

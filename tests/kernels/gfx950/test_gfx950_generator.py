@@ -580,6 +580,13 @@ def test_v2_constants_are_the_numerics_values():
     assert generator_module.V2_ALPHA_MIN_EXP == numerics.ALPHA_MIN_EXP
 
 
+def test_folded_constants_are_the_numerics_values():
+    """zyfa-fp8's fix-up target and check are zyfa-folded's (the generator does not import torch)."""
+    assert generator_module.FOLD_FIX_BIAS == numerics.FOLD_FIX_BIAS == 120.5 - 8 * numerics.FOLD_HEADROOM
+    assert (generator_module.FOLD_REF0, generator_module.FOLD_MID, generator_module.FOLD_HALF) == (
+        numerics.FOLD_REF0, numerics.FOLD_MID, numerics.FOLD_HALF)
+
+
 def test_v2_refuses_a_rescale_threshold():
     with pytest.raises(ValueError, match="lean-v2.*rescale_threshold must be 0"):
         KernelConfig("x", softmax="lean-v2", rescale_threshold=4)

@@ -124,7 +124,7 @@ def test_folded_fixup_path_bit_exact_when_the_row_max_grows_mid_sequence():
     on its diagonal tile.
     Both the kernel and zyfa.numerics move the reference there; they agree bit for bit."""
     plain, grown, _ = _plain_and_grown("zyfa-fp8")
-    # v_ceil_f32 runs only in the fix-up (d = ceil((M - 120.5) / 8)): more fix-ups with the copies
+    # v_ceil_f32 runs only in the fix-up (d = ceil((M - FOLD_FIX_BIAS) / 8)): more fix-ups with the copies
     assert 0 < plain.stats.executed["v_ceil_f32"] < grown.stats.executed["v_ceil_f32"]
 
 
