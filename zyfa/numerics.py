@@ -77,6 +77,10 @@ VARIANTS = ("zyfa", "zyfa-v1", "zyfa-v2", "zyfa-folded", "leanp", "roundedsum", 
 # CK-style (448, e4m3's largest value)
 P_PRESCALE = {"naive": 1.0, "bf16": 1.0, "fa3": 256.0, "p448": 448.0}
 RECIPES = ("zyfa-v1", "zyfa-v2", "zyfa-folded")  # the public ``recipe=`` choices; "zyfa" / "leanp" are zyfa-v1
+# the recipes the Triton kernels implement ("zyfa-folded" is gfx950 only: its Lean P argument comes
+# out of the QK MFMA itself); here so that the Triton backend and kernel share it without importing
+# each other
+TRITON_RECIPES = ("zyfa-v1", "zyfa-v2")
 ROUNDINGS = ("trunc", "magic")
 GRANULARITIES = ("head", "tensor", "token")
 

@@ -36,8 +36,7 @@ from zyfa.kernels.triton._common import (
     AUTOTUNE_CONFIGS, LOG2E, BucketedAutotune, TileConfig, autotune_configs, device_arch, fixed_config,
     fixed_config_mode, interpreting, key_ranges, padded_headdim, prune_for_headdim,
 )
-from zyfa.kernels.triton.backend import TRITON_RECIPES
-from zyfa.numerics import ALPHA_MIN_EXP as _ALPHA_MIN_EXP, ALPHA_POLY, LEANP_BIAS_V2
+from zyfa.numerics import ALPHA_MIN_EXP as _ALPHA_MIN_EXP, ALPHA_POLY, LEANP_BIAS_V2, TRITON_RECIPES
 
 _INTERPRET = interpreting()
 # "no NaN key": above any key index (the kernel compares it with the keys a row reads)

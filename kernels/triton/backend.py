@@ -13,11 +13,9 @@ from typing import Optional
 import torch
 
 from zyfa.backends import AttentionArgs, Backend, register_backend, unimplemented_features
+from zyfa.numerics import TRITON_RECIPES
 
 PRIORITY = 10
-# the FP8 numerics recipes the Triton kernels implement (zyfa.numerics.RECIPES also has the
-# gfx950-only "zyfa-folded", whose Lean P argument comes out of the QK MFMA itself)
-TRITON_RECIPES = ("zyfa-v1", "zyfa-v2")
 _DTYPES = (torch.float8_e4m3fn, torch.bfloat16, torch.float16)
 
 
