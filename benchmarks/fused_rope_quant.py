@@ -15,7 +15,8 @@ clock drift hits all alike:
 - ``quantise``: ``hadamard_quantize_fp8(rotate=False)``, the quantisation an FP8 API makes from bf16;
 - ``hadamard_quantise``: the Hadamard + quantise kernel (runs 15, 27);
 - ``rope_quantise``: RoPE + quantise in one pass (``rotate=False`` with tables);
-- ``rope_hadamard_quantise``: the fused pass;
+- ``rope_hadamard_quantise``: the fused pass (default launch; ``_head_rows128``: per head with one row
+  per thread, the launch H200 run 25 timed as the default, which spills with RoPE);
 - ``cast``: a bf16 -> fp8 cast (the bytes one pass must move: a floor).
 
 The attention times are zyfa-bench's rows measured here: ``zyfa-triton-fp8`` (recipe zyfa-v1, its
@@ -113,6 +114,8 @@ def main(argv=None) -> int:
         ops[f"hadamard_quantise_{gran}"] = lambda t, g=gran: hadamard_quantize_fp8(t, g, h)
         ops[f"rope_quantise_{gran}"] = lambda t, g=gran: hadamard_quantize_fp8(t, g, h, rotate=False, cos=cos, sin=sin)
         ops[f"rope_hadamard_quantise_{gran}"] = lambda t, g=gran: hadamard_quantize_fp8(t, g, h, cos=cos, sin=sin)
+    # run 25's per-head RoPE launch (one row per thread, 128 rows per 4 warps; spills) against the default
+    ops["rope_hadamard_quantise_head_rows128"] = lambda t: hadamard_quantize_fp8(t, "head", h, block_s=128, cos=cos, sin=sin)
     times: dict[str, list[float]] = {}
     for _ in range(2):
         for name, op in ops.items():
