@@ -62,10 +62,11 @@ def _mfma_bound(shape, work: float) -> dict:
     return {"tflops": shape.tflops(cycles / (mhz * 1e6)), "tflops_2400": shape.tflops(cycles / 2.4e9), "mhz": mhz}
 
 
-def _row(name: str, shape, forced_clock=None, rescale_rate=None):
+def _row(name: str, shape, forced_clock=None, rescale_rate=None, label=None):
     """Simulate ``name`` on ``shape`` (fitted to the kernel's spec): a dict with the markdown row
-    and the TFLOP/s at the predicted (or forced) clock, or the one-line reason it is unavailable.
-    ``rescale_rate``: the kernel's lazy O rescale branches jump at that rate (else never)."""
+    (first column ``label``, default ``name``) and the TFLOP/s at the predicted (or forced) clock,
+    or the one-line reason it is unavailable. ``rescale_rate``: the kernel's lazy O rescale
+    branches jump at that rate (else never)."""
     start = time.perf_counter()
     try:
         spec = spec_of(name)
@@ -88,7 +89,7 @@ def _row(name: str, shape, forced_clock=None, rescale_rate=None):
     mhz = forced_clock or clock.mhz
     seconds = est.cycles / (mhz * 1e6)
     tflops = shape.tflops(seconds)
-    markdown = (f"| {name} | {spec.dtype} | {pct(s['mfma_busy'])} | {pct(s['pingpong_overlap'])} | "
+    markdown = (f"| {label or name} | {spec.dtype} | {pct(s['mfma_busy'])} | {pct(s['pingpong_overlap'])} | "
                 f"{s['valu_cycles_per_block']:.0f} | {static} | {work} | "
                 f"{mhz:.0f} MHz ({'forced' if forced_clock else clock.label}) | {seconds * 1e3:.3f} | "
                 f"{tflops:.0f} | {est.tflops:.0f} |  <!-- {time.perf_counter() - start:.1f} s -->")
@@ -124,17 +125,29 @@ def main():
         if not name.startswith("aiter:") and name not in registered:
             print(f"| {name} | - | not registered | | | | |")
             continue
-        row = _row(name, parse_shape(args.shape, heads=args.heads), args.clock)
+        shape = parse_shape(args.shape, heads=args.heads)
+        measured = gfx950.measured_rescale_rate(name, shape) if name in gfx950.VARIANTS else None
+        if measured is not None:  # the stated never first (optimistic), then the kernel's row at its measured rate
+            never = _row(name, shape, args.clock, label=f"{name}, lazy rescale never (optimistic)")
+            if not isinstance(never, str):
+                rows[f"{name} (rescale never)"] = never
+                print(never["markdown"])
+        rate = None if measured is None else measured[0]
+        label = None if measured is None else f"{name}, lazy rescale {100 * rate:.1f} % ({measured[1]}, measured)"
+        row = _row(name, shape, args.clock, rate, label)
         if isinstance(row, str):
             print(f"| {name} | - | unavailable: {row} | | | | | | | | |")
             continue
         rows[name] = row
         print(row["markdown"])
+    print("\nRows with a measured lazy O rescale rate (kernels.gfx950.MEASURED_RESCALE_RATES: causal, seqlen_q = "
+          "seqlen_k at 8K and 32K; the larger of the Gaussian and sink inputs' rates) take it; the others take "
+          "the stated never (optimistic; README 'Lazy O rescale at its measured rate').")
     pairs, why = default_pairs()
     print(f"\nDefault comparison ({why}):")
     for pair in pairs:
         ours = (pair.ours, *FP8_ABLATIONS) if pair.ours == "zyfa-fp8" else (pair.ours,)
-        for name in ours:
+        for name in (n for o in ours for n in (o, f"{o} (rescale never)")):
             if name in rows and pair.baseline in rows:
                 print(f"- {name} / {pair.baseline}: {_ratios(rows[name], rows[pair.baseline])} ({pair.label})")
     base = next((p.baseline for p in pairs if p.ours == "zyfa-fp8"), None)
@@ -157,7 +170,8 @@ def main():
                   f"{bound['mhz']:.0f} MHz; / {base}: {_ratios(bound, rows[base])}")
     # AITER v4 has no causal FP8 object: compare on the same shape without the mask
     noncausal = replace(parse_shape(args.shape, heads=args.heads), causal=False)
-    print(f"\nAgainst AITER v4 ({V4}), b1 h{args.heads} s{args.shape} d128 NON-causal:\n")
+    print(f"\nAgainst AITER v4 ({V4}), b1 h{args.heads} s{args.shape} d128 NON-causal (our lazy rescale: never, "
+          "its non-causal rate is not measured):\n")
     print("| kernel | dtype | MFMA busy (steady) | ping-pong overlap | VALU cycles/block | static softmax VALU/tile "
           "| MFMA work / FLOPs (w/o row sum) | clock | predicted ms | predicted TFLOP/s | TFLOP/s at 2400 MHz |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")

@@ -19,7 +19,7 @@ from zyfa.kernels.gfx950.schedule import ROWS_PER_WG, VARIANTS, WAVES, KernelCon
 from zyfa.kernels.spec import KernelBuild, KernelSpec
 from zyfa.shapes import AttnShape
 
-__all__ = ["branch_assumptions", "rescale_branches", "RESCALE_LABEL", "config_for", "specialise", "configure", "build_for", "build_config", "grid", "SPECS", "VARIANTS", "KernelConfig", "WORKGROUP_SIZE"]
+__all__ = ["branch_assumptions", "rescale_branches", "MEASURED_RESCALE_RATES", "measured_rescale_rate", "RESCALE_LABEL", "config_for", "specialise", "configure", "build_for", "build_config", "grid", "SPECS", "VARIANTS", "KernelConfig", "WORKGROUP_SIZE"]
 
 WORKGROUP_SIZE = WAVES * 64  # threads of every generated kernel
 
@@ -101,6 +101,31 @@ def branch_assumptions(built) -> list[dict]:
 def rescale_branches(assumptions) -> list[dict]:
     """The lazy O rescale branches among :func:`branch_assumptions` (or the build meta's list)."""
     return [b for b in assumptions if str(b.get("label", "")).startswith(RESCALE_LABEL)]
+
+
+# The lazy O rescale branch's rate on data where it was measured: (kernel, seqlen) -> {input: the fraction
+# of the branch's executions that jump}, causal, seqlen_q = seqlen_k. From ``python3
+# benchmarks/v2_rescale_rate.py --fold-headroom 1 --source gaussian llm --seqlen S --heads 2 --waves 64``
+# (b1 h2, 64 waves of 32 rows per head; the folded rule reproduces the functional emulator's branch
+# counts; 2-core CPU box, 2026-12-03, docs/numerics.md "Headroom"; "sink" is its --source llm).
+# zyfa-fp8-valu-rowsum has the same check and fix-up, so the same rate.
+MEASURED_RESCALE_RATES = {
+    (kernel, seqlen): rates for kernel in ("zyfa-fp8", "zyfa-fp8-valu-rowsum")
+    for seqlen, rates in ((8192, {"gaussian": 0.1780, "sink": 0.1754}), (32768, {"gaussian": 0.0838, "sink": 0.0530}))
+}
+
+
+def measured_rescale_rate(name: str, shape: AttnShape) -> Optional[tuple[float, str]]:
+    """(rate, input) of ``name``'s lazy O rescale on ``shape`` where measured (causal, seqlen_q =
+    seqlen_k in :data:`MEASURED_RESCALE_RATES`): the larger of the measured inputs' rates, the
+    conservative one; ``None`` elsewhere (a model then takes the stated never, with a caveat)."""
+    if not shape.causal or shape.seqlen_q != shape.seqlen_k:
+        return None
+    rates = MEASURED_RESCALE_RATES.get((name, shape.seqlen_k))
+    if rates is None:
+        return None
+    source = max(rates, key=rates.get)
+    return rates[source], source
 
 
 def build_for(name: str, shape: AttnShape) -> KernelBuild:

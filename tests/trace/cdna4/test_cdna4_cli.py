@@ -2,7 +2,9 @@
 
 import pytest
 
+from zyfa.cli.kernel_cmd import _rescale_caveat
 from zyfa.cli.trace_main import main
+from zyfa.kernels import gfx950
 from zyfa.shapes import parse_shape
 from zyfa.trace.cdna4.estimate import EstimateConfig
 from zyfa.trace.cdna4.launch import prepare
@@ -90,6 +92,18 @@ def test_never_taken_rescale_is_flagged_as_optimistic(capsys):
     out = capsys.readouterr().out
     assert out.count("caveat: its 4 lazy O rescale branch(es) simulated as never taken, which is optimistic") == 1
     assert "--rescale-rate R simulates a rate" in out
+
+
+def test_never_taken_caveat_names_the_measured_rate_where_there_is_one():
+    """At a shape whose rescale rate was measured (kernels.gfx950.MEASURED_RESCALE_RATES) the caveat
+    gives that rate and the option that simulates it; elsewhere the general range."""
+    rate, source = gfx950.measured_rescale_rate("zyfa-fp8", parse_shape("8k", heads=2))
+    assert (rate, source) == (max(gfx950.MEASURED_RESCALE_RATES["zyfa-fp8", 8192].values()), "gaussian")
+    line = _rescale_caveat("zyfa-fp8", parse_shape("8k", heads=2))
+    assert f"measured at this shape: {100 * rate:.1f} %" in line and f"--rescale-rate {rate:g}" in line
+    assert "5-44 %" in _rescale_caveat("zyfa-fp8", parse_shape("2k", heads=2))
+    assert gfx950.measured_rescale_rate("zyfa-fp8", parse_shape("8k", heads=2, causal=False)) is None
+    assert gfx950.measured_rescale_rate("zyfa-fp8-v1", parse_shape("32k")) is None
 
 
 def test_rescale_rate_option_takes_the_lazy_rescale_branches_at_a_rate(capsys):
