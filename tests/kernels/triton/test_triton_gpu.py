@@ -23,10 +23,11 @@ if not torch.cuda.is_available():
     pytest.skip("needs a CUDA/ROCm GPU", allow_module_level=True)
 pytest.importorskip("triton")
 
-from zyfa import flash_attn_func  # noqa: E402
+from zyfa import flash_attn_func, numerics  # noqa: E402
 from zyfa.kernels.triton._common import TileConfig  # noqa: E402
 from zyfa.kernels.triton.attn_bf16 import attention_bf16  # noqa: E402
 from zyfa.kernels.triton.attn_fp8 import attention_fp8  # noqa: E402
+from zyfa.kernels.triton.hadamard_fp8 import hadamard_quantize_fp8, rope_rows  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("triton_interp_cases", Path(__file__).with_name("triton_interp_cases.py"))
 cases = importlib.util.module_from_spec(_spec)
@@ -153,3 +154,23 @@ def test_fp8_v2_equals_emulator_bitwise_with_exact_accumulation():
                              out_dtype=torch.float32, config=TileConfig(128, 8, 3, precise_acc=True), recipe="zyfa-v2")
     assert torch.equal(out.cpu(), ref)
     assert float((lse.cpu() - ref_lse).abs().max()) <= 1e-5  # the kernel's fp32 log2 vs float64 rounded once
+
+
+@pytest.mark.parametrize("gran", ["head", "token"])
+@pytest.mark.parametrize("block_s", [None, 128])
+def test_fused_rope_hadamard_quantise_equals_torch_path(gran, block_s):
+    # on the GPU's fp32 units and its RNE e4m3 convert (the interpreter tests convert on the host),
+    # against the torch path on the CPU: codes and descales bit for bit; GQA, a seqlen no block
+    # divides, positions from 1000 on, a zero token (RoPE makes -0 there) and outlier channels.
+    # block_s=128: run 25's per-head launch (one row per thread), the default since is 64 rows
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(2, 333, 8, 128, generator=g)
+    x[..., :3] *= 16
+    x[:, 7] = 0.0
+    x = x.bfloat16()
+    cos, sin = numerics.rope_tables(333, 128, offset=1000)
+    ref8, ref_ds = numerics.quantize_fp8(numerics.hadamard(numerics.rope(x, cos, sin)), gran, nheads_k=2)
+    x8, ds = hadamard_quantize_fp8(x.cuda(), gran, 2, block_s=block_s, cos=cos.cuda(), sin=sin.cuda())
+    assert torch.equal(x8.cpu().view(torch.uint8), ref8.view(torch.uint8))
+    assert torch.equal(ds.cpu(), ref_ds)
+    assert torch.equal(rope_rows(x.cuda(), cos.cuda(), sin.cuda()).cpu(), numerics.rope(x, cos, sin).bfloat16())
