@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import torch
 
 triton = pytest.importorskip("triton")
 
@@ -19,6 +20,7 @@ from triton.backends.nvidia.compiler import get_ptxas  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
 from zyfa.kernels.triton import hadamard_fp8 as H  # noqa: E402
+from zyfa.numerics import rope_tables  # noqa: E402
 
 ARGS = {
     "token": (H._hadamard_fp8_token, ["*bf16", "*fp8e4nv", "*fp32", "*fp32", "*fp32"] + ["i32"] * 11,
@@ -85,3 +87,17 @@ def test_rope_default_launch_does_not_spill(kernel, tmp_path):
     assert spill_bytes(compile_sm90(kernel, 128, rope=True, block_s=H.BLOCK_S_ROPE[gran]), tmp_path) == 0
     if kernel != "token":  # the check can fail: the one-row-per-thread launch spills
         assert spill_bytes(compile_sm90(kernel, 128, rope=True, block_s=128), tmp_path) > 0
+
+
+def test_rope_arguments_checked_before_any_launch():
+    """Wrong RoPE tables fail with one line naming the argument (checked on the host, no GPU needed)."""
+    x = torch.zeros(1, 6, 2, 64)
+    cos, sin = rope_tables(6, 64)
+    with pytest.raises(ValueError, match="pass both cos and sin"):
+        H.hadamard_quantize_fp8(x, cos=cos)
+    with pytest.raises(ValueError, match=r"sin must be a float32 tensor of shape \(seqlen, headdim // 2\) = \(6, 32\)"):
+        H.hadamard_quantize_fp8(x, cos=cos, sin=rope_tables(5, 64)[1])
+    with pytest.raises(ValueError, match="cos must be a float32 tensor"):
+        H.rope_rows(x, cos.double(), sin)
+    with pytest.raises(ValueError, match="unit column stride"):
+        H.rope_rows(x, cos, rope_tables(6, 128)[1][:, ::2])
