@@ -3,6 +3,7 @@
 import dataclasses
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -96,7 +97,7 @@ def test_vectorised_clock_solve_matches_predict_clock():
 
 
 def test_leave_one_out_predicts_each_row_from_the_others():
-    truth = {"e_mfma_pj": 1800.0}
+    truth = _tied(1800.0)
     results = _synthetic(truth)  # consistent rows: every held-out row is predicted exactly
     cv = fidelity.leave_one_out(results, e_mfma=(1000.0, 2600.0), steps=17, rounds=1)
     assert len(cv.errors) == 5 and cv.max_abs == pytest.approx(0, abs=1e-9) and cv.within_15 == 5
@@ -112,8 +113,8 @@ def test_leave_one_out_predicts_each_row_from_the_others():
     with pytest.raises(ValueError, match="at least two"):
         fidelity.leave_one_out(results[:1])
     # log_errors: one vectorised solve per grid point, over any linear energy coefficients
-    both = fidelity.log_errors(results, {"e_mfma_pj": [1800.0, 900.0], "e_valu_pj": [power.param("e_valu_pj")] * 2})
-    assert both[0] == pytest.approx(fidelity.log_errors(results, {"e_mfma_pj": [1800.0]})[0], abs=1e-9)
+    both = fidelity.log_errors(results, {"e_mfma_pj": [1800.0, 900.0], "e_valu_pj": [truth["e_valu_pj"]] * 2})
+    assert both[0] == pytest.approx(fidelity.log_errors(results, {"e_mfma_pj": [1800.0]}, params=truth)[0], abs=1e-9)
     assert both[0] == pytest.approx(0, abs=1e-9) and (both[1] > 0).all()  # less MFMA energy: a higher clock
 
 
@@ -145,6 +146,29 @@ def test_calibration_set_is_the_published_one():
     assert by[("ZYFA write-up", "aiter:fwd_hd128_fp8_causal", "b1 h32 s32768 d128 causal fp8")] == 1944
 
 
+def _tied(e_mfma):
+    """Coefficients as fidelity.fit returns them: e_valu tied to e_mfma by the public loops."""
+    return {"e_mfma_pj": e_mfma, "e_valu_pj": float(np.round(power.tied_valu_energy([e_mfma])[0]))}
+
+
+def test_valu_energy_is_tied_to_the_mfma_energy_by_the_public_loops():
+    # the stored pair satisfies the tie, and with it the model's pure 16-bit loop and the Gluon fav4
+    # attention loop stand in the ratio of the clocks the tutorial's figures imply (1438 / 1263 MHz)
+    assert power.tied_valu_energy([power.param("e_mfma_pj")])[0] == pytest.approx(power.param("e_valu_pj"), abs=1)
+    gemm, fav4 = power.PUBLIC_LOOPS[0], power.PUBLIC_LOOPS[2]
+    for e in (2500.0, 2930.0, 3600.0):
+        p = {"e_mfma_pj": e, "e_valu_pj": float(power.tied_valu_energy([e])[0])}
+        ratio = power.pure_mfma_clock("bf16", params=p).mhz / power.predict_clock(power.FAV4_ACTIVITY, "bf16", params=p).mhz
+        assert ratio == pytest.approx(gemm.clock_mhz / fav4.clock_mhz, rel=1e-6)
+    # the fav4 activity by hand from the tutorial's counts: 93.7 % MFMA busy, 2 waves x 2 tiles x 128 ops
+    assert power.FAV4_ACTIVITY.mfma / 4 == pytest.approx(0.937, abs=1e-3)
+    assert power.FAV4_ACTIVITY.valu == pytest.approx(4 * 2048 / 4373)
+    # needed_energy_pj inverts the clock equation
+    act = power.Activity(mfma=3.5, valu=1.0, lds_bytes=50.0, vmem_bytes=2.0, cycles=1)
+    c = power.predict_clock(act, "bf16")
+    assert float(power.needed_energy_pj(c.mhz)) == pytest.approx(power.energy_per_cu_cycle(act, power.stated_toggle("bf16")) * 1e12, rel=1e-6)
+
+
 def _synthetic(params):
     """Rows whose 'published' figures come from known coefficients: fit must find them."""
     out = []
@@ -159,7 +183,7 @@ def _synthetic(params):
 
 
 def test_fit_recovers_known_coefficients_and_render_reports_errors():
-    truth = {"e_mfma_pj": 1800.0}
+    truth = _tied(1800.0)
     results = _synthetic(truth)
     assert all(power.predict_clock(r.activity, "bf16", params=truth).limited for r in results)  # identifiable
     fitted = fidelity.fit(results, e_mfma=(1000.0, 2600.0), steps=17, rounds=1)
