@@ -70,8 +70,10 @@ FOLD_LIMIT = 2.0**13              # |t * s| and |ref| bound of zyfa-folded (FOLD
 FOLD_HEADROOM = 1
 FOLD_FIX_BIAS = LEANP_BIAS - 8.0 * FOLD_HEADROOM  # 112.5: the largest code after a fix-up is in [104, 112]
 
-VARIANTS = ("zyfa", "zyfa-v1", "zyfa-v2", "zyfa-folded", "leanp", "roundedsum", "blockscale", "naive", "fa3",
-            "p448")
+VARIANTS = ("zyfa", "zyfa-v1", "zyfa-v2", "zyfa-folded", "zyfa-runmax", "leanp", "roundedsum", "blockscale", "naive",
+            "fa3", "p448")
+RUNMAX_BLOCK = 128                # zyfa-runmax: keys per scaling block (the Hopper kernel's S tile)
+PV_SCALE_MIN_EXP = -126           # zyfa-runmax: O's rescale factor 2^d is 0 for d below this (normal fp32 only)
 # naive-softmax variants (running fp32 max, exact exp2, l from the unrounded p) and the factor P is
 # multiplied by before its e4m3 rounding: AITER v3 (none), FlashAttention-3 (2^8, its Max_offset),
 # CK-style (448, e4m3's largest value)
@@ -558,6 +560,14 @@ def _blocks(ops: _Operands, variant: str, rounding: str, p_round) -> Iterator[tu
         nan_rows = torch.isnan(mx[..., 0])
         bm = torch.ceil(t * mx)
         _check_bm_range(bm)
+        if variant == "zyfa-runmax":
+            # -- codes against the row's running max m (integer): P carries 2^(m - 8) -------------
+            m_new = torch.maximum(m[..., r0:], bm[..., 0])  # NaN-propagating
+            m[..., r0:] = m_new
+            code = mask.fill_(lean_p_code(s, 8.0 * t, m_new[..., None], rounding), 0)
+            P = code.view(torch.float8_e4m3fn).to(torch.float64)
+            yield r0, k0, P, _tree_sum(P).to(torch.float32), m_new - 8.0, allowed, nan_rows
+            continue
         if variant in ("leanp", "zyfa", "zyfa-v1"):
             code = mask.fill_(lean_p_code(s, 8.0 * t, bm, rounding), 0)
             P = code.view(torch.float8_e4m3fn).to(torch.float64)  # exact: equals decode_e4m3 (tested)
@@ -648,6 +658,20 @@ def _forward(ops: _Operands, variant: str, rounding: str, p_round):
             acc[..., r0:, :] += pv
             l[..., r0:] += psum
             m[..., r0:] = m_new
+            continue
+        if variant == "zyfa-runmax":
+            # -- O (and l) in units of 2^(m - 8); scaled by 2^(m_old - m) where the max grew -------
+            d = m_old - scale
+            grew = scale > m_old
+            if bool(grew.any()):
+                e = torch.nan_to_num(d, nan=0.0).clamp(PV_SCALE_MIN_EXP, 0.0)
+                f = torch.where(grew & (d >= PV_SCALE_MIN_EXP), _pow2(e, torch.float32), 0.0)
+                f = torch.where(grew, f, 1.0)  # exact powers of two; fp32 products round only if subnormal
+                acc[..., r0:, :] = acc[..., r0:, :] * f[..., None]
+                l[..., r0:] = l[..., r0:] * f
+            acc[..., r0:, :] += pv
+            l[..., r0:] += psum
+            m[..., r0:] = scale
             continue
         if exact:
             alpha = _exp2_f32(m_old - scale)
@@ -803,6 +827,8 @@ def _check_fp8_inputs(q8, k8, v8, q_descale, k_descale, v_descale, softmax_scale
         raise ValueError(f"rounding must be one of {ROUNDINGS}, got {rounding!r}")
     if variant == "zyfa-folded" and (rounding != "trunc" or block != KEY_BLOCK):
         raise ValueError("variant 'zyfa-folded' is specified with rounding='trunc' and block=64 only")
+    if variant == "zyfa-runmax" and block != RUNMAX_BLOCK:
+        raise ValueError(f"variant 'zyfa-runmax' is specified with block={RUNMAX_BLOCK} only, got {block!r}")
     if variant == "zyfa-v2" and rounding != "trunc":
         raise ValueError("variant 'zyfa-v2' is specified with rounding='trunc' only (its FMA constant is "
                          "fractional, so the magic-number rounding does not apply)")
@@ -847,8 +873,9 @@ def zyfa_fp8_attention(q8, k8, v8, q_descale=None, k_descale=None, v_descale=Non
         variant: "zyfa-v2" (spec v2: hybrid phi offset, unbiased FMA constant), "zyfa" /
             "zyfa-v1" / "leanp" (spec v1 steps 1-5; identical numerics: the Hadamard of full ZYFA
             happens at quantisation), "zyfa-folded" (Lean P folded into the QK MFMA: the recipe
-            of the gfx950 kernel zyfa-fp8), "roundedsum", "blockscale", "naive" (the
-            spec's ablations).
+            of the gfx950 kernel zyfa-fp8), "zyfa-runmax" (v1's codes against the row's running
+            max per 128-key block, ``block=128``: the recipe of the Hopper kernel's ``runmax``
+            variant), "roundedsum", "blockscale", "naive" (the spec's ablations).
             The default stays "zyfa" (v1), which the gfx950 kernels and their functional
             emulation implement; ``flash_attn_func`` picks by its ``recipe`` argument.
         rounding: Lean P convert, "trunc" (gfx950) or "magic" (Hopper); zyfa-v2: "trunc" only.

@@ -135,6 +135,12 @@ def fma_rn(a: Float32, b: Float32, c: Float32, *, loc=None, ip=None) -> Float32:
 
 
 @dsl_user_op
+def mul_rn(a: Float32, b: Float32, *, loc=None, ip=None) -> Float32:
+    """``mul.rn.f32`` (IEEE, no flush to zero)."""
+    return _ptx_f32("mul.rn.f32 $0, $1, $2;", a, b, loc=loc, ip=ip)
+
+
+@dsl_user_op
 def add_rn(a: Float32, b: Float32, *, loc=None, ip=None) -> Float32:
     """``add.rn.f32`` (IEEE, no flush to zero)."""
     return _ptx_f32("add.rn.f32 $0, $1, $2;", a, b, loc=loc, ip=ip)
@@ -214,7 +220,8 @@ class LeanPAttentionSm90:
 
     def __init__(self, head_dim: int, head_dim_v: int, causal: bool, pingpong: bool = True,
                  kv_stages: int = 4, q_in_regs: bool = False, pbuf: bool = False, timeline: bool = False,
-                 n128: bool = False, lpt: bool = True, exact: bool = False, bfirst: bool = False):
+                 n128: bool = False, lpt: bool = True, exact: bool = False, bfirst: bool = False,
+                 runmax: bool = False, t128: bool = False):
         if head_dim % 32 or head_dim > 256:
             raise ValueError(f"head_dim must be a multiple of 32 up to 256, got {head_dim}")
         if head_dim_v % 8 or head_dim_v + ONES_ROWS > 256:
@@ -238,6 +245,17 @@ class LeanPAttentionSm90:
         self.bfirst = bfirst
         if bfirst and not n128:
             raise ValueError("bfirst needs n128")
+        # runmax (n128 only; recipe zyfa-runmax, docs/numerics.md): P's codes against the row's running
+        # max, one scaling block per 128-key tile, so PV accumulates straight into O (no per-block PV
+        # accumulator, no merge); O is rescaled by an exact power of two only when a row's max grows
+        self.runmax = runmax
+        if runmax and (not n128 or bfirst):
+            raise ValueError("runmax needs n128 and excludes bfirst")
+        # t128 (n128 only; recipe zyfa-v1 with block=128): one bm per 128-key tile, so one PV GEMM (from
+        # zero, both halves) and one merge per tile instead of two
+        self.t128 = t128
+        if t128 and (not n128 or bfirst or runmax):
+            raise ValueError("t128 needs n128 and excludes bfirst and runmax")
         self.tile_n = 2 * BLOCK_N if n128 else BLOCK_N  # keys per K/V pipeline stage
         if n128 and kv_stages == 4:
             kv_stages = 2  # the same shared-memory bytes as four 64-key stages
@@ -366,6 +384,10 @@ class LeanPAttentionSm90:
             grid_m, grid_h, _ = cute.arch.grid_dim()
             cta = m_block + grid_m * (head + grid_h * batch)
             consumer = self.consumer_n128 if const_expr(self.n128) else self.consumer
+            if const_expr(self.runmax):
+                consumer = self.consumer_runmax
+            if const_expr(self.t128):
+                consumer = self.consumer_t128
             consumer(tiled_mma_qk, tiled_mma_pv, sQ, sK, sV, pipe_q, pipe_k, pipe_v, mO, mLse,
                           mT[head_k, batch], mDv[head_k, batch], mTL, cta, m_block, head, batch, wg_idx - 1,
                           n_blocks, offset, seqlen_q, seqlen_k)
@@ -666,11 +688,13 @@ class LeanPAttentionSm90:
 
     @cute.jit
     def block_codes(self, acc_s: cute.Tensor, tOrP32: cute.Tensor, h: cutlass.Constexpr, g0: cutlass.Constexpr,
-                    mx: Float32, bref: cute.Tensor, t: Float32, t8: Float32) -> Float32:
+                    mx: Float32, bref: cute.Tensor, t: Float32, t8: Float32, tOrP32_b=None) -> Float32:
         """Lean P of one 64-key block (n8 groups ``g0 .. g0 + 7`` of S) for row half ``h``, given its row
         max ``mx``: ``bm = ceil(t mx)``, the P codes into ``tOrP32`` (A-operand word (h, kk, kb) = bytes
         (c, g) for g = g0 + 4kb + 2kk + {0, 1}); moves the row's reference ``bref[h]`` to ``bm`` and
-        returns the accumulator's scale ``2^(bref_old - bm)`` (1 for an empty or dropped block)."""
+        returns the accumulator's scale ``2^(bref_old - bm)`` (1 for an empty or dropped block).
+        ``tOrP32_b`` (t128: one scaling block of 128 keys, ``mx`` its max): also the codes of n8 groups
+        ``g0 + 8 .. g0 + 15`` with the same ``bm``, into ``tOrP32_b``."""
         bm = ceil_mul(t, mx)
         c_h = -Float32.inf
         sc_h = Float32(1.0)
@@ -678,12 +702,22 @@ class LeanPAttentionSm90:
             c_h = (120.0 - 8.0 * bm) + 12582912.0
             sc_h = pow2_of(bref[h] - bm)
             bref[h] = bm
+        self.pack_codes(acc_s, tOrP32, h, g0, t8, c_h)
+        if const_expr(tOrP32_b is not None):
+            self.pack_codes(acc_s, tOrP32_b, h, g0 + BLOCK_N // 8, t8, c_h)
+        return sc_h
+
+    @cute.jit
+    def pack_codes(self, acc_s: cute.Tensor, tOrP32: cute.Tensor, h: cutlass.Constexpr, g0: cutlass.Constexpr,
+                   t8: Float32, c_h: Float32):
+        """The Lean P codes ``lowbyte(max(fma(s, 8t, c_h), 1.5*2^23))`` of the 64 keys of n8 groups
+        ``g0 .. g0 + 7``, row half ``h``, into ``tOrP32`` (A-operand word (h, kk, kb) = bytes (c, g) for
+        g = g0 + 4kb + 2kk + {0, 1})."""
         for kb in cutlass.range_constexpr(BLOCK_N // 32):
             for kk in cutlass.range_constexpr(2):
                 i0 = 2 * h + 4 * (g0 + 4 * kb + 2 * kk)
                 tOrP32[h + 2 * kk + 4 * kb] = lean_p_pack4(
                     acc_s[i0], acc_s[i0 + 1], acc_s[i0 + 4], acc_s[i0 + 5], t8, c_h)
-        return sc_h
 
     # -- n128: 128-key QK^T tiles, two 64-key scaling blocks per softmax pass ----
     @cute.jit
@@ -866,6 +900,261 @@ class LeanPAttentionSm90:
                     mLse[row, head, batch] = lse
 
 
+    # -- runmax: one scaling block per 128-key tile against the row's running max, O in the tensor core ----
+    @cute.jit
+    def consumer_runmax(self, tiled_mma_qk: cute.TiledMma, tiled_mma_pv: cute.TiledMma, sQ: cute.Tensor,
+                        sK: cute.Tensor, sV: cute.Tensor, pipe_q, pipe_k, pipe_v, mO: cute.Tensor,
+                        mLse: cute.Tensor, t: Float32, dv: Float32, mTL: cute.Tensor, cta: Int32, m_block: Int32,
+                        head: Int32, batch: Int32, wg: Int32, n_tiles: Int32, offset: Int32, seqlen_q: Int32,
+                        seqlen_k: Int32):
+        """Recipe ``zyfa-runmax`` over 128-key tiles: per tile one S GEMM (64 x 128); the row max ``m``
+        (an integer, ``ceil(t * max s)`` over the keys so far) sets every code of the tile, so the tile's
+        PV GEMM accumulates straight into O (both 64-key halves, one commit group) without a per-block
+        accumulator or merge. P is double-buffered by tile parity: tile j's codes are written while the
+        PV GEMM of tile j-1 (issued in the turn with S_j) still reads the other buffer; after it, O is
+        scaled by ``2^(m_old - m)`` in the rows whose max grew (a branch, taken rarely). (Moving the
+        codes into one PV buffer instead made ptxas serialise every wgmma, remark C7513.)"""
+        tidx, _, _ = cute.arch.thread_idx()
+        wg_tidx = tidx % 128
+        thr_qk = tiled_mma_qk.get_slice(wg_tidx)
+        thr_pv = tiled_mma_pv.get_slice(wg_tidx)
+        tSrQ = tiled_mma_qk.make_fragment_A(thr_qk.partition_A(sQ))
+        tSrK = tiled_mma_qk.make_fragment_B(thr_qk.partition_B(sK))
+        tOrV = tiled_mma_pv.make_fragment_B(thr_pv.partition_B(sV))
+        acc_s = thr_qk.make_fragment_C(thr_qk.partition_shape_C((BLOCK_M, 2 * BLOCK_N)))
+        acc_o = thr_pv.make_fragment_C(thr_pv.partition_shape_C((BLOCK_M, self.vrows)))
+        p_shape = thr_pv.partition_shape_A((BLOCK_M, BLOCK_N))  # one 64-key half of a tile's P
+        # P[tile parity][half a, half b]
+        p = [[cute.make_rmem_tensor(p_shape, cutlass.Float8E4M3FN) for _ in range(2)] for _ in range(2)]
+        row0 = m_block * (BLOCK_M * NUM_MMA_WG) + wg * BLOCK_M
+        tScS = thr_qk.partition_C(cute.make_identity_tensor((BLOCK_M, 2 * BLOCK_N)))
+        tOcO = thr_pv.partition_C(cute.make_identity_tensor((BLOCK_M, self.vrows)))
+
+        t8 = t * 8.0
+        bref = cute.make_rmem_tensor(cute.make_layout(2), Float32)  # per row half: the running max m
+        scale = cute.make_rmem_tensor(cute.make_layout(2), Float32)  # per row half: O's factor 2^(m_old - m)
+        tl = self.consumer_begin(mTL, wg, cta, bref, scale, acc_o)
+        n_tl = cute.size(mTL.shape[1]) - 2
+        pipe_q.consumer_wait(stage(0, 1, False))
+        q_slice = tSrQ[None, None, None, wg]
+        rest = (acc_o, bref, scale, t, t8, row0, offset, seqlen_k, tl, wg)
+        sm = ((acc_s, tScS, p[0], p[1]) + rest, (acc_s, tScS, p[1], p[0]) + rest)  # even, odd tiles
+
+        if n_tiles > 0:  # first tile: S only (no PV yet)
+            self.first_qk(acc_s, q_slice, tSrK, pipe_k, wg, tl)
+            self.runmax_softmax(0, *sm[0], self.block_needs_mask(0, row0, offset, seqlen_k), pv_pending=False)
+            self.stamp(tl, 3, 0)
+        n_full = self.first_masked_block(row0, offset, seqlen_k, n_tiles)
+        for j in cutlass.range(1, n_full, unroll=1):
+            self.runmax_tile_parity(j, tSrK, q_slice, tOrV, pipe_k, pipe_v, sm, masked=False)
+        for j in cutlass.range(cutlass.max(n_full, 1), n_tiles, unroll=1):
+            self.runmax_tile_parity(j, tSrK, q_slice, tOrV, pipe_k, pipe_v, sm, masked=True)
+        if n_tiles > 0:  # the last tile's PV GEMM (issue and wait inside the parity branch)
+            if (n_tiles - 1) % 2 == 1:
+                self.last_tile_pv(n_tiles, acc_o, p[1], tOrV, pipe_v, wg, tl, n_tl)
+            else:
+                self.last_tile_pv(n_tiles, acc_o, p[0], tOrV, pipe_v, wg, tl, n_tl)
+        if const_expr(self.pingpong):
+            if wg == 0:  # balance the first arrival: consume the other warpgroup's last one
+                cute.arch.barrier(barrier_id=2, number_of_threads=256)
+        self.epilogue(acc_o, tOcO, bref, dv, mO, mLse, row0, head, batch, seqlen_q)
+
+    @cute.jit
+    def tile_pv(self, acc: cute.Tensor, p_pv, tOrV: cute.Tensor, state_v, zero_init: cutlass.Constexpr = False):
+        """acc (+)= P V over a 128-key tile (both halves' codes, V stage ``state_v``), one commit group."""
+        for half in cutlass.range_constexpr(2):
+            self.gemm(True, acc, p_pv[half], tOrV[None, None, None, state_v.index], zero_init=zero_init and half == 0,
+                      k_b=2 * half)
+        warpgroup.commit_group()
+
+    @cute.jit
+    def last_tile_pv(self, n_tiles: Int32, acc_o: cute.Tensor, p_pv, tOrV: cute.Tensor, pipe_v, wg: Int32,
+                     tl: cute.Tensor, n_tl: Int32):
+        """O += P V of the last tile, in this warpgroup's turn, waited for."""
+        state_v = stage(n_tiles - 1, self.kv_stages, False)
+        pipe_v.consumer_wait(state_v)
+        self.turn_begin(wg)
+        self.stamp(tl, 0, n_tl)
+        self.tile_pv(acc_o, p_pv, tOrV, state_v)
+        self.turn_end(wg)
+        warpgroup.wait_group(0)
+        self.stamp(tl, 2, n_tl)
+        pipe_v.consumer_release(state_v)
+
+    @cute.jit
+    def runmax_tile_parity(self, j: Int32, tSrK: cute.Tensor, q_slice: cute.Tensor, tOrV: cute.Tensor, pipe_k,
+                           pipe_v, sm, masked: cutlass.Constexpr):
+        """runmax_tile with the P buffers of tile j's parity; the branch sits between tiles, where no
+        wgmma is in flight."""
+        if j % 2 == 1:
+            self.runmax_tile(j, tSrK, q_slice, tOrV, pipe_k, pipe_v, sm[1], masked=masked)
+        else:
+            self.runmax_tile(j, tSrK, q_slice, tOrV, pipe_k, pipe_v, sm[0], masked=masked)
+
+    @cute.jit
+    def runmax_tile(self, j: Int32, tSrK: cute.Tensor, q_slice: cute.Tensor, tOrV: cute.Tensor, pipe_k, pipe_v,
+                    sm, masked: cutlass.Constexpr):
+        """Tile j >= 1: in this warpgroup's turn issue S_j and O += P_{j-1} V_{j-1}; then tile j's
+        softmax (which waits for that PV GEMM only after its codes and rescales O)."""
+        acc_s, p_pv, acc_o, tl, wg = sm[0], sm[3], sm[4], sm[12], sm[13]
+        state = stage(j, self.kv_stages, False)
+        state_v = stage(j - 1, self.kv_stages, False)
+        pipe_k.consumer_wait(state)
+        pipe_v.consumer_wait(state_v)
+        self.turn_begin(wg)
+        self.stamp(tl, 0, j)
+        self.gemm(False, acc_s, q_slice, tSrK[None, None, None, state.index], zero_init=True)
+        warpgroup.commit_group()
+        self.tile_pv(acc_o, p_pv, tOrV, state_v)
+        self.turn_end(wg)
+        warpgroup.wait_group(1)
+        self.stamp(tl, 1, j)
+        pipe_k.consumer_release(state)
+        self.runmax_softmax(j, *sm, masked, pv_pending=True)
+        self.stamp(tl, 3, j)
+        pipe_v.consumer_release(state_v)
+
+    @cute.jit
+    def runmax_softmax(self, j: Int32, acc_s: cute.Tensor, tScS: cute.Tensor, p_new, p_pv, acc_o: cute.Tensor,
+                       bref: cute.Tensor, scale: cute.Tensor, t: Float32, t8: Float32, row0: Int32,
+                       offset: Int32, seqlen_k: Int32, tl: cute.Tensor, wg: Int32, masked,
+                       pv_pending: cutlass.Constexpr):
+        """Lean P of tile j against the running max: ``m = max(m, ceil(t * max s))`` per row, every
+        code ``lowbyte(max(fma(s, 8t, (120 - 8m) + 1.5*2^23), 1.5*2^23))`` (0 for keys > ~15 doublings
+        below m), into ``p_new``. With ``pv_pending``: then waits for the previous tile's PV GEMM (which
+        reads ``p_pv``; the wait pinned after the codes) and scales O by ``2^(m_old - m)`` where m grew
+        (exact; 0 below 2^-126)."""
+        if masked:  # a Python bool inside the key loop (no branch), a runtime flag for tile 0
+            self.mask_keys(acc_s, tScS, j * (2 * BLOCK_N), row0, offset, seqlen_k)
+        mxs = [[row_max(acc_s, h, 8 * half) for h in range(2)] for half in range(2)]
+        for h in cutlass.range_constexpr(2):
+            m_new = cute.arch.fmax(bref[h], ceil_mul(t, cute.arch.fmax(mxs[0][h], mxs[1][h])))
+            c_h = -Float32.inf
+            if m_new > -Float32.inf:
+                c_h = (120.0 - 8.0 * m_new) + 12582912.0
+            scale[h] = pow2_of(bref[h] - m_new)
+            bref[h] = m_new
+            for half in cutlass.range_constexpr(2):
+                self.pack_codes(acc_s, cute.recast_tensor(p_new[half], Uint32), h, 8 * half, t8, c_h)
+        if const_expr(pv_pending):
+            last = cute.recast_tensor(p_new[1], Uint32)
+            for h in cutlass.range_constexpr(2):  # the PV wait (which ptxas hoists) after the last codes
+                scale[h] = after_word(scale[h], last[h + 2 + 4 * (BLOCK_N // 32 - 1)])
+            arrive_after(FREE_BARRIER + wg, scale[0], scale[1])
+            warpgroup.wait_group(0)  # PV of tile j-1 done: O and the p_pv registers free
+            self.stamp(tl, 2, j)
+            if scale[0] < 1.0 or scale[1] < 1.0:  # a row's max grew (no wgmma in flight here)
+                for i in cutlass.range_constexpr(cute.size(acc_o)):
+                    acc_o[i] = mul_rn(acc_o[i], scale[(i // 2) % 2])
+
+    # -- t128: v1 with one scaling block per 128-key tile (one PV GEMM and one merge per tile) ----
+    @cute.jit
+    def consumer_t128(self, tiled_mma_qk: cute.TiledMma, tiled_mma_pv: cute.TiledMma, sQ: cute.Tensor,
+                      sK: cute.Tensor, sV: cute.Tensor, pipe_q, pipe_k, pipe_v, mO: cute.Tensor,
+                      mLse: cute.Tensor, t: Float32, dv: Float32, mTL: cute.Tensor, cta: Int32, m_block: Int32,
+                      head: Int32, batch: Int32, wg: Int32, n_tiles: Int32, offset: Int32, seqlen_q: Int32,
+                      seqlen_k: Int32):
+        """Recipe zyfa-v1 with ``block=128`` over 128-key tiles: one ``bm`` per row and tile, so the
+        tile's PV GEMM runs from zero over all 128 keys (one commit group) into ``acc_t`` and is merged
+        once, ``acc = acc * 2^(bm_prev - bm) + P V`` (n128: two PV GEMMs, two waits and two merges per
+        tile). The PV GEMM of tile j-1 is issued in the turn with S_j; its wait (pinned after tile j's
+        row maxima) frees ``acc_t`` and the one P buffer for tile j's codes."""
+        tidx, _, _ = cute.arch.thread_idx()
+        wg_tidx = tidx % 128
+        thr_qk = tiled_mma_qk.get_slice(wg_tidx)
+        thr_pv = tiled_mma_pv.get_slice(wg_tidx)
+        tSrQ = tiled_mma_qk.make_fragment_A(thr_qk.partition_A(sQ))
+        tSrK = tiled_mma_qk.make_fragment_B(thr_qk.partition_B(sK))
+        tOrV = tiled_mma_pv.make_fragment_B(thr_pv.partition_B(sV))
+        acc_s = thr_qk.make_fragment_C(thr_qk.partition_shape_C((BLOCK_M, 2 * BLOCK_N)))
+        acc_o = thr_pv.make_fragment_C(thr_pv.partition_shape_C((BLOCK_M, self.vrows)))
+        acc_t = thr_pv.make_fragment_C(thr_pv.partition_shape_C((BLOCK_M, self.vrows)))  # PV of one tile
+        p = [cute.make_rmem_tensor(thr_pv.partition_shape_A((BLOCK_M, BLOCK_N)), cutlass.Float8E4M3FN)
+             for _ in range(2)]  # the tile's halves a, b
+        row0 = m_block * (BLOCK_M * NUM_MMA_WG) + wg * BLOCK_M
+        tScS = thr_qk.partition_C(cute.make_identity_tensor((BLOCK_M, 2 * BLOCK_N)))
+        tOcO = thr_pv.partition_C(cute.make_identity_tensor((BLOCK_M, self.vrows)))
+
+        t8 = t * 8.0
+        bref = cute.make_rmem_tensor(cute.make_layout(2), Float32)  # per row half: bm of the reference tile
+        scale = cute.make_rmem_tensor(cute.make_layout(2), Float32)  # per row half: merge scale of the last tile
+        tl = self.consumer_begin(mTL, wg, cta, bref, scale, acc_o)
+        n_tl = cute.size(mTL.shape[1]) - 2
+        pipe_q.consumer_wait(stage(0, 1, False))
+        q_slice = tSrQ[None, None, None, wg]
+        sm = (acc_s, tScS, p, acc_o, acc_t, bref, scale, t, t8, row0, offset, seqlen_k, tl, wg)
+
+        if n_tiles > 0:  # first tile: S only (no PV yet)
+            self.first_qk(acc_s, q_slice, tSrK, pipe_k, wg, tl)
+            self.t128_softmax(0, *sm, self.block_needs_mask(0, row0, offset, seqlen_k), merge=False)
+            self.stamp(tl, 3, 0)
+        n_full = self.first_masked_block(row0, offset, seqlen_k, n_tiles)
+        for j in cutlass.range(1, n_full, unroll=1):
+            self.t128_tile(j, tSrK, q_slice, tOrV, pipe_k, pipe_v, sm, masked=False)
+        for j in cutlass.range(cutlass.max(n_full, 1), n_tiles, unroll=1):
+            self.t128_tile(j, tSrK, q_slice, tOrV, pipe_k, pipe_v, sm, masked=True)
+        if n_tiles > 0:  # the last tile's PV GEMM and merge
+            state_v = stage(n_tiles - 1, self.kv_stages, False)
+            pipe_v.consumer_wait(state_v)
+            self.turn_begin(wg)
+            self.stamp(tl, 0, n_tl)
+            self.tile_pv(acc_t, p, tOrV, state_v, zero_init=True)
+            self.turn_end(wg)
+            warpgroup.wait_group(0)
+            self.stamp(tl, 2, n_tl)
+            pipe_v.consumer_release(state_v)
+            self.merge(acc_o, acc_t, scale)
+        if const_expr(self.pingpong):
+            if wg == 0:  # balance the first arrival: consume the other warpgroup's last one
+                cute.arch.barrier(barrier_id=2, number_of_threads=256)
+        self.epilogue(acc_o, tOcO, bref, dv, mO, mLse, row0, head, batch, seqlen_q)
+
+    @cute.jit
+    def t128_tile(self, j: Int32, tSrK: cute.Tensor, q_slice: cute.Tensor, tOrV: cute.Tensor, pipe_k, pipe_v,
+                  sm, masked: cutlass.Constexpr):
+        """Tile j >= 1: in this warpgroup's turn issue S_j and tile j-1's PV GEMM (from zero into
+        ``acc_t``); then tile j's softmax, which merges that GEMM before writing the codes."""
+        acc_s, p, acc_t, tl, wg = sm[0], sm[2], sm[4], sm[12], sm[13]
+        state = stage(j, self.kv_stages, False)
+        state_v = stage(j - 1, self.kv_stages, False)
+        pipe_k.consumer_wait(state)
+        pipe_v.consumer_wait(state_v)
+        self.turn_begin(wg)
+        self.stamp(tl, 0, j)
+        self.gemm(False, acc_s, q_slice, tSrK[None, None, None, state.index], zero_init=True)
+        warpgroup.commit_group()
+        self.tile_pv(acc_t, p, tOrV, state_v, zero_init=True)
+        self.turn_end(wg)
+        warpgroup.wait_group(1)
+        self.stamp(tl, 1, j)
+        pipe_k.consumer_release(state)
+        self.t128_softmax(j, *sm, masked, merge=True)
+        self.stamp(tl, 3, j)
+        pipe_v.consumer_release(state_v)
+
+    @cute.jit
+    def t128_softmax(self, j: Int32, acc_s: cute.Tensor, tScS: cute.Tensor, p, acc_o: cute.Tensor,
+                     acc_t: cute.Tensor, bref: cute.Tensor, scale: cute.Tensor, t: Float32, t8: Float32,
+                     row0: Int32, offset: Int32, seqlen_k: Int32, tl: cute.Tensor, wg: Int32, masked,
+                     merge: cutlass.Constexpr):
+        """Lean P of tile j as one 128-key scaling block (``bm = ceil(t * max s)`` over the tile). With
+        ``merge``: after the row maxima, waits for tile j-1's PV GEMM and merges it with tile j-1's
+        scale, then writes tile j's codes and keeps its scale."""
+        if masked:  # a Python bool inside the key loop (no branch), a runtime flag for tile 0
+            self.mask_keys(acc_s, tScS, j * (2 * BLOCK_N), row0, offset, seqlen_k)
+        mxs = [[row_max(acc_s, h, 8 * half) for h in range(2)] for half in range(2)]
+        if const_expr(merge):
+            for h in cutlass.range_constexpr(2):  # the merge (and its wgmma wait) after the row maxima
+                scale[h] = after_max(scale[h], mxs[0][h], mxs[1][h])
+            arrive_after(FREE_BARRIER + wg, scale[0], scale[1])
+            warpgroup.wait_group(0)  # tile j-1's PV done: acc_t and the P registers free
+            self.stamp(tl, 2, j)
+            self.merge(acc_o, acc_t, scale)
+        p32 = [cute.recast_tensor(x, Uint32) for x in p]
+        for h in cutlass.range_constexpr(2):
+            scale[h] = self.block_codes(acc_s, p32[0], h, 0, cute.arch.fmax(mxs[0][h], mxs[1][h]), bref, t, t8,
+                                        tOrP32_b=p32[1])
+
 
 # -- host side ----
 _COMPILED: dict = {}
@@ -882,7 +1171,8 @@ def _cute_tensor(x, leading_dim: int, element_type=None):
 def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=None, k_descale=None,
                        v_descale=None, out_dtype=None, pingpong: bool = True, q_in_regs: bool = False,
                        pbuf: bool = False, v_prepared=None, timeline=None, n128: bool = False, lpt: bool = True,
-                       exact: bool = False, kv_stages: int = 4, bfirst: bool = False):
+                       exact: bool = False, kv_stages: int = 4, bfirst: bool = False, runmax: bool = False,
+                       t128: bool = False):
     """ZYFA FP8 forward on Hopper. q, k, v: float8_e4m3fn ``(b, s, h, d)`` on an sm_90 GPU; descales
     float32 ``(b, h_k)`` (None: 1). Returns ``out`` ``(b, s_q, h, d_v)`` (bfloat16, or ``out_dtype``
     float32 for conformance tests) and ``softmax_lse`` float32 ``(b, h, s_q)``.
@@ -896,6 +1186,10 @@ def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=No
     ``lpt=False`` launches causal query tiles lightest first instead of heaviest first.
     ``bfirst=True`` (with ``n128``) writes block b's codes before waiting for
     the previous tile's block-b PV GEMM (a third P buffer; same bits).
+    ``runmax=True`` (with ``n128``) computes recipe ``zyfa-runmax`` instead of ``zyfa-v1``
+    (``docs/numerics.md``: codes against the row's running max per 128-key tile, PV accumulated in O).
+    ``t128=True`` (with ``n128``) computes recipe ``zyfa-v1`` with 128-key scaling blocks
+    (``zyfa.numerics`` ``block=128``): one PV GEMM and one merge per tile.
     ``kv_stages``: K/V pipeline depth (n128: 4 means two 128-key stages, the same bytes).
     ``exact=True`` sums every 32-wide tensor-core partial product in IEEE fp32 (slow; conformance:
     equal to :func:`zyfa.numerics.zyfa_fp8_attention` bit for bit where fp32 sums are exact).
@@ -928,12 +1222,12 @@ def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=No
             _cute_tensor(t.permute(1, 0), 0), _cute_tensor(dv.permute(1, 0), 0),
             _cute_tensor(tl.permute(3, 2, 1, 0), 0), Int32(s_q), Int32(s_k), cuda.CUstream(torch.cuda.current_stream(q.device).cuda_stream))
     key = (d, d_v, bool(causal), bool(pingpong), bool(q_in_regs), bool(pbuf), timeline is not None, out_dtype,
-           bool(n128), bool(lpt), bool(exact), int(kv_stages), bool(bfirst))
+           bool(n128), bool(lpt), bool(exact), int(kv_stages), bool(bfirst), bool(runmax), bool(t128))
     fn = _COMPILED.get(key)
     if fn is None:
         fn = cute.compile(LeanPAttentionSm90(d, d_v, causal, pingpong=pingpong, q_in_regs=q_in_regs, pbuf=pbuf,
                                              timeline=timeline is not None, n128=n128, lpt=lpt, exact=exact,
-                                             kv_stages=kv_stages, bfirst=bfirst), *args)
+                                             kv_stages=kv_stages, bfirst=bfirst, runmax=runmax, t128=t128), *args)
         _COMPILED[key] = fn
     fn(*args)
     return out, lse

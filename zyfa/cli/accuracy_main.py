@@ -25,6 +25,8 @@ Ablation rows (``--rows``; each "+" row adds one ingredient to the row above it)
   zyfa-folded    the gfx950 kernel zyfa-fp8: Lean P folded into the QK MFMA (Q rounded twice,
                  docs/numerics.md "Folded Lean P"), Hadamard, per-(batch, kv-head) scales
   zyfa-v2-head   zyfa-v2 with per-(batch, kv-head) Q scales (no per-token Q scale)
+  zyfa-runmax    zyfa-v1 with every code against the row's running max, one scale per 128 keys
+                 (the Hopper kernel's runmax recipe: PV accumulates straight into O)
   input          fp64 attention of the FP8-quantised inputs (input quantisation error alone)
   input-hadamard the same with Q, K Hadamard-rotated before quantisation
 
@@ -90,6 +92,7 @@ class Recipe:
     granularity: str = "head"  # quantisation scales
     hadamard: bool = False     # rotate Q and K before quantisation
     q_per_token: bool = False  # Q scales per (batch, token, head) (folded into the per-row t)
+    block: int = numerics.KEY_BLOCK  # keys per scaling block (zyfa-runmax: 128)
 
     def __post_init__(self):
         if self.kind not in ("fp8", "bf16", "input"):
@@ -107,6 +110,8 @@ RECIPES: dict[str, Recipe] = {
     "zyfa-v1": Recipe("ZYFA v1 (Hadamard, block pow2, Lean P)", "fp8", "zyfa-v1", hadamard=True),
     "zyfa-v2": Recipe("ZYFA v2 (+phi offset, unbiased, token Q)", "fp8", "zyfa-v2", hadamard=True,
                       q_per_token=True),
+    "zyfa-runmax": Recipe("ZYFA v1, codes vs running max per 128 keys", "fp8", "zyfa-runmax", hadamard=True,
+                          block=numerics.RUNMAX_BLOCK),
     "bf16": Recipe("BF16", "bf16"),
     "naive-tensor": Recipe("naive FP8, per-tensor scales (AITER v3)", "fp8", "naive", "tensor"),
     "naive": Recipe("naive FP8, per-head scales (FA3)", "fp8", "naive"),
@@ -266,10 +271,11 @@ def run_recipe(key: str, q, k, v, ref: torch.Tensor, causal: bool, kl: bool) -> 
         if recipe.kind == "input":
             stats["out"] = zyfa.flash_attn_func(*inputs, causal=causal, backend="oracle")
         elif kl:
-            stats = numerics.attention_row_stats(q, k, v, q8, k8, v8, dq, dk, dv, causal=causal, variant=recipe.variant)
+            stats = numerics.attention_row_stats(q, k, v, q8, k8, v8, dq, dk, dv, causal=causal, variant=recipe.variant,
+                                                 block=recipe.block)
         else:
             stats["out"], stats["lse"] = numerics.zyfa_fp8_attention(q8, k8, v8, dq, dk, dv, causal=causal,
-                                                                     variant=recipe.variant)
+                                                                     variant=recipe.variant, block=recipe.block)
     out = stats["out"]
     kernel = lse_bias = None
     if recipe.kind != "input":

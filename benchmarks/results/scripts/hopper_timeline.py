@@ -1,8 +1,8 @@
 """Per-warpgroup timeline of the CuTe DSL FP8 kernel (b1 h32 s16k d128 causal) from clock64 stamps.
 
-Usage: python3 hopper_timeline.py OUT_DIR [n128 | bfirst]. With ``n128`` the kernel variant with 128-key
-S tiles (a stamp column per 128-key tile); ``bfirst``: n128 with block b's codes first (``bfirst=True``;
-runs 22-23 ran the since removed ``lag`` variant here).
+Usage: python3 hopper_timeline.py OUT_DIR [n128 | bfirst | runmax | t128]. With ``n128`` the kernel variant
+with 128-key S tiles (a stamp column per 128-key tile); ``bfirst``, ``runmax``, ``t128``: n128 with that
+flag of ``attention_fp8_sm90`` (runs 22-23 ran the since removed ``lag`` variant here).
 For ping-pong on and off: runs the stamped kernel, checks
 its output equals the plain kernel's bit for bit, times both (stamp overhead), writes the trace of
 two CTAs (the heaviest query tile of head 0 and a middle one) as ``cute_timeline_{pp,nopp}.parquet``
@@ -23,8 +23,9 @@ from zyfa.trace.cute_clock import trace_from_stamps
 from zyfa.trace.proton import phase_cycles, tensor_core_overlap, tensor_core_phase_busy
 
 out_dir = Path(sys.argv[1])
-bfirst = sys.argv[2:] == ["bfirst"]
-n128 = bfirst or sys.argv[2:] == ["n128"]
+flag = sys.argv[2] if sys.argv[2:] in (["bfirst"], ["runmax"], ["t128"]) else None
+opts = {flag: True} if flag else {}
+n128 = flag is not None or sys.argv[2:] == ["n128"]
 shape = AttnShape(batch=1, heads=32, heads_k=32, seqlen_q=16384, seqlen_k=16384, headdim=128, headdim_v=128,
                   causal=True, dtype="fp8")
 x = Inputs(shape)
@@ -32,16 +33,16 @@ grid_m = triton.cdiv(shape.seqlen_q, 128)
 ctas, n_blocks = grid_m * shape.heads * shape.batch, triton.cdiv(shape.seqlen_k, 64)
 chosen = [grid_m - 1, grid_m // 2]  # head 0: the last (heaviest) query tile and a middle one
 for pingpong in (True, False):
-    tag = ("pp" if pingpong else "nopp") + ("_n128" if n128 else "") + ("_bfirst" if bfirst else "")
+    tag = ("pp" if pingpong else "nopp") + ("_n128" if n128 else "") + (f"_{flag}" if flag else "")
     stamps = torch.zeros(ctas, 2, n_blocks + 2, 4, dtype=torch.int64, device="cuda")
 
     def plain():
         return attention_fp8_sm90(x.q8, x.k8, x.v8, x.scale, True, x.dq, x.dk, x.dv, pingpong=pingpong, n128=n128,
-                                  bfirst=bfirst)[0]
+                                  **opts)[0]
 
     def stamped():
         return attention_fp8_sm90(x.q8, x.k8, x.v8, x.scale, True, x.dq, x.dk, x.dv, pingpong=pingpong,
-                                  timeline=stamps, n128=n128, bfirst=bfirst)[0]
+                                  timeline=stamps, n128=n128, **opts)[0]
     same = torch.equal(plain(), stamped())
     ms_plain = triton.testing.do_bench(plain, warmup=50, rep=200, return_mode="median")
     ms_stamped = triton.testing.do_bench(stamped, warmup=50, rep=200, return_mode="median")
@@ -53,7 +54,7 @@ for pingpong in (True, False):
     trace = trace_from_stamps(stamps.cpu().numpy(), chosen,
                               dict(kernel=f"zyfa-cute-fp8 ({tag})", arch="sm_90", shape=dataclasses.asdict(shape),
                                    grid=(grid_m, shape.heads, shape.batch), workgroup_size=384,
-                                   extra=dict(ctas=chosen, pingpong=pingpong, n128=n128, bfirst=bfirst)),
+                                   extra=dict(ctas=chosen, pingpong=pingpong, n128=n128, **opts)),
                               clock_mhz=mhz if mhz == mhz else None)
     trace.save(out_dir / f"cute_timeline_{tag}.parquet")
     print(f"== ping-pong {pingpong}: stamped output bit-identical {same}; median {ms_plain:.3f} ms plain, "

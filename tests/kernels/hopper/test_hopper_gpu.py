@@ -64,6 +64,36 @@ def test_fp8_matches_spec(b, sq, sk, h, hk, d, dv, causal, variant):
     assert lse_err <= 0.1
 
 
+# recipe zyfa-runmax (codes against the running max, PV into O) and zyfa-v1 with 128-key scaling blocks (t128)
+TILE_VARIANTS = [dict(n128=True, runmax=True), dict(n128=True, runmax=True, pingpong=False),
+                 dict(n128=True, t128=True), dict(n128=True, t128=True, pingpong=False)]
+
+
+def tile_emulator(q8, k8, v8, dq, dk, dv, causal, d, runmax):
+    """The emulator of the variant's recipe (runmax: zyfa-runmax; else zyfa-v1 with block=128), magic
+    rounding, fp32 out."""
+    return numerics.zyfa_fp8_attention(q8.cpu(), k8.cpu(), v8.cpu(), dq.cpu(), dk.cpu(), dv.cpu(), causal=causal,
+                                       softmax_scale=d ** -0.5, variant="zyfa-runmax" if runmax else "zyfa",
+                                       rounding="magic", block=128, out_dtype=torch.float32)
+
+
+@pytest.mark.parametrize("variant", TILE_VARIANTS, ids=lambda v: "-".join(f"{k}={int(x)}" for k, x in v.items()))
+@pytest.mark.parametrize("b,sq,sk,h,hk,d,dv,causal", SPEC_SHAPES)
+def test_tile_variants_match_their_emulator(b, sq, sk, h, hk, d, dv, causal, variant):
+    # Hopper accumulation (runmax: PV over the whole key loop in the tensor core): the bound of
+    # test_fp8_matches_spec
+    q8, dq, k8, dk, v8, dv_ = fp8_inputs(b, sq, sk, h, hk, d, dv)
+    out, lse = attention_fp8_sm90(q8, k8, v8, d ** -0.5, causal, dq, dk, dv_, out_dtype=torch.float32, **variant)
+    ref, ref_lse = tile_emulator(q8, k8, v8, dq, dk, dv_, causal, d, variant.get("runmax", False))
+    err = rel_l2(out.cpu(), ref)
+    fin = torch.isfinite(ref_lse)
+    lse_err = float((lse.cpu()[fin] - ref_lse[fin]).abs().max())
+    print(f"\nTILE {(b, sq, sk, h, hk, d, dv, causal)} {variant} rel_l2={err:.3e} lse_max_abs={lse_err:.3e}")
+    assert err <= 5e-3
+    assert torch.equal(torch.isinf(lse.cpu()), torch.isinf(ref_lse))
+    assert lse_err <= 0.1
+
+
 @pytest.mark.parametrize("variant", [dict(n128=True), dict(n128=True, pingpong=False), dict(lpt=False),
                                      dict(n128=True, pingpong=False, bfirst=True)],
                          ids=lambda v: "-".join(f"{k}={int(x)}" for k, x in v.items()))
@@ -111,15 +141,38 @@ def test_exact_mode_equals_numerics_emulator(b, sq, sk, h, hk, causal, n128):
     assert torch.equal(torch.isinf(lse.cpu()), torch.isinf(ref_lse)) and lse_err <= 1e-5
 
 
+@pytest.mark.parametrize("recipe", ["runmax", "t128"])
+@pytest.mark.parametrize("b,sq,sk,h,hk,causal", [(1, 333, 333, 4, 2, True), (2, 200, 517, 2, 1, True),
+                                                 (1, 1024, 1024, 2, 1, True)])
+def test_tile_variants_exact_mode_equal_their_emulator(b, sq, sk, h, hk, causal, recipe):
+    # exact inputs and exact=True: the variant's recipe bit for bit (out in fp32, lse)
+    q8, dq, k8, dk, v8, dv_ = cases.exact_fp8_inputs(b, sq, sk, h, hk, 128, seed=11)
+    ref, ref_lse = tile_emulator(q8, k8, v8, dq, dk, dv_, causal, 128, recipe == "runmax")
+    gpu = [x.cuda() for x in (q8, k8, v8, dq, dk, dv_)]
+    args = (gpu[0], gpu[1], gpu[2], 128 ** -0.5, causal, gpu[3], gpu[4], gpu[5])
+    out, lse = attention_fp8_sm90(*args, out_dtype=torch.float32, exact=True, n128=True, **{recipe: True})
+    hopper, _ = attention_fp8_sm90(*args, out_dtype=torch.float32, n128=True, **{recipe: True})
+    differ, differ_hopper = int((out.cpu() != ref).sum()), int((hopper.cpu() != ref).sum())
+    fin = torch.isfinite(ref_lse)
+    lse_err = float((lse.cpu()[fin] - ref_lse[fin]).abs().max())
+    print(f"\nTILE-EXACT {recipe} {(b, sq, sk, h, hk, causal)}: exact=True differs in {differ} of {out.numel()}, "
+          f"Hopper accumulation in {differ_hopper}; lse max abs {lse_err:.2e}")
+    assert differ == 0
+    assert torch.equal(torch.isinf(lse.cpu()), torch.isinf(ref_lse)) and lse_err <= 1e-5
+
+
 def test_rows_without_keys_are_zero():
     # causal with seqlen_q > seqlen_k: the first seqlen_q - seqlen_k rows see no key (out 0, lse +inf)
     q8, dq, k8, dk, v8, dv_ = fp8_inputs(1, 300, 100, 2, 2, 128, 128, seed=5)
-    out, lse = attention_fp8_sm90(q8, k8, v8, 128 ** -0.5, True, dq, dk, dv_)
-    assert torch.all(out[:, :200] == 0) and torch.all(torch.isinf(lse[:, :, :200]))
-    assert torch.all(torch.isfinite(lse[:, :, 200:]))
+    for variant in (dict(), dict(n128=True, runmax=True, pingpong=False), dict(n128=True, t128=True, pingpong=False)):
+        out, lse = attention_fp8_sm90(q8, k8, v8, 128 ** -0.5, True, dq, dk, dv_, **variant)
+        assert torch.all(out[:, :200] == 0) and torch.all(torch.isinf(lse[:, :, :200]))
+        assert torch.all(torch.isfinite(lse[:, :, 200:]))
 
 
-@pytest.mark.parametrize("variant", [dict(), dict(n128=True), dict(n128=True, pingpong=False, bfirst=True)],
+@pytest.mark.parametrize("variant", [dict(), dict(n128=True), dict(n128=True, pingpong=False, bfirst=True),
+                                     dict(n128=True, pingpong=False, runmax=True),
+                                     dict(n128=True, pingpong=False, t128=True)],
                          ids=lambda v: "-".join(f"{k}={int(x)}" for k, x in v.items()) or "default")
 def test_bitwise_deterministic_over_1000_calls(variant):
     q8, dq, k8, dk, v8, dv_ = fp8_inputs(1, 2048, 2048, 8, 2, 128, 128, seed=7)
