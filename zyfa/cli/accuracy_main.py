@@ -27,6 +27,7 @@ Ablation rows (``--rows``; each "+" row adds one ingredient to the row above it)
   zyfa-v2-head   zyfa-v2 with per-(batch, kv-head) Q scales (no per-token Q scale)
   zyfa-runmax    zyfa-v1 with every code against the row's running max, one scale per 128 keys
                  (the Hopper kernel's runmax recipe: PV accumulates straight into O)
+  zyfa-v1-b128   zyfa-v1 with 128-key scaling blocks (the Hopper kernel's t128 recipe)
   input          fp64 attention of the FP8-quantised inputs (input quantisation error alone)
   input-hadamard the same with Q, K Hadamard-rotated before quantisation
 
@@ -112,6 +113,7 @@ RECIPES: dict[str, Recipe] = {
                       q_per_token=True),
     "zyfa-runmax": Recipe("ZYFA v1, codes vs running max per 128 keys", "fp8", "zyfa-runmax", hadamard=True,
                           block=numerics.RUNMAX_BLOCK),
+    "zyfa-v1-b128": Recipe("ZYFA v1 with 128-key scaling blocks", "fp8", "zyfa-v1", hadamard=True, block=128),
     "bf16": Recipe("BF16", "bf16"),
     "naive-tensor": Recipe("naive FP8, per-tensor scales (AITER v3)", "fp8", "naive", "tensor"),
     "naive": Recipe("naive FP8, per-head scales (FA3)", "fp8", "naive"),
