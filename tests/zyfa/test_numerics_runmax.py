@@ -122,8 +122,3 @@ def test_runmax_accuracy_equals_v1_on_gaussian_inputs():
     print(errs)
     assert errs["zyfa-runmax"] <= 1.01 * errs["zyfa"]
 
-
-def test_runmax_is_specified_with_128_key_blocks_only():
-    (_, _, _), (q8, k8, v8, dq, dk, dv) = quantised(1, 64, 64, 1, 1, 32, 32)
-    with pytest.raises(ValueError, match="block=128"):
-        N.zyfa_fp8_attention(q8, k8, v8, dq, dk, dv, variant="zyfa-runmax", block=64)
