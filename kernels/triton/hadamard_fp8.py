@@ -71,6 +71,17 @@ BLOCK_S = {"head": 128, "token": 64}
 # 128-row launch per head; this default is chosen from those counts, not timed yet
 BLOCK_S_ROPE = {"head": 64, "token": 64}
 CHUNK = 8  # channels per chunk: one 16-byte bf16 load per thread
+# kernel variants, every one bit-identical (tests/kernels/triton/triton_interp_cases.py, the GPU test):
+# (TABLES_X, CLAMP). TABLES_X: the RoPE tables are read as x's [D/8, rows, 8] tensor (chunk c and
+# c + D/16 read the same table chunk, the second load an L1 hit) so that they get x's register
+# layout; "run25" reads them as [D/16, rows, 8] fp32, which Triton lays out unlike x's bf16 and
+# converts through shared memory (ptxas for sm_90a, CPU box, per token 128 rows x 4 warps: 65
+# barriers and 96 bytes of spill stores; TABLES_X: 1 barrier, no spill). CLAMP: clamp to +-448
+# before the fp32 -> e4m3 convert; without it the convert's own saturation (cvt.rn.satfinite)
+# gives the same codes (finite input: the wrapper rejects the rest), two instructions fewer per
+# element. The interpreter path always clamps (its host cast has no saturation).
+VARIANTS = {"run25": (False, True), "tables_x": (True, True), "tables_x_noclamp": (True, False)}
+DEFAULT_VARIANT = "run25"
 TINY_DESCALE: tl.constexpr = tl.constexpr(2.0 ** -100)  # below it the block divides with div_rn (1 / descale could overflow)
 _INTERPRET = interpreting()
 
@@ -124,27 +135,42 @@ def _offsets(off_b, off_h, offs_s, stride_b, stride_s, stride_h, D: tl.constexpr
 
 
 @triton.jit
-def _rope_chunks(x, COS, SIN, offs_s, stride_cs, S, C: tl.constexpr, BLOCK_S: tl.constexpr, J: tl.constexpr):
+def _rope_chunks(x, COS, SIN, offs_s, stride_cs, S, C: tl.constexpr, BLOCK_S: tl.constexpr, J: tl.constexpr,
+                 TABLES_X: tl.constexpr):
     """RoPE of each row of x [C, BLOCK_S, J] (fp32), half-split pairing: channel f with f + D/2, i.e.
     chunk c with chunk c + C/2 at the same lane j (no data leaves its thread). ``COS``, ``SIN``:
     fp32 (S, D/2) tables, row = position. ``(a cos - b sin, b cos + a sin)``, products and sums
-    rounded on their own (the launch turns FP contraction off), as zyfa.numerics.rope."""
-    col = tl.arange(0, C // 2)[:, None, None] * J + tl.arange(0, J)[None, None, :]
-    ptrs = offs_s[None, :, None] * stride_cs + col
-    cos = tl.load(COS + ptrs, mask=offs_s[None, :, None] < S, other=0.0)
-    sin = tl.load(SIN + ptrs, mask=offs_s[None, :, None] < S, other=0.0)
-    a, b = tl.split(tl.permute(tl.reshape(x, [2, C // 2, BLOCK_S, J]), (1, 2, 3, 0)))
-    y = tl.join(a * cos - b * sin, b * cos + a * sin)
-    return tl.reshape(tl.permute(y, (3, 0, 1, 2)), [C, BLOCK_S, J])
+    rounded on their own (the launch turns FP contraction off), as zyfa.numerics.rope.
+    ``TABLES_X``: the tables read as [C, BLOCK_S, J] (both halves of a row read table chunk c mod
+    C/2, so they take x's layout), and ``x cos - x' sin`` with the partner x' = (b, -a): the first
+    half is ``a cos - b sin``, the second ``b cos - (-a) sin``, which is ``b cos + a sin`` bit for
+    bit (negation is exact and ``u - (-v)`` is ``u + v`` in IEEE arithmetic)."""
+    if TABLES_X:
+        col = (tl.arange(0, C)[:, None, None] % (C // 2)) * J + tl.arange(0, J)[None, None, :]
+        ptrs = offs_s[None, :, None] * stride_cs + col
+        cos = tl.load(COS + ptrs, mask=offs_s[None, :, None] < S, other=0.0)
+        sin = tl.load(SIN + ptrs, mask=offs_s[None, :, None] < S, other=0.0)
+        a, b = tl.split(tl.permute(tl.reshape(x, [2, C // 2, BLOCK_S, J]), (1, 2, 3, 0)))
+        partner = tl.reshape(tl.permute(tl.join(b, -a), (3, 0, 1, 2)), [C, BLOCK_S, J])
+        return x * cos - partner * sin
+    else:
+        col = tl.arange(0, C // 2)[:, None, None] * J + tl.arange(0, J)[None, None, :]
+        ptrs = offs_s[None, :, None] * stride_cs + col
+        cos = tl.load(COS + ptrs, mask=offs_s[None, :, None] < S, other=0.0)
+        sin = tl.load(SIN + ptrs, mask=offs_s[None, :, None] < S, other=0.0)
+        a, b = tl.split(tl.permute(tl.reshape(x, [2, C // 2, BLOCK_S, J]), (1, 2, 3, 0)))
+        y = tl.join(a * cos - b * sin, b * cos + a * sin)
+        return tl.reshape(tl.permute(y, (3, 0, 1, 2)), [C, BLOCK_S, J])
 
 
 @triton.jit
 def _rotated_rows(X, COS, SIN, off_b, off_h, offs_s, stride_b, stride_s, stride_h, stride_cs, S, D: tl.constexpr,
-                  BLOCK_S: tl.constexpr, INV_SQRT_D: tl.constexpr, ROTATE: tl.constexpr, ROPE: tl.constexpr):
+                  BLOCK_S: tl.constexpr, INV_SQRT_D: tl.constexpr, ROTATE: tl.constexpr, ROPE: tl.constexpr,
+                  TABLES_X: tl.constexpr):
     x = tl.load(X + _offsets(off_b, off_h, offs_s, stride_b, stride_s, stride_h, D, 8),
                 mask=offs_s[None, :, None] < S, other=0.0).to(tl.float32)
     if ROPE:
-        x = _rope_chunks(x, COS, SIN, offs_s, stride_cs, S, D // 8, BLOCK_S, 8)
+        x = _rope_chunks(x, COS, SIN, offs_s, stride_cs, S, D // 8, BLOCK_S, 8, TABLES_X)
     if ROTATE:
         x = _rotate(x, D // 8, BLOCK_S, 8, INV_SQRT_D)
     return x
@@ -173,9 +199,10 @@ def _quotient(y, descale):
 
 @triton.jit
 def _store_codes(Y, q, off_b, off_h, offs_s, stride_b, stride_s, stride_h, S, D: tl.constexpr,
-                 OUT_F32: tl.constexpr):
+                 OUT_F32: tl.constexpr, CLAMP: tl.constexpr):
     ptrs = Y + _offsets(off_b, off_h, offs_s, stride_b, stride_s, stride_h, D, 8)
-    q = tl.minimum(tl.maximum(q, -448.0), 448.0)
+    if CLAMP or OUT_F32:  # else the convert's saturation (cvt.rn.satfinite) clamps: the same codes
+        q = tl.minimum(tl.maximum(q, -448.0), 448.0)
     if OUT_F32:  # interpreter: its fp32 -> fp8 cast is not RNE, the wrapper casts on the host
         tl.store(ptrs, q, mask=offs_s[None, :, None] < S)
     else:
@@ -185,28 +212,30 @@ def _store_codes(Y, q, off_b, off_h, offs_s, stride_b, stride_s, stride_h, S, D:
 @triton.jit
 def _hadamard_fp8_token(X, Y, DS, COS, SIN, stride_xb, stride_xs, stride_xh, stride_yb, stride_ys, stride_yh,
                         stride_db, stride_ds, stride_cs, H, S, D: tl.constexpr, BLOCK_S: tl.constexpr,
-                        INV_SQRT_D: tl.constexpr, OUT_F32: tl.constexpr, ROTATE: tl.constexpr, ROPE: tl.constexpr):
+                        INV_SQRT_D: tl.constexpr, OUT_F32: tl.constexpr, ROTATE: tl.constexpr, ROPE: tl.constexpr,
+                        TABLES_X: tl.constexpr = False, CLAMP: tl.constexpr = True):
     off_b = tl.program_id(1) // H
     off_h = tl.program_id(1) % H
     offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
     y = _rotated_rows(X, COS, SIN, off_b, off_h, offs_s, stride_xb, stride_xs, stride_xh, stride_cs, S, D, BLOCK_S,
-                      INV_SQRT_D, ROTATE, ROPE)
+                      INV_SQRT_D, ROTATE, ROPE, TABLES_X)
     # -- per-token descale = amax / 448 (1 for an all-zero row); codes = RNE(x / descale) ----
     descale = tl.div_rn(_row_amax(y), 448.0)  # NaN / inf stay: the wrapper checks the descales
     descale = tl.where(descale == 0.0, 1.0, descale)
     tl.store(DS + off_b * stride_db + offs_s[None, :, None] * stride_ds + off_h, descale,
              mask=offs_s[None, :, None] < S)
-    _store_codes(Y, _quotient(y, descale), off_b, off_h, offs_s, stride_yb, stride_ys, stride_yh, S, D, OUT_F32)
+    _store_codes(Y, _quotient(y, descale), off_b, off_h, offs_s, stride_yb, stride_ys, stride_yh, S, D, OUT_F32, CLAMP)
 
 
 @triton.jit
 def _hadamard_amax_head(X, AMAX, COS, SIN, stride_xb, stride_xs, stride_xh, stride_cs, H, GROUP, S, D: tl.constexpr,
-                        BLOCK_S: tl.constexpr, INV_SQRT_D: tl.constexpr, ROTATE: tl.constexpr, ROPE: tl.constexpr):
+                        BLOCK_S: tl.constexpr, INV_SQRT_D: tl.constexpr, ROTATE: tl.constexpr, ROPE: tl.constexpr,
+                        TABLES_X: tl.constexpr = False):
     off_b = tl.program_id(1) // H
     off_h = tl.program_id(1) % H
     offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
     y = _rotated_rows(X, COS, SIN, off_b, off_h, offs_s, stride_xb, stride_xs, stride_xh, stride_cs, S, D, BLOCK_S,
-                      INV_SQRT_D, ROTATE, ROPE)
+                      INV_SQRT_D, ROTATE, ROPE, TABLES_X)
     amax = tl.reduce(tl.reshape(_row_amax(y), [BLOCK_S]), 0, _max_nan)
     # NaN -> inf before the atomic (its float max is an integer max on the bits): the wrapper
     # rejects a non-finite amax
@@ -216,30 +245,31 @@ def _hadamard_amax_head(X, AMAX, COS, SIN, stride_xb, stride_xs, stride_xh, stri
 @triton.jit
 def _hadamard_fp8_head(X, Y, AMAX, DS, COS, SIN, stride_xb, stride_xs, stride_xh, stride_yb, stride_ys, stride_yh,
                        stride_cs, H, GROUP, S, D: tl.constexpr, BLOCK_S: tl.constexpr, INV_SQRT_D: tl.constexpr,
-                       OUT_F32: tl.constexpr, ROTATE: tl.constexpr, ROPE: tl.constexpr):
+                       OUT_F32: tl.constexpr, ROTATE: tl.constexpr, ROPE: tl.constexpr,
+                       TABLES_X: tl.constexpr = False, CLAMP: tl.constexpr = True):
     off_b = tl.program_id(1) // H
     off_h = tl.program_id(1) % H
     offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
     y = _rotated_rows(X, COS, SIN, off_b, off_h, offs_s, stride_xb, stride_xs, stride_xh, stride_cs, S, D, BLOCK_S,
-                      INV_SQRT_D, ROTATE, ROPE)
+                      INV_SQRT_D, ROTATE, ROPE, TABLES_X)
     group = off_b * (H // GROUP) + off_h // GROUP
     descale = tl.div_rn(tl.load(AMAX + group), 448.0)
     descale = tl.where(descale == 0.0, 1.0, descale)
     if (tl.program_id(0) == 0) & (off_h % GROUP == 0):  # one program per (batch, kv head) writes it
         tl.store(DS + group, descale)
     _store_codes(Y, _quotient(y, tl.full([1, 1, 1], descale, tl.float32)), off_b, off_h, offs_s,
-                 stride_yb, stride_ys, stride_yh, S, D, OUT_F32)
+                 stride_yb, stride_ys, stride_yh, S, D, OUT_F32, CLAMP)
 
 
 @triton.jit
 def _rope_kernel(X, Y, COS, SIN, stride_xb, stride_xs, stride_xh, stride_yb, stride_ys, stride_yh, stride_cs,
-                 H, S, D: tl.constexpr, BLOCK_S: tl.constexpr, OUT_F32: tl.constexpr):
+                 H, S, D: tl.constexpr, BLOCK_S: tl.constexpr, OUT_F32: tl.constexpr, TABLES_X: tl.constexpr = False):
     """RoPE alone, x's dtype out: the pass a model makes anyway (the fused kernel's baseline)."""
     off_b = tl.program_id(1) // H
     off_h = tl.program_id(1) % H
     offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
     y = _rotated_rows(X, COS, SIN, off_b, off_h, offs_s, stride_xb, stride_xs, stride_xh, stride_cs, S, D, BLOCK_S,
-                      1.0, False, True)
+                      1.0, False, True, TABLES_X)
     ptrs = Y + _offsets(off_b, off_h, offs_s, stride_yb, stride_ys, stride_yh, D, 8)
     if OUT_F32:  # interpreter: its fp32 -> bf16 / fp16 cast is not RNE, the wrapper casts on the host
         tl.store(ptrs, y, mask=offs_s[None, :, None] < S)
@@ -274,6 +304,14 @@ def _check_tables(cos, sin, x: torch.Tensor) -> None:
             raise ValueError(f"{name} must be on x's device with unit column stride and cos's row stride")
 
 
+def _variant(variant: str | None) -> tuple[bool, bool]:
+    """(TABLES_X, CLAMP) of a ``VARIANTS`` name (None: ``DEFAULT_VARIANT``)."""
+    name = DEFAULT_VARIANT if variant is None else variant
+    if name not in VARIANTS:
+        raise ValueError(f"variant must be one of {tuple(VARIANTS)}, got {variant!r}")
+    return VARIANTS[name]
+
+
 def _launch(block_s: int | None, num_warps: int | None, default_rows: int) -> tuple[int, int]:
     num_warps = num_warps or NUM_WARPS
     block_s = block_s or (16 if _INTERPRET else default_rows * num_warps // NUM_WARPS)
@@ -283,28 +321,32 @@ def _launch(block_s: int | None, num_warps: int | None, default_rows: int) -> tu
 
 
 def rope_rows(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, block_s: int | None = None,
-              num_warps: int | None = None) -> torch.Tensor:
+              num_warps: int | None = None, variant: str | None = None) -> torch.Tensor:
     """RoPE of ``x`` (batch, seqlen, nheads, headdim) in one Triton pass, x's dtype out.
 
     Bit-identical to ``zyfa.numerics.rope(x, cos, sin).to(x.dtype)`` (fp32 arithmetic, one RNE
     rounding to x's dtype). ``cos``, ``sin``: float32 (seqlen, headdim // 2)
     (``zyfa.numerics.rope_tables``). The baseline of the fused RoPE + Hadamard + quantise pass:
-    the RoPE pass a model runs anyway, written as the fused kernel reads and rotates.
+    the RoPE pass a model runs anyway, written as the fused kernel reads and rotates (``variant``:
+    its table layout, as :func:`hadamard_quantize_fp8`'s).
     """
     b, s, h, d = _check_rows(x)
     _check_tables(cos, sin, x)
+    tables_x, _ = _variant(variant)
     block_s, num_warps = _launch(block_s, num_warps, BLOCK_S["token"])
     y = torch.empty(x.shape, dtype=torch.float32 if _INTERPRET else x.dtype, device=x.device)
     _rope_kernel[(triton.cdiv(s, block_s), b * h)](
         x, y, cos, sin, x.stride(0), x.stride(1), x.stride(2), y.stride(0), y.stride(1), y.stride(2), cos.stride(0),
-        h, s, D=d, BLOCK_S=block_s, OUT_F32=_INTERPRET, num_warps=num_warps, enable_fp_fusion=False)
+        h, s, D=d, BLOCK_S=block_s, OUT_F32=_INTERPRET, TABLES_X=tables_x, num_warps=num_warps,
+        enable_fp_fusion=False)
     return y.to(x.dtype) if _INTERPRET else y
 
 
 def hadamard_quantize_fp8(x: torch.Tensor, granularity: str = "head", nheads_k: int | None = None,
                           block_s: int | None = None, num_warps: int | None = None,
                           rotate: bool = True, cos: torch.Tensor | None = None,
-                          sin: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                          sin: torch.Tensor | None = None, variant: str | None = None,
+                          check_finite: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """Hadamard-rotates ``x`` (batch, seqlen, nheads, headdim) along headdim and quantises it to e4m3.
 
     Bit-identical to ``quantize_fp8(hadamard(x), granularity, nheads_k)`` of :mod:`zyfa.numerics`.
@@ -323,9 +365,13 @@ def hadamard_quantize_fp8(x: torch.Tensor, granularity: str = "head", nheads_k: 
     bit for bit (``rope(x, cos, sin)`` without the rotation); the kernel is launched without FP
     contraction so that RoPE's products and sums round as the torch path's. Pass un-rotated
     (pre-RoPE) Q and K: the RoPE pass a model makes anyway becomes this one.
+    ``variant``: a name in ``VARIANTS`` (default ``DEFAULT_VARIANT``), the kernel's code shape; all
+    give the same bits. ``check_finite=False`` skips the check of the descales for NaN / inf (a
+    host synchronisation: the caller checks, a non-finite row or group has a non-finite descale).
     """
-    if not isinstance(rotate, bool):
-        raise TypeError(f"rotate must be a bool, got {type(rotate).__name__}")
+    for name, flag in (("rotate", rotate), ("check_finite", check_finite)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
     if granularity not in GRANULARITIES:
         raise ValueError(f"granularity must be one of {GRANULARITIES}, got {granularity!r}")
     b, s, h, d = _check_rows(x)
@@ -339,26 +385,28 @@ def hadamard_quantize_fp8(x: torch.Tensor, granularity: str = "head", nheads_k: 
         _check_tables(cos, sin, x)
     else:
         cos = sin = x  # never read (ROPE=False)
+    tables_x, clamp = _variant(variant)
     block_s, num_warps = _launch(block_s, num_warps, (BLOCK_S_ROPE if use_rope else BLOCK_S)[granularity])
     inv_sqrt_d = float(torch.tensor(1.0 / math.sqrt(d), dtype=torch.float32))  # what torch's x * (1/sqrt(d)) uses
     y = torch.empty(x.shape, dtype=torch.float32 if _INTERPRET else torch.float8_e4m3fn, device=x.device)
     grid = (triton.cdiv(s, block_s), b * h)
     xs, ys = (x.stride(0), x.stride(1), x.stride(2)), (y.stride(0), y.stride(1), y.stride(2))
-    opts = dict(D=d, BLOCK_S=block_s, INV_SQRT_D=inv_sqrt_d, ROTATE=rotate, ROPE=use_rope, num_warps=num_warps,
-                enable_fp_fusion=False)
+    opts = dict(D=d, BLOCK_S=block_s, INV_SQRT_D=inv_sqrt_d, ROTATE=rotate, ROPE=use_rope, TABLES_X=tables_x,
+                num_warps=num_warps, enable_fp_fusion=False)
     cs = cos.stride(0) if use_rope else 0
     if granularity == "token":
         descale = torch.empty(b, s, h, dtype=torch.float32, device=x.device)
         _hadamard_fp8_token[grid](x, y, descale, cos, sin, *xs, *ys, descale.stride(0), descale.stride(1), cs, h, s,
-                                  OUT_F32=_INTERPRET, **opts)
+                                  OUT_F32=_INTERPRET, CLAMP=clamp, **opts)
     else:
         amax = torch.zeros(b, hk, dtype=torch.float32, device=x.device)
         descale = torch.empty(b, hk, dtype=torch.float32, device=x.device)
         _hadamard_amax_head[grid](x, amax, cos, sin, *xs, cs, h, h // hk, s, **opts)
-        _hadamard_fp8_head[grid](x, y, amax, descale, cos, sin, *xs, *ys, cs, h, h // hk, s, OUT_F32=_INTERPRET, **opts)
+        _hadamard_fp8_head[grid](x, y, amax, descale, cos, sin, *xs, *ys, cs, h, h // hk, s, OUT_F32=_INTERPRET,
+                                 CLAMP=clamp, **opts)
     # a NaN or inf in x makes its row's (group's) amax, hence descale, non-finite: checked here on
     # the small descale tensor instead of a pass over x (which cost as much as the kernel's reads)
-    if not bool(torch.isfinite(descale).all()):
+    if check_finite and not bool(torch.isfinite(descale).all()):
         raise ValueError("x contains non-finite values (NaN or inf); they have no FP8 encoding")
     if _INTERPRET:
         y = y.to(torch.float8_e4m3fn)  # RNE on the host (already clamped to +-448)

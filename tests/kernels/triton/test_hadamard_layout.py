@@ -24,23 +24,25 @@ from zyfa.numerics import rope_tables  # noqa: E402
 
 ARGS = {
     "token": (H._hadamard_fp8_token, ["*bf16", "*fp8e4nv", "*fp32", "*fp32", "*fp32"] + ["i32"] * 11,
-              ["D", "BLOCK_S", "INV_SQRT_D", "OUT_F32", "ROTATE", "ROPE"]),
+              ["D", "BLOCK_S", "INV_SQRT_D", "OUT_F32", "ROTATE", "ROPE", "TABLES_X", "CLAMP"]),
     "amax": (H._hadamard_amax_head, ["*bf16", "*fp32", "*fp32", "*fp32"] + ["i32"] * 7,
-             ["D", "BLOCK_S", "INV_SQRT_D", "ROTATE", "ROPE"]),
+             ["D", "BLOCK_S", "INV_SQRT_D", "ROTATE", "ROPE", "TABLES_X"]),
     "head": (H._hadamard_fp8_head, ["*bf16", "*fp8e4nv", "*fp32", "*fp32", "*fp32", "*fp32"] + ["i32"] * 10,
-             ["D", "BLOCK_S", "INV_SQRT_D", "OUT_F32", "ROTATE", "ROPE"]),
-    "rope": (H._rope_kernel, ["*bf16", "*bf16", "*fp32", "*fp32"] + ["i32"] * 9, ["D", "BLOCK_S", "OUT_F32"]),
+             ["D", "BLOCK_S", "INV_SQRT_D", "OUT_F32", "ROTATE", "ROPE", "TABLES_X", "CLAMP"]),
+    "rope": (H._rope_kernel, ["*bf16", "*bf16", "*fp32", "*fp32"] + ["i32"] * 9, ["D", "BLOCK_S", "OUT_F32", "TABLES_X"]),
 }
 
 
 def compile_sm90(kernel: str, d: int, num_warps: int = H.NUM_WARPS, rope: bool = False, fp_fusion: bool = False,
-                 block_s: int | None = None) -> str:
+                 block_s: int | None = None, variant: str | None = None) -> str:
     """PTX of ``kernel`` for sm_90 at 32 rows per warp (one row per thread) unless ``block_s``,
     launched as the wrapper launches it (no FP contraction) unless ``fp_fusion``."""
     fn, types, constexprs = ARGS[kernel]
     names = fn.arg_names
     signature = dict(zip(names, types + ["constexpr"] * len(constexprs)))
-    const = {"D": d, "BLOCK_S": block_s or 32 * num_warps, "INV_SQRT_D": d ** -0.5, "OUT_F32": False, "ROTATE": True, "ROPE": rope}
+    tables_x, clamp = H._variant(variant)
+    const = {"D": d, "BLOCK_S": block_s or 32 * num_warps, "INV_SQRT_D": d ** -0.5, "OUT_F32": False, "ROTATE": True,
+             "ROPE": rope, "TABLES_X": tables_x, "CLAMP": clamp}
     # 16-divisible pointers and strides, as the launcher specialises contiguous tensors
     attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(names) if signature[n].startswith("*") or n.startswith("stride")}
     src = ASTSource(fn=fn, signature=signature, constexprs={k: const[k] for k in constexprs}, attrs=attrs)
@@ -101,3 +103,27 @@ def test_rope_arguments_checked_before_any_launch():
         H.rope_rows(x, cos.double(), sin)
     with pytest.raises(ValueError, match="unit column stride"):
         H.rope_rows(x, cos, rope_tables(6, 128)[1][:, ::2])
+
+
+@pytest.mark.parametrize("kernel", ["amax", "head", "token", "rope"])
+def test_tables_in_x_layout_need_no_shared_memory(kernel):
+    """RoPE tables read in x's [D/8, rows, 8] shape (variant "tables_x") get x's register layout: at
+    one row per thread (128 rows, 4 warps) no layout conversion through shared memory is left (the
+    amax pass keeps its block-wide max: a few barriers), where the run-25 form (tables as
+    [D/16, rows, 8]) converts through shared memory. (Both still spill a little at 128 rows: ptxas
+    for sm_90a, CPU box, 24-40 bytes; the 64-row launch does not spill.)"""
+    ptx = compile_sm90(kernel, 128, rope=True, block_s=128, variant="tables_x")
+    assert len(re.findall(r"bar\.sync", ptx)) <= 8, "a layout conversion through shared memory is back"
+    old = compile_sm90(kernel, 128, rope=True, block_s=128, variant="run25")
+    assert len(re.findall(r"bar\.sync", old)) > 16  # the check can fail: run 25's tables convert
+
+
+def test_noclamp_variant_relies_on_a_saturating_convert():
+    """Without the explicit clamp the codes equal the clamped ones only because the fp32 -> e4m3
+    convert saturates: the PTX must use cvt.rn.satfinite, and the clamp's min/max must be gone."""
+    clamped = compile_sm90("token", 128, rope=True, variant="tables_x")
+    bare = compile_sm90("token", 128, rope=True, variant="tables_x_noclamp")
+    cvts = re.findall(r"cvt\.rn[.a-z]*\.e4m3x2\.f32", bare)
+    assert cvts and all(".satfinite" in c for c in cvts)
+    count = lambda ptx: len(re.findall(r"(?:min|max)(?:\.NaN)?\.f32", ptx))  # noqa: E731
+    assert count(clamped) - count(bare) >= 2 * 128 - 8  # the clamp's min and max per element (128 rows x 128 / 128 threads)

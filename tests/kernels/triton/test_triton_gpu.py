@@ -27,6 +27,7 @@ from zyfa import flash_attn_func, numerics  # noqa: E402
 from zyfa.kernels.triton._common import TileConfig  # noqa: E402
 from zyfa.kernels.triton.attn_bf16 import attention_bf16  # noqa: E402
 from zyfa.kernels.triton.attn_fp8 import attention_fp8  # noqa: E402
+from zyfa.kernels.triton import hadamard_fp8  # noqa: E402
 from zyfa.kernels.triton.hadamard_fp8 import hadamard_quantize_fp8, rope_rows  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("triton_interp_cases", Path(__file__).with_name("triton_interp_cases.py"))
@@ -158,7 +159,8 @@ def test_fp8_v2_equals_emulator_bitwise_with_exact_accumulation():
 
 @pytest.mark.parametrize("gran", ["head", "token"])
 @pytest.mark.parametrize("block_s", [None, 128])
-def test_fused_rope_hadamard_quantise_equals_torch_path(gran, block_s):
+@pytest.mark.parametrize("variant", list(hadamard_fp8.VARIANTS))
+def test_fused_rope_hadamard_quantise_equals_torch_path(gran, block_s, variant):
     # on the GPU's fp32 units and its RNE e4m3 convert (the interpreter tests convert on the host),
     # against the torch path on the CPU: codes and descales bit for bit; GQA, a seqlen no block
     # divides, positions from 1000 on, a zero token (RoPE makes -0 there) and outlier channels.
@@ -170,7 +172,8 @@ def test_fused_rope_hadamard_quantise_equals_torch_path(gran, block_s):
     x = x.bfloat16()
     cos, sin = numerics.rope_tables(333, 128, offset=1000)
     ref8, ref_ds = numerics.quantize_fp8(numerics.hadamard(numerics.rope(x, cos, sin)), gran, nheads_k=2)
-    x8, ds = hadamard_quantize_fp8(x.cuda(), gran, 2, block_s=block_s, cos=cos.cuda(), sin=sin.cuda())
+    x8, ds = hadamard_quantize_fp8(x.cuda(), gran, 2, block_s=block_s, cos=cos.cuda(), sin=sin.cuda(), variant=variant)
     assert torch.equal(x8.cpu().view(torch.uint8), ref8.view(torch.uint8))
     assert torch.equal(ds.cpu(), ref_ds)
-    assert torch.equal(rope_rows(x.cuda(), cos.cuda(), sin.cuda()).cpu(), numerics.rope(x, cos, sin).bfloat16())
+    assert torch.equal(rope_rows(x.cuda(), cos.cuda(), sin.cuda(), variant=variant).cpu(),
+                       numerics.rope(x, cos, sin).bfloat16())

@@ -129,7 +129,7 @@ HADAMARD_CASES += [f"quantise_only_{c}_{g}" for c in ("hadamard_gqa_d64_fp32", "
 
 
 # RoPE + Hadamard + quantise and RoPE + quantise in one pass against quantize_fp8([hadamard](rope(x)))
-HADAMARD_CASES += [f"rope_{r}_{c}_{g}" for r in ("hadamard", "quantise")
+HADAMARD_CASES += [f"rope_{r}_{c}_{g}" for r in ("hadamard", "quantise", "hadamard_tables_x")
                    for c in ("hadamard_gqa_d64_fp32", "hadamard_d128_bf16", "hadamard_d256_fp16") for g in ("head", "token")]
 
 
@@ -149,6 +149,7 @@ def test_rope_pass_equals_torch_path(results, case):
     # the RoPE-only kernel (the pass a model runs anyway; the fused kernel's baseline) keeps x's dtype
     # and equals numerics.rope rounded once to it (the cast on the host here, as above)
     assert results[f"rope_only_{case}"] == {"equal": True, "dtype_kept": True}
+    assert results[f"rope_only_tables_x_{case}"] == {"equal": True, "dtype_kept": True}  # tables in x's layout
 
 
 @pytest.mark.parametrize("case", [f"hadamard_nonfinite_{g}_{k}" for g in ("head", "token") for k in ("nan", "inf")])

@@ -197,18 +197,20 @@ def main():
             }
             # RoPE in the same pass (tables of positions 1000.., as a later chunk of a sequence sees)
             cos, sin = numerics.rope_tables(s, d, offset=1000)
-            for rot in (True, False):
-                x8, ds = hadamard_quantize_fp8(x, gran, nheads_k=hk, rotate=rot, cos=cos, sin=sin)
+            # tables_x: the RoPE tables read in x's layout (the interpreter always clamps: CLAMP is GPU-only)
+            for rot, variant in ((True, None), (False, None), (True, "tables_x")):
+                x8, ds = hadamard_quantize_fp8(x, gran, nheads_k=hk, rotate=rot, cos=cos, sin=sin, variant=variant)
                 r = numerics.rope(x, cos, sin)
                 ref8, ref_ds = numerics.quantize_fp8(numerics.hadamard(r) if rot else r, gran, nheads_k=hk)
-                results[f"rope_{'hadamard' if rot else 'quantise'}_{name}_{gran}"] = {
+                results[f"rope_{'hadamard' if rot else 'quantise'}{'_' + variant if variant else ''}_{name}_{gran}"] = {
                     "codes_equal": bool(torch.equal(x8.view(torch.uint8), ref8.view(torch.uint8))),
                     "descale_equal": bool(torch.equal(ds, ref_ds)),
                     "dtype": str(x8.dtype),
                 }
-        y = rope_rows(x, cos, sin)
-        results[f"rope_only_{name}"] = {"equal": bool(torch.equal(y, numerics.rope(x, cos, sin).to(dtype))),
-                                        "dtype_kept": y.dtype == dtype}
+        for variant in (None, "tables_x"):
+            y = rope_rows(x, cos, sin, variant=variant)
+            results[f"rope_only{'_' + variant if variant else ''}_{name}"] = {
+                "equal": bool(torch.equal(y, numerics.rope(x, cos, sin).to(dtype))), "dtype_kept": y.dtype == dtype}
     # tiny values: descales below 2^-100 take the kernel's div_rn branch, subnormal x the other one
     for gran in ("head", "token"):
         g = torch.Generator().manual_seed(7)
