@@ -8,9 +8,10 @@ max)``; v2's fp32 ``M = max(t * block max)`` (docs/numerics.md), scores the floa
 recipe's quantised inputs (the fp32 rounding of the kernels moves a few ties only). zyfa-fp8 (the
 folded recipe, docs/numerics.md "Folded Lean P") is followed in its own fp32 arithmetic
 (:func:`folded_fixups`: Q re-quantised by :func:`zyfa.numerics.fold_q`, ``y = 120.5 + 8 (x -
-ref)`` per lane, the check ``|y max - MID| < HALF``): a lane branches when a code would pass 126
-(``x >= ref + 0.8125``; a fix-up puts ``ref`` FOLD_HEADROOM = 1 to 2 doublings above the row's
-max), its row still sits at ``REF0`` (its first live tile), or its 64 keys of the tile are all masked (diagonal tiles; the loop runs to the workgroup's diagonal). The first
+ref)`` per lane, the check ``|max(y max, -HALF) - MID| < HALF``): a lane branches when a code would
+pass 126 (``x >= ref + 0.8125``; a fix-up puts ``ref`` FOLD_HEADROOM = 1 to 2 doublings above the
+row's max), which includes a row still at ``REF0 = -3 2^12`` (its first live tile); a lane whose 64
+keys of the tile are all masked (diagonal tiles) passes (its max is the floor -HALF). The first
 tile of every wave (always taken: O starts at 0) is counted apart ("taken"); "all" counts every
 execution of the branch (first and fully masked tiles included), the rate the cycle model takes
 (``zyfa-trace kernel --rescale-rate R``). The extra VALU cycles per tile are the "taken" rate
@@ -41,7 +42,6 @@ from zyfa.trace.emu.attention import emulate_kernel, make_inputs
 
 ROWS_PER_WAVE, TILE, BLOCK, ROWS_PER_WG = 32, 128, 64, 256
 CYCLES_PER_VALU = 4  # wave64 on a 16-lane SIMD
-FOLD_MID, FOLD_HALF = 127.0 - 2.0 ** 15, 2.0 ** 15  # folded check: accepted when |fp32(M - MID)| < HALF
 KERNELS = {"v1": "zyfa-fp8-v1", "v2": "zyfa-fp8-v2", "folded": "zyfa-fp8"}
 
 
@@ -50,17 +50,18 @@ def folded_fixups(qf: torch.Tensor, k: torch.Tensor, rows: torch.Tensor, causal:
     """The folded kernel's per-tile check, as its fp32 arithmetic does it (docs/numerics.md, Folded
     Lean P, steps 1-2): ``qf`` = ``2^a q'`` (rows, d) and ``k`` (sk, d) as float64 (the e4m3 products
     and 64-term sums are exact there), tiles of 128 keys in order. Per tile ``y = RN(RN(off + S_lo)
-    + S_hi)`` with ``off = 120.5 - 8 ref`` (``ref`` from ``2^14``), masked keys -inf; each of a
-    row's two lanes holds 64 of its keys (half ``h``: key ``32 t + 16 h + r`` of sub-tile ``t``,
-    register ``r``, as the generator's masking states) and fails ``|fp32(max - MID)| < HALF`` (max >= 127, a fully masked
-    block, a row still at REF0, NaN); a row whose finite max fails moves ``ref`` by ``d =
-    ceil(fp32(fp32(M - (120.5 - 8 headroom)) * 0.125))`` (the recipe's ``numerics.FOLD_HEADROOM``
-    = 1: 112.5; other ``headroom`` values are what-ifs). Returns ((rows, tiles) bool: a lane of the row branched
-    to the fix-up, (rows, tiles) row maxima of ``y`` (-inf: nothing allowed))."""
+    + S_hi)`` with ``off = 120.5 - 8 ref`` (``ref`` from ``FOLD_REF0 = -3 2^12``), masked keys -inf;
+    each of a row's two lanes holds 64 of its keys (half ``h``: key ``32 t + 16 h + r`` of sub-tile
+    ``t``, register ``r``, as the generator's masking states) and fails ``|fp32(max(max, FLOOR) -
+    MID)| < HALF`` (max >= 127, a row still at REF0, NaN); a row whose finite max fails moves ``ref``
+    by ``d = ceil(fp32(fp32(M - (120.5 - 8 headroom)) * 0.125))`` (the recipe's
+    ``numerics.FOLD_HEADROOM`` = 1: 112.5; other ``headroom`` values are what-ifs). Returns ((rows,
+    tiles) bool: a lane of the row branched to the fix-up, (rows, tiles) row maxima of ``y`` (-inf:
+    nothing allowed))."""
     sk, d = k.shape
     tiles = -(-sk // TILE)
     k = torch.nn.functional.pad(k, (0, 0, 0, tiles * TILE - sk))
-    ref = torch.full((len(rows),), 2.0 ** 14, dtype=torch.float32)
+    ref = torch.full((len(rows),), numerics.FOLD_REF0, dtype=torch.float32)
     fails = torch.zeros(len(rows), tiles, dtype=torch.bool)
     maxima = torch.zeros(len(rows), tiles, dtype=torch.float64)
     keys = torch.arange(tiles * TILE)
@@ -74,9 +75,11 @@ def folded_fixups(qf: torch.Tensor, k: torch.Tensor, rows: torch.Tensor, causal:
             allowed = allowed & (keys[None, j * TILE:(j + 1) * TILE] <= rows[:, None])
         y = y.masked_fill(~allowed, -math.inf)
         lane = y.reshape(len(rows), TILE // 32, 2, 16).amax(3).amax(1)  # lane half h: keys 32 t + 16 h + r
-        fails[:, j] = ~((lane - FOLD_MID).abs() < FOLD_HALF).all(-1)
+        checked = torch.clamp(lane, min=numerics.FOLD_FLOOR)  # the kernel's max chain holds -HALF (NaN stays)
+        fails[:, j] = ~((checked - numerics.FOLD_MID).abs() < numerics.FOLD_HALF).all(-1)
         m = lane.amax(-1)
-        fix = torch.isfinite(m) & ~((m - FOLD_MID).abs() < FOLD_HALF)
+        m_checked = torch.clamp(m, min=numerics.FOLD_FLOOR)
+        fix = torch.isfinite(m_checked) & ~((m_checked - numerics.FOLD_MID).abs() < numerics.FOLD_HALF)
         step = torch.ceil((m - (numerics.LEANP_BIAS - 8.0 * headroom)) * 0.125)  # fp32 ops, as the kernel
         ref = torch.where(fix, ref + step, ref)
         maxima[:, j] = m.to(torch.float64)

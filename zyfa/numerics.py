@@ -58,9 +58,10 @@ BM_LIMIT = 2.0**18                # |bm| bound: 120.5 - 8*bm (and the magic cons
 # zyfa-folded (docs/numerics.md, "Folded Lean P"): the Lean P FMA folded into the QK MFMA
 FOLD_TILE = 128                   # keys per overflow check (the kernel's tile)
 FOLD_CHUNK = 64                   # head-dim elements per QK MFMA: y is rounded to fp32 after each
-FOLD_REF0 = 2.0**14               # initial reference exponent: the first tile's y lands below FOLD_LOW
+FOLD_REF0 = -3.0 * 2.0**12        # initial reference exponent: the first tile's y (~2^16.6) lands above 127: a fix-up
 FOLD_MID, FOLD_HALF = 127.0 - 2.0**15, 2.0**15  # accepted: |fp32(M - MID)| < HALF, M in [127 - 2^16, 127)
 FOLD_LIMIT = 2.0**13              # |t * s| and |ref| bound of zyfa-folded (FOLD_REF0 must stay out of reach)
+FOLD_FLOOR = -FOLD_HALF           # the check's M is max(y, FLOOR): a fully masked lane or row is accepted
 # the fix-up's target: after it a row's largest y is in (FOLD_FIX_BIAS - 8, FOLD_FIX_BIAS], so a later
 # tile may rise FOLD_HEADROOM doublings more before a code would pass 126. Measured (b1 h2 causal, 2-core
 # box, benchmarks/v2_rescale_rate.py --fold-headroom 0 1 2 3): fix-ups at 32K 17.6 -> 8.4 % of the branch's
@@ -756,10 +757,11 @@ def _forward_folded(ops: _Operands, headroom: int = FOLD_HEADROOM, on_codes=None
         allowed = torch.cat([ops.allowed(r0, k) for k in range(k0, k0 + keys, ops.block)], dim=-1)
         mask = _Mask(allowed)
         y = mask.fill_(y.clone(), -math.inf)
-        M = y.amax(dim=-1)  # NaN-propagating, as v_maximum3_f32
+        live = y.amax(dim=-1)  # NaN-propagating, as v_maximum3_f32
+        M = torch.maximum(live, torch.tensor(FOLD_FLOOR, dtype=torch.float32))  # the kernel's chain holds -HALF
         nan_rows[..., r0:] |= torch.isnan(M)
         accepted = (M - FOLD_MID).abs() < FOLD_HALF  # fp32 subtraction, as the kernel's check
-        fix = ~accepted & torch.isfinite(M)
+        fix = ~accepted  # NaN rows too (M is never -inf: the floor): d = NaN makes their codes 0
         if bool(fix.any()):
             d = torch.where(fix, torch.ceil((M - (LEANP_BIAS - 8.0 * headroom)) * 0.125), 0.0)
             ref_new = ref[..., r0:] + d
@@ -769,9 +771,10 @@ def _forward_folded(ops: _Operands, headroom: int = FOLD_HEADROOM, on_codes=None
                                  "zyfa-folded range |t * s| <= 2^13 (docs/numerics.md, Folded Lean P)")
             ref[..., r0:] = ref_new
             y = fma_f32(d[..., None], torch.tensor(-8.0), y)
-            acc[..., r0:, :] = _ldexp_f32(acc[..., r0:, :], -d[..., None])
-            l[..., r0:] = _ldexp_f32(l[..., r0:], -d)
-        stuck = torch.isfinite(M) & (ref[..., r0:] == FOLD_REF0)
+            e = torch.where(torch.isnan(d), 0.0, d)  # the kernel's v_cvt_i32_f32(NaN) = 0
+            acc[..., r0:, :] = _ldexp_f32(acc[..., r0:, :], -e[..., None])
+            l[..., r0:] = _ldexp_f32(l[..., r0:], -e)
+        stuck = torch.isfinite(live) & (ref[..., r0:] == FOLD_REF0)
         if bool(stuck.any()):
             raise ValueError("a row's tile max is too large for zyfa-folded's initial reference (|t * s| >= 2^13; "
                              "docs/numerics.md, Folded Lean P)")

@@ -68,7 +68,7 @@ LDS_PAD = 16  # bytes of padding per LDS row (spreads rows over banks)
 # 32x32x16 32; LDS latency is 64-128 cycles plus queueing); lowered to 2 when registers run out
 READ_AHEAD = {"fp8": 3, "bf16": 4}
 # softmax="folded" (numerics zyfa-folded, docs/numerics.md): the values zyfa.numerics defines
-FOLD_REF0 = 2.0 ** 14  # initial reference exponent
+FOLD_REF0 = -3.0 * 2.0 ** 12  # initial reference exponent: every row's first tile overflows (a fix-up)
 FOLD_OFF0 = 120.5 - 8 * FOLD_REF0  # its accumulator start, exact in fp32
 FOLD_MID, FOLD_HALF = 127.0 - 2.0 ** 15, 2.0 ** 15  # a tile is accepted when |fp32(max y - MID)| < HALF
 FOLD_FIX_BIAS = 112.5  # the fix-up's target 120.5 - 8 headroom, headroom 1 doubling (numerics.FOLD_FIX_BIAS)
@@ -1205,14 +1205,17 @@ class _Kernel:
         """Folded Lean P (docs/numerics.md, Folded Lean P): S already holds ``y = 8 t s + 120.5 -
         8 ref`` (the QK MFMAs started from ``qk_offset_block``). One ``v_maximum3_f32`` chain over
         the lane's 64 values (32 ops, NaN-propagating), then the check ``|fp32(max - MID)| < HALF``
-        (2 ops); lanes that fail it (a code would pass 126, the row is still at the initial
-        reference, NaN, or a fully masked lane) branch to the out-of-line fix-up
+        (2 ops), the chain floored at ``-HALF`` (its spare operand); lanes that fail it (a code would
+        pass 126, which includes a row still at the initial reference ``-3 2^12``, or NaN; a fully
+        masked lane's ``-HALF`` passes) branch to the out-of-line fix-up
         (:meth:`fold_fixup`), the common path falls through; then 64 SDWA converts. 98 VALU ops
         per tile, no FMA, no block exponent, no scale byte (P is unscaled: PV and the row sum use
         plain MFMAs, and the epilogue's lse takes ``ref - 8``)."""
         e, mx = self.e, self.v.mx0
         nested = self.nested_rescale(cluster)
-        self.reduce3("v_maximum3_f32", [self.S[i] for i in range(self.S.count)], mx)
+        # -HALF fills the chain's spare operand (64 values, 32 ops either way): a fully masked lane's
+        # max is -HALF, which the check accepts, so diagonal tiles branch only for real overflows
+        self.reduce3("v_maximum3_f32", [self.S[i] for i in range(self.S.count)] + [Neg(self.fold_half)], mx)
         e("v_add_f32", self.v.tmp, -FOLD_MID, mx)
         e("v_cmp_nlt_f32", "vcc", Abs(self.v.tmp), self.fold_half)
         self.branch_out_of_line(nested, label_id, self.fold_fixup)
@@ -1268,12 +1271,12 @@ class _Kernel:
 
     def fold_fixup(self):
         """Out of line (rare): per row (both lane halves), when the row max ``M`` of y fails the
-        check and is finite: ``d = ceil(fp32(M - 112.5) / 8)`` (FOLD_FIX_BIAS: the row's largest code
-        lands in [104, 112], one doubling below v1's, so later tiles may grow 1.81-2.81 doublings
-        before the next fix-up), ``y = fma(d, -8, y)``, ``ref += d``,
-        O and L *= 2^-d (:meth:`rescale_o`), the accumulator start ``120.5 - 8 ref`` rewritten.
-        A NaN row max sets the row's NaN flag. Entered with exec = the failing lanes and
-        ``saved_exec`` = all lanes; returns with exec reduced (the join restores it)."""
+        check: ``d = ceil(fp32(M - 112.5) / 8)`` (FOLD_FIX_BIAS: the row's largest code lands in
+        [104, 112], one doubling below v1's, so later tiles may grow 1.81-2.81 doublings before the
+        next fix-up), ``y = fma(d, -8, y)``, ``ref += d``, O and L *= 2^-d (:meth:`rescale_o`), the
+        accumulator start ``120.5 - 8 ref`` rewritten. A NaN row max sets the row's NaN flag and is
+        fixed with d = NaN. Entered with exec = the failing lanes and ``saved_exec`` = all lanes;
+        returns with exec reduced (the join restores it)."""
         e, mx, tmp = self.e, self.v.mx0, self.v.tmp
         e("s_or_b64", "exec", "exec", self.s.saved_exec)
         e("v_mov_b32", tmp, mx)
@@ -1284,8 +1287,10 @@ class _Kernel:
         e("v_add_f32", tmp, -FOLD_MID, mx)
         e("v_cmp_nlt_f32", "vcc", Abs(tmp), self.fold_half)
         e("s_and_saveexec_b64", self.s.scratch_pair, "vcc")
-        e("v_cmp_lt_f32", "vcc", self.v.cneginf, mx)  # finite rows only (not -inf, not NaN)
-        e("s_and_saveexec_b64", self.s.scratch_pair, "vcc")
+        # every failing row is fixed, NaN rows too (mx is never -inf: the chain's floor): their d,
+        # ref and y become NaN, so their codes are 0 (a first tile's unfixed y ~ 2^17 would make
+        # garbage codes, NaN among them, which the row-sum MFMA's 0 x NaN spreads to other rows),
+        # and O and L keep their exponent (v_cvt_i32_f32(NaN) = 0)
         e("v_add_f32", tmp, -FOLD_FIX_BIAS, mx)
         e("v_mul_f32", tmp, 0.125, tmp)
         e("v_ceil_f32", tmp, tmp)
