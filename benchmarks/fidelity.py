@@ -27,7 +27,8 @@ def main():
     if args.fit:
         params = fidelity.fit(results)
         print(f"fitted on {sum(r.activity is not None and not r.row.out_of_band for r in results)} in-band rows: {params}")
-    print(fidelity.render(fidelity.predict(results, params), args.format, params))
+    checks = fidelity.predict(fidelity.simulate_rows(fidelity.clock_checks()), params)
+    print(fidelity.render(fidelity.predict(results, params), args.format, params, checks=checks))
     print(f"\n(cycle model, this machine: {time.perf_counter() - start:.0f} s wall)")
 
 

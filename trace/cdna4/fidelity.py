@@ -19,7 +19,7 @@ import dataclasses
 import io
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Iterable, Optional
 
 import numpy as np
 
@@ -44,6 +44,7 @@ class Row:
     out_of_band: str = ""
     traced_mfma_busy: Optional[float] = None  # the source's thread-trace MFMA busy fraction, if it states one
     inputs: str = "gaussian"  # the input distribution the source's harness feeds (power.INPUTS)
+    published_clock_mhz: Optional[float] = None  # a clock check (clock_checks): the source's clock, no throughput
 
     @property
     def label(self) -> str:
@@ -115,6 +116,17 @@ def calibration_set() -> list[Row]:
     rows.append(Row("ZYFA write-up", "aiter:fwd_hd128_fp8_causal", _shape(1, 32, 32, 32768, dtype="fp8"), 1944,
                     aiter_note, traced_mfma_busy=1 - 0.317))
     return rows
+
+
+def clock_checks() -> list[Row]:
+    """Published clocks without a throughput, held against the model's predicted clock and kept
+    out of the error summary and the fit: the write-up's Mistral-7B layer (docs/cdna4-facts.md)."""
+    note = ("the write-up's Mistral-7B attention layer (h32/kv8 d128, 16K tokens, real activations, steady clocks): "
+            "b1 s16384 causal and the stated Gaussian inputs assumed (the activations are not available)")
+    shape = _shape(1, 32, 8, 16384, dtype="fp8")
+    why = "a clock check: the source states a clock, not a throughput"
+    return [Row("ZYFA write-up", "zyfa-fp8", shape, math.nan, note, why, published_clock_mhz=1628.0),
+            Row("ZYFA write-up", "aiter:fwd_hd128_fp8_causal", shape, math.nan, note, why, published_clock_mhz=2108.0)]
 
 
 @dataclass
@@ -324,10 +336,12 @@ def _notes(results: list[Result]) -> dict:
     return out
 
 
-def render(results: list[Result], fmt: str = "text", params: Optional[dict] = None) -> str:
+def render(results: list[Result], fmt: str = "text", params: Optional[dict] = None,
+           checks: Iterable[Result] = ()) -> str:
     """The fidelity table as ``text``, ``markdown`` or ``csv`` (SIMULATED predictions); ``params``:
     the clock-model coefficients the results were predicted with (``--fit``), for the footer's
-    pure-MFMA-loop clock."""
+    pure-MFMA-loop clock; ``checks``: predicted :func:`clock_checks`, one footer line each (text
+    and markdown)."""
     rows = table_rows(results)
     s = summarise(results)
     if fmt == "csv":
@@ -390,6 +404,15 @@ def render(results: list[Result], fmt: str = "text", params: Optional[dict] = No
                  f"({gemm['fp8'].name}, {100 * gemm['fp8'].mfma_busy:.2f}%; ATT thread traces, {gemm['fp8'].source})")
     for note, labels in _notes(results).items():
         lines.append(f"note ({', '.join(labels)}): {note}")
+    for c in checks:
+        head = f"clock check, {c.row.source}: {c.row.kernel} {c.row.label}"
+        if c.clock is None:
+            lines.append(f"{head}: skipped: {c.skipped}")
+            continue
+        lines.append(f"{head}: predicted {c.clock.mhz:.0f} MHz vs published {c.row.published_clock_mhz:.0f} MHz "
+                     f"({c.clock.mhz / c.row.published_clock_mhz:.2f}x)")
+    for note in dict.fromkeys(c.row.note for c in checks if c.row.note):
+        lines.append(f"  clock checks: {note}")
     fav4 = power.PUBLIC_LOOPS[2]
     lines.append(f"public attention loop ({fav4.name}, {100 * fav4.mfma_busy:.1f}% MFMA busy; activity from the tutorial's "
                  f"instruction counts, power.FAV4_ACTIVITY): "

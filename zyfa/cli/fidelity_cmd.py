@@ -5,10 +5,11 @@ the ZYFA write-up; docs/cdna4-facts.md) through the cycle model at the 2400 MHz 
 the sustained clock with the clock/power model (power-limited or peak) and prints published vs
 predicted TFLOP/s, their ratio, the predicted clock, the implied clock (the one at which the
 model's cycles give the published figure: the error split into cycles vs clock), and the mean
-and max absolute error over the in-band rows. Rows measured through a harness whose public
+and max absolute error over the in-band rows, the leave-one-out error, and clock checks (the
+write-up's Mistral-7B layer clocks against the model's). Rows measured through a harness whose public
 per-call host overhead exceeds 15% of their time (HipKittens 1K/2K) are printed out of band,
 with the reason, and are neither summarised nor fitted. All predictions are SIMULATED; the
-published figures state no clock.
+published throughputs state no clock.
 
   zyfa-trace fidelity
   zyfa-trace fidelity --format markdown -o fidelity.md
@@ -43,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
         check_output(args.out, force=args.force)
     progress = lambda rows: tqdm(rows, desc="cycle model: calibration rows", unit="row", leave=False, disable=None)
     results = fidelity.predict(fidelity.simulate_rows(fidelity.calibration_set(), progress=progress))
-    text = fidelity.render(results, args.format)
+    checks = fidelity.predict(fidelity.simulate_rows(fidelity.clock_checks(), progress=progress))
+    text = fidelity.render(results, args.format, checks=checks)
     if args.out:
         write_text(args.out, text + "\n")
         print(f"wrote {args.out}")

@@ -301,5 +301,18 @@ def test_traced_clock_needs_no_cycle_model():
     assert "note (k b1 h8 s1024 d128 causal fp8): b and h assumed" in text  # a row's note is printed once
     aiter_fp8 = [r for r in fidelity.calibration_set() if r.kernel == "aiter:fwd_hd128_fp8_causal"][0]
     assert "multiple of 4" in aiter_fp8.note and "fp8_clock_links.py" in aiter_fp8.note
+    # clock checks: a published clock beside the predicted one, outside the summary
+    checks = fidelity.clock_checks()
+    assert [(c.kernel, c.published_clock_mhz) for c in checks] == [("zyfa-fp8", 1628.0),
+                                                                    ("aiter:fwd_hd128_fp8_causal", 2108.0)]
+    assert all(c.out_of_band and c.shape.heads_k == 8 and c.shape.seqlen_q == 16384 for c in checks)
+    done = fidelity.predict([fidelity.Result(checks[0], tflops_peak=4000.0, activity=act, work=1.0),
+                             fidelity.Result(checks[1], skipped="kernel unavailable: no checkout")])
+    text = fidelity.render([r], "text", checks=done)
+    assert (f"clock check, ZYFA write-up: zyfa-fp8 b1 h32/kv8 s16384 d128 causal fp8: predicted {done[0].clock.mhz:.0f} MHz "
+            f"vs published 1628 MHz ({done[0].clock.mhz / 1628:.2f}x)") in text
+    assert text.count("clock checks: the write-up's Mistral-7B attention layer") == 1  # the shared note once
+    assert "aiter:fwd_hd128_fp8_causal b1 h32/kv8 s16384 d128 causal fp8: skipped: kernel unavailable" in text
+    assert "1 in-band rows" in text  # the checks are not summarised
     no_busy = fidelity.Result(fidelity.Row("x", "k", shape, 1000.0), tflops_peak=2516.6, activity=act, work=1.0)
     assert math.isnan(no_busy.traced_clock)
