@@ -19,7 +19,8 @@ clock drift hits all alike:
 - ``fused_{head,token}_{variant}_rows{64,128}_nosync``: every kernel variant
   (``hadamard_fp8.VARIANTS``) at 64 and 128 rows per 4 warps, ``check_finite=False`` (no host
   synchronisation, like ``rope_triton`` and ``cast``); ``rope_triton_{variant}_rows{64,128}``: the
-  RoPE pass with run 25's table layout and with x's. Every variant is checked bit for bit first.
+  RoPE pass with run 25's table layout and with x's; ``fused_*_rows64_maxnreg{168,128}_nosync``:
+  run25 and lean under a register cap (``maxnreg``). Every variant is checked bit for bit first.
 
 The attention times are zyfa-bench's rows measured here: ``zyfa-triton-fp8`` (recipe zyfa-v1, its
 default) and ``zyfa-triton-fp8-v2``. (Whole-pipeline rows, ``zyfa-triton-fp8-rope`` and
@@ -50,6 +51,7 @@ from zyfa.shapes import AttnShape
 GRANULARITIES = ("head", "token")
 BENCH_ROWS = ("zyfa-triton-fp8", "zyfa-triton-fp8-v2")
 LAUNCH_ROWS = (64, 128)  # rows per program at 4 warps: two threads per row, one
+MAXNREG = (168, 128)  # register caps per thread: 3 / 4 programs of 4 warps per SM (65536 registers)
 
 
 def rope_torch(x: torch.Tensor, cos2: torch.Tensor, sin2: torch.Tensor) -> torch.Tensor:
@@ -102,6 +104,11 @@ def main(argv=None) -> int:
                     got = hadamard_quantize_fp8(t, gran, h, block_s=nrows, cos=cos, sin=sin, variant=variant)
                     equal[f"fused_{gran}_{variant}_rows{nrows}_{name}"] = (same_bits(got[0], ref[0])
                                                                          and same_bits(got[1], ref[1]))
+            for variant in ("run25", "lean"):
+                for cap in MAXNREG:
+                    got = hadamard_quantize_fp8(t, gran, h, block_s=64, cos=cos, sin=sin, variant=variant, maxnreg=cap)
+                    equal[f"fused_{gran}_{variant}_rows64_maxnreg{cap}_{name}"] = (same_bits(got[0], ref[0])
+                                                                                  and same_bits(got[1], ref[1]))
         equal[f"rope_triton_tables_x_{name}"] = same_bits(rope_rows(t, cos, sin, variant="tables_x"),
                                                           numerics.rope(t, cos, sin).to(t.dtype))
     print("bit-identical to the torch path (codes and descales; RoPE pass vs rope(x).to(bf16)): "
@@ -132,6 +139,11 @@ def main(argv=None) -> int:
                 ops[f"fused_{gran}_{variant}_rows{nrows}_nosync"] = (
                     lambda t, g=gran, v=variant, r=nrows: hadamard_quantize_fp8(
                         t, g, h, block_s=r, cos=cos, sin=sin, variant=v, check_finite=False))
+        for variant in ("run25", "lean"):  # a register cap: 3 (168) or 4 (128) programs of 4 warps per SM
+            for cap in MAXNREG:
+                ops[f"fused_{gran}_{variant}_rows64_maxnreg{cap}_nosync"] = (
+                    lambda t, g=gran, v=variant, m=cap: hadamard_quantize_fp8(
+                        t, g, h, block_s=64, cos=cos, sin=sin, variant=v, check_finite=False, maxnreg=m))
     for variant in ("run25", "tables_x"):
         for nrows in LAUNCH_ROWS:
             ops[f"rope_triton_{variant}_rows{nrows}"] = lambda t, v=variant, r=nrows: rope_rows(t, cos, sin, r, variant=v)

@@ -89,15 +89,22 @@ CHUNK = 8  # channels per chunk: one 16-byte bf16 load per thread
 # kernel variants (tests/kernels/triton/triton_interp_cases.py checks each against the torch path; on
 # the H200, run 16, all matched bit for bit on 16K random Q and K, and the GPU test's zero token
 # failed both tables_x ones, see _rope_chunks; "run25", the default, is the fastest there):
-# (TABLES_X, CLAMP). TABLES_X: the RoPE tables are read as x's [D/8, rows, 8] tensor (chunk c and
+# constexpr flags. TABLES_X: the RoPE tables are read as x's [D/8, rows, 8] tensor (chunk c and
 # c + D/16 read the same table chunk, the second load an L1 hit) so that they get x's register
 # layout; "run25" reads them as [D/16, rows, 8] fp32, which Triton lays out unlike x's bf16 and
 # converts through shared memory (ptxas for sm_90a, CPU box, per token 128 rows x 4 warps: 65
 # barriers and 96 bytes of spill stores; TABLES_X: 1 barrier, no spill). CLAMP: clamp to +-448
 # before the fp32 -> e4m3 convert; without it the convert's own saturation (cvt.rn.satfinite)
 # gives the same codes (finite input: the wrapper rejects the rest), two instructions fewer per
-# element. The interpreter path always clamps (its host cast has no saturation).
-VARIANTS = {"run25": (False, True), "tables_x": (True, True), "tables_x_noclamp": (True, False)}
+# element. The interpreter path always clamps (its host cast has no saturation). SIGN_BITS: the
+# quotient's sign copied from y's sign bit (one LOP3) instead of ``where(y == 0, y, ...)`` (a
+# compare and a select) to keep -0's code 0x80. "lean" (prepared after run 16, not timed yet):
+# run 25's layout, no clamp, SIGN_BITS: two to three instructions fewer per element of the ~42 the
+# per-token kernel executes (ncu, run 16).
+VARIANTS = {"run25": dict(TABLES_X=False, CLAMP=True, SIGN_BITS=False),
+            "tables_x": dict(TABLES_X=True, CLAMP=True, SIGN_BITS=False),
+            "tables_x_noclamp": dict(TABLES_X=True, CLAMP=False, SIGN_BITS=False),
+            "lean": dict(TABLES_X=False, CLAMP=False, SIGN_BITS=True)}
 DEFAULT_VARIANT = "run25"  # H200 run 16: per token 0.380 ms vs tables_x 0.429 ms (64 rows, Q + K)
 TINY_DESCALE: tl.constexpr = tl.constexpr(2.0 ** -100)  # below it the block divides with div_rn (1 / descale could overflow)
 _INTERPRET = interpreting()
@@ -203,7 +210,7 @@ def _row_amax(y):
 
 
 @triton.jit
-def _quotient(y, descale):
+def _quotient(y, descale, SIGN_BITS: tl.constexpr = False):
     """y / descale, IEEE round-to-nearest (see the module docstring): Markstein's correction, or
     div_rn when any descale of the block is below TINY_DESCALE."""
     if tl.min(descale) < TINY_DESCALE:
@@ -213,7 +220,11 @@ def _quotient(y, descale):
         q = y * r
         # y = -0: the correction's +0 + -0 rounds to +0, but -0 / descale is -0 (its code 0x80):
         # zeros are their own quotient (RoPE makes -0 from +0 inputs: 0 * cos - 0 * -sin)
-        q = tl.where(y == 0.0, y, tl.fma(tl.fma(-q, descale, y), r, q))
+        if SIGN_BITS:  # descale > 0, so the quotient's sign is y's for every y: take y's sign bit
+            q = tl.fma(tl.fma(-q, descale, y), r, q).to(tl.uint32, bitcast=True) & 0x7FFFFFFF
+            q = (q | ((y.to(tl.uint32, bitcast=True) >> 31) << 31)).to(tl.float32, bitcast=True)
+        else:
+            q = tl.where(y == 0.0, y, tl.fma(tl.fma(-q, descale, y), r, q))
     return q
 
 
@@ -233,7 +244,8 @@ def _store_codes(Y, q, off_b, off_h, offs_s, stride_b, stride_s, stride_h, S, D:
 def _hadamard_fp8_token(X, Y, DS, COS, SIN, stride_xb, stride_xs, stride_xh, stride_yb, stride_ys, stride_yh,
                         stride_db, stride_ds, stride_cs, H, S, D: tl.constexpr, BLOCK_S: tl.constexpr,
                         INV_SQRT_D: tl.constexpr, OUT_F32: tl.constexpr, ROTATE: tl.constexpr, ROPE: tl.constexpr,
-                        TABLES_X: tl.constexpr = False, CLAMP: tl.constexpr = True):
+                        TABLES_X: tl.constexpr = False, CLAMP: tl.constexpr = True,
+                        SIGN_BITS: tl.constexpr = False):
     off_b = tl.program_id(1) // H
     off_h = tl.program_id(1) % H
     offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
@@ -244,7 +256,7 @@ def _hadamard_fp8_token(X, Y, DS, COS, SIN, stride_xb, stride_xs, stride_xh, str
     descale = tl.where(descale == 0.0, 1.0, descale)
     tl.store(DS + off_b * stride_db + offs_s[None, :, None] * stride_ds + off_h, descale,
              mask=offs_s[None, :, None] < S)
-    _store_codes(Y, _quotient(y, descale), off_b, off_h, offs_s, stride_yb, stride_ys, stride_yh, S, D, OUT_F32, CLAMP)
+    _store_codes(Y, _quotient(y, descale, SIGN_BITS), off_b, off_h, offs_s, stride_yb, stride_ys, stride_yh, S, D, OUT_F32, CLAMP)
 
 
 @triton.jit
@@ -266,7 +278,8 @@ def _hadamard_amax_head(X, AMAX, COS, SIN, stride_xb, stride_xs, stride_xh, stri
 def _hadamard_fp8_head(X, Y, AMAX, DS, COS, SIN, stride_xb, stride_xs, stride_xh, stride_yb, stride_ys, stride_yh,
                        stride_cs, H, GROUP, S, D: tl.constexpr, BLOCK_S: tl.constexpr, INV_SQRT_D: tl.constexpr,
                        OUT_F32: tl.constexpr, ROTATE: tl.constexpr, ROPE: tl.constexpr,
-                       TABLES_X: tl.constexpr = False, CLAMP: tl.constexpr = True):
+                       TABLES_X: tl.constexpr = False, CLAMP: tl.constexpr = True,
+                       SIGN_BITS: tl.constexpr = False):
     off_b = tl.program_id(1) // H
     off_h = tl.program_id(1) % H
     offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
@@ -277,7 +290,7 @@ def _hadamard_fp8_head(X, Y, AMAX, DS, COS, SIN, stride_xb, stride_xs, stride_xh
     descale = tl.where(descale == 0.0, 1.0, descale)
     if (tl.program_id(0) == 0) & (off_h % GROUP == 0):  # one program per (batch, kv head) writes it
         tl.store(DS + group, descale)
-    _store_codes(Y, _quotient(y, tl.full([1, 1, 1], descale, tl.float32)), off_b, off_h, offs_s,
+    _store_codes(Y, _quotient(y, tl.full([1, 1, 1], descale, tl.float32), SIGN_BITS), off_b, off_h, offs_s,
                  stride_yb, stride_ys, stride_yh, S, D, OUT_F32, CLAMP)
 
 
@@ -324,8 +337,8 @@ def _check_tables(cos, sin, x: torch.Tensor) -> None:
             raise ValueError(f"{name} must be on x's device with unit column stride and cos's row stride")
 
 
-def _variant(variant: str | None) -> tuple[bool, bool]:
-    """(TABLES_X, CLAMP) of a ``VARIANTS`` name (None: ``DEFAULT_VARIANT``)."""
+def _variant(variant: str | None) -> dict[str, bool]:
+    """The constexpr flags of a ``VARIANTS`` name (None: ``DEFAULT_VARIANT``)."""
     name = DEFAULT_VARIANT if variant is None else variant
     if name not in VARIANTS:
         raise ValueError(f"variant must be one of {tuple(VARIANTS)}, got {variant!r}")
@@ -352,7 +365,7 @@ def rope_rows(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, block_s: in
     """
     b, s, h, d = _check_rows(x)
     _check_tables(cos, sin, x)
-    tables_x, _ = _variant(variant)
+    tables_x = _variant(variant)["TABLES_X"]
     block_s, num_warps = _launch(block_s, num_warps, BLOCK_S["token"])
     y = torch.empty(x.shape, dtype=torch.float32 if _INTERPRET else x.dtype, device=x.device)
     _rope_kernel[(triton.cdiv(s, block_s), b * h)](
@@ -366,7 +379,7 @@ def hadamard_quantize_fp8(x: torch.Tensor, granularity: str = "head", nheads_k: 
                           block_s: int | None = None, num_warps: int | None = None,
                           rotate: bool = True, cos: torch.Tensor | None = None,
                           sin: torch.Tensor | None = None, variant: str | None = None,
-                          check_finite: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+                          check_finite: bool = True, maxnreg: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Hadamard-rotates ``x`` (batch, seqlen, nheads, headdim) along headdim and quantises it to e4m3.
 
     Bit-identical to ``quantize_fp8(hadamard(x), granularity, nheads_k)`` of :mod:`zyfa.numerics`.
@@ -388,6 +401,9 @@ def hadamard_quantize_fp8(x: torch.Tensor, granularity: str = "head", nheads_k: 
     ``variant``: a name in ``VARIANTS`` (default ``DEFAULT_VARIANT``), the kernel's code shape; all
     give the same bits. ``check_finite=False`` skips the check of the descales for NaN / inf (a
     host synchronisation: the caller checks, a non-finite row or group has a non-finite descale).
+    ``maxnreg``: a register cap per thread for the GPU compiler (ptxas spills above it): 168 lets 3
+    programs of 4 warps share an SM where the per-token RoPE kernel's 176 registers (H200 run 16)
+    allow 2; not timed yet.
     """
     for name, flag in (("rotate", rotate), ("check_finite", check_finite)):
         if not isinstance(flag, bool):
@@ -405,25 +421,27 @@ def hadamard_quantize_fp8(x: torch.Tensor, granularity: str = "head", nheads_k: 
         _check_tables(cos, sin, x)
     else:
         cos = sin = x  # never read (ROPE=False)
-    tables_x, clamp = _variant(variant)
+    flags = _variant(variant)
     block_s, num_warps = _launch(block_s, num_warps, (BLOCK_S_ROPE if use_rope else BLOCK_S)[granularity])
     inv_sqrt_d = float(torch.tensor(1.0 / math.sqrt(d), dtype=torch.float32))  # what torch's x * (1/sqrt(d)) uses
     y = torch.empty(x.shape, dtype=torch.float32 if _INTERPRET else torch.float8_e4m3fn, device=x.device)
     grid = (triton.cdiv(s, block_s), b * h)
     xs, ys = (x.stride(0), x.stride(1), x.stride(2)), (y.stride(0), y.stride(1), y.stride(2))
-    opts = dict(D=d, BLOCK_S=block_s, INV_SQRT_D=inv_sqrt_d, ROTATE=rotate, ROPE=use_rope, TABLES_X=tables_x,
-                num_warps=num_warps, enable_fp_fusion=False)
+    if maxnreg is not None and (not isinstance(maxnreg, int) or not 24 <= maxnreg <= 255):
+        raise ValueError(f"maxnreg must be an int in [24, 255] or None, got {maxnreg!r}")
+    opts = dict(D=d, BLOCK_S=block_s, INV_SQRT_D=inv_sqrt_d, ROTATE=rotate, ROPE=use_rope, TABLES_X=flags["TABLES_X"],
+                num_warps=num_warps, enable_fp_fusion=False, **({} if maxnreg is None else {"maxnreg": maxnreg}))
     cs = cos.stride(0) if use_rope else 0
     if granularity == "token":
         descale = torch.empty(b, s, h, dtype=torch.float32, device=x.device)
         _hadamard_fp8_token[grid](x, y, descale, cos, sin, *xs, *ys, descale.stride(0), descale.stride(1), cs, h, s,
-                                  OUT_F32=_INTERPRET, CLAMP=clamp, **opts)
+                                  OUT_F32=_INTERPRET, CLAMP=flags["CLAMP"], SIGN_BITS=flags["SIGN_BITS"], **opts)
     else:
         amax = torch.zeros(b, hk, dtype=torch.float32, device=x.device)
         descale = torch.empty(b, hk, dtype=torch.float32, device=x.device)
         _hadamard_amax_head[grid](x, amax, cos, sin, *xs, cs, h, h // hk, s, **opts)
         _hadamard_fp8_head[grid](x, y, amax, descale, cos, sin, *xs, *ys, cs, h, h // hk, s, OUT_F32=_INTERPRET,
-                                 CLAMP=clamp, **opts)
+                                 CLAMP=flags["CLAMP"], SIGN_BITS=flags["SIGN_BITS"], **opts)
     # a NaN or inf in x makes its row's (group's) amax, hence descale, non-finite: checked here on
     # the small descale tensor instead of a pass over x (which cost as much as the kernel's reads)
     if check_finite and not bool(torch.isfinite(descale).all()):

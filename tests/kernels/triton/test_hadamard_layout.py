@@ -24,11 +24,11 @@ from zyfa.numerics import rope_tables  # noqa: E402
 
 ARGS = {
     "token": (H._hadamard_fp8_token, ["*bf16", "*fp8e4nv", "*fp32", "*fp32", "*fp32"] + ["i32"] * 11,
-              ["D", "BLOCK_S", "INV_SQRT_D", "OUT_F32", "ROTATE", "ROPE", "TABLES_X", "CLAMP"]),
+              ["D", "BLOCK_S", "INV_SQRT_D", "OUT_F32", "ROTATE", "ROPE", "TABLES_X", "CLAMP", "SIGN_BITS"]),
     "amax": (H._hadamard_amax_head, ["*bf16", "*fp32", "*fp32", "*fp32"] + ["i32"] * 7,
              ["D", "BLOCK_S", "INV_SQRT_D", "ROTATE", "ROPE", "TABLES_X"]),
     "head": (H._hadamard_fp8_head, ["*bf16", "*fp8e4nv", "*fp32", "*fp32", "*fp32", "*fp32"] + ["i32"] * 10,
-             ["D", "BLOCK_S", "INV_SQRT_D", "OUT_F32", "ROTATE", "ROPE", "TABLES_X", "CLAMP"]),
+             ["D", "BLOCK_S", "INV_SQRT_D", "OUT_F32", "ROTATE", "ROPE", "TABLES_X", "CLAMP", "SIGN_BITS"]),
     "rope": (H._rope_kernel, ["*bf16", "*bf16", "*fp32", "*fp32"] + ["i32"] * 9, ["D", "BLOCK_S", "OUT_F32", "TABLES_X"]),
 }
 
@@ -40,9 +40,8 @@ def compile_sm90(kernel: str, d: int, num_warps: int = H.NUM_WARPS, rope: bool =
     fn, types, constexprs = ARGS[kernel]
     names = fn.arg_names
     signature = dict(zip(names, types + ["constexpr"] * len(constexprs)))
-    tables_x, clamp = H._variant(variant)
     const = {"D": d, "BLOCK_S": block_s or 32 * num_warps, "INV_SQRT_D": d ** -0.5, "OUT_F32": False, "ROTATE": True,
-             "ROPE": rope, "TABLES_X": tables_x, "CLAMP": clamp}
+             "ROPE": rope, **H._variant(variant)}
     # 16-divisible pointers and strides, as the launcher specialises contiguous tensors
     attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(names) if signature[n].startswith("*") or n.startswith("stride")}
     src = ASTSource(fn=fn, signature=signature, constexprs={k: const[k] for k in constexprs}, attrs=attrs)
@@ -118,12 +117,29 @@ def test_tables_in_x_layout_need_no_shared_memory(kernel):
     assert len(re.findall(r"bar\.sync", old)) > 16  # the check can fail: run 25's tables convert
 
 
-def test_noclamp_variant_relies_on_a_saturating_convert():
+@pytest.mark.parametrize("with_clamp, without", [("tables_x", "tables_x_noclamp"), ("run25", "lean")])
+def test_noclamp_variant_relies_on_a_saturating_convert(with_clamp, without):
     """Without the explicit clamp the codes equal the clamped ones only because the fp32 -> e4m3
     convert saturates: the PTX must use cvt.rn.satfinite, and the clamp's min/max must be gone."""
-    clamped = compile_sm90("token", 128, rope=True, variant="tables_x")
-    bare = compile_sm90("token", 128, rope=True, variant="tables_x_noclamp")
+    clamped = compile_sm90("token", 128, rope=True, variant=with_clamp)
+    bare = compile_sm90("token", 128, rope=True, variant=without)
     cvts = re.findall(r"cvt\.rn[.a-z]*\.e4m3x2\.f32", bare)
     assert cvts and all(".satfinite" in c for c in cvts)
     count = lambda ptx: len(re.findall(r"(?:min|max)(?:\.NaN)?\.f32", ptx))  # noqa: E731
     assert count(clamped) - count(bare) >= 2 * 128 - 8  # the clamp's min and max per element (128 rows x 128 / 128 threads)
+
+
+def test_lean_variant_keeps_signs_without_a_compare_per_element():
+    """"lean" takes the quotient's sign from y's sign bit (so -0 keeps its code 0x80) instead of
+    comparing every element with 0 and selecting: the per-element float compares are gone."""
+    compares = lambda ptx: len(re.findall(r"setp\.(?:eq|neu)\.f32", ptx))  # noqa: E731
+    assert compares(compile_sm90("token", 128, rope=True, variant="run25")) - \
+        compares(compile_sm90("token", 128, rope=True, variant="lean")) >= 128 - 8
+
+
+def test_maxnreg_is_checked_before_any_launch():
+    x = torch.zeros(1, 4, 1, 64)
+    with pytest.raises(ValueError, match=r"maxnreg must be an int in \[24, 255\] or None, got 300"):
+        H.hadamard_quantize_fp8(x, maxnreg=300)
+    with pytest.raises(ValueError, match="variant must be one of"):
+        H.hadamard_quantize_fp8(x, variant="fast")

@@ -129,7 +129,7 @@ HADAMARD_CASES += [f"quantise_only_{c}_{g}" for c in ("hadamard_gqa_d64_fp32", "
 
 
 # RoPE + Hadamard + quantise and RoPE + quantise in one pass against quantize_fp8([hadamard](rope(x)))
-HADAMARD_CASES += [f"rope_{r}_{c}_{g}" for r in ("hadamard", "quantise", "hadamard_tables_x")
+HADAMARD_CASES += [f"rope_{r}_{c}_{g}" for r in ("hadamard", "quantise", "hadamard_tables_x", "hadamard_lean")
                    for c in ("hadamard_gqa_d64_fp32", "hadamard_d128_bf16", "hadamard_d256_fp16") for g in ("head", "token")]
 
 
