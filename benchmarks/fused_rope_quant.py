@@ -16,9 +16,9 @@ clock drift hits all alike:
 - ``rope_quantise``: RoPE + quantise in one pass (``rotate=False`` with tables);
 - ``rope_hadamard_quantise``: the fused pass (default variant and launch, with the host check);
 - ``cast``: a bf16 -> fp8 cast (the bytes one pass must move: a floor);
-- ``fused_{head,token}_{variant}_rows{64,128}_nosync``: every kernel variant
-  (``hadamard_fp8.VARIANTS``) at 64 and 128 rows per 4 warps, ``check_finite=False`` (no host
-  synchronisation, like ``rope_triton`` and ``cast``); ``rope_triton_{variant}_rows{64,128}``: the
+- ``fused_{head,token}_{variant}_rows{32,64,128}_nosync``: every kernel variant
+  (``hadamard_fp8.VARIANTS``) at 32, 64 and 128 rows per 4 warps, ``check_finite=False`` (no host
+  synchronisation, like ``rope_triton`` and ``cast``); ``rope_triton_{variant}_rows{32,64,128}``: the
   RoPE pass with run 25's table layout and with x's; ``fused_*_rows64_maxnreg{168,128}_nosync``:
   run25 and lean under a register cap (``maxnreg``). Every variant is checked bit for bit first.
 
@@ -50,7 +50,9 @@ from zyfa.shapes import AttnShape
 
 GRANULARITIES = ("head", "token")
 BENCH_ROWS = ("zyfa-triton-fp8", "zyfa-triton-fp8-v2")
-LAUNCH_ROWS = (64, 128)  # rows per program at 4 warps: two threads per row, one
+# rows per program at 4 warps: four threads per row (94 registers per token, sm_90a on the CPU box:
+# 5 programs per SM, not timed yet), two (the default), one
+LAUNCH_ROWS = (32, 64, 128)
 MAXNREG = (168, 128)  # register caps per thread: 3 / 4 programs of 4 warps per SM (65536 registers)
 
 
