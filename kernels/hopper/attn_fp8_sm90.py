@@ -917,7 +917,6 @@ class LeanPAttentionSm90:
                         lse = (bref[h] - 8.0 + log2_approx(l_sum)) * LN2
                     mLse[row, head, batch] = lse
 
-
     # -- runmax: one scaling block per 128-key tile against the row's running max, O in the tensor core ----
     @cute.jit
     def consumer_runmax(self, tiled_mma_qk: cute.TiledMma, tiled_mma_pv: cute.TiledMma, sQ: cute.Tensor,
@@ -1191,7 +1190,6 @@ class LeanPAttentionSm90:
             if const_expr(self.late_merge and merge):
                 pend[h] = scale[h]
             scale[h] = new
-
 
     @cute.jit
     def t128_split_codes(self, acc_s: cute.Tensor, p32, mxs, acc_o: cute.Tensor, acc_t: cute.Tensor,

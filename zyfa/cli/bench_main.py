@@ -202,8 +202,8 @@ CUTE_VARIANTS.update({"zyfa-cute-fp8-t128" + "-late" * late + "-nopp" * (not pp)
                       _zyfa_cute_fp8(pp, n128=True, t128=True, late_merge=late)
                       for pp in (True, False) for late in (False, True)})
 # -t128-split: t128 with the tile's PV GEMM committed as two halves (each half's codes wait for its half)
-CUTE_VARIANTS.update({"zyfa-cute-fp8-t128-split" + "-nopp" * (not pp): _zyfa_cute_fp8(pp, n128=True, t128=True, split_pv=True)
-                      for pp in (True, False)})
+CUTE_VARIANTS.update({"zyfa-cute-fp8-t128-split" + "-nopp" * (not pp):
+                      _zyfa_cute_fp8(pp, n128=True, t128=True, split_pv=True) for pp in (True, False)})
 
 
 def _zyfa_bf16(x: Inputs):
