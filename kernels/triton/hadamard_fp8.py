@@ -171,21 +171,19 @@ def _rope_chunks(x, COS, SIN, offs_s, stride_cs, S, C: tl.constexpr, BLOCK_S: tl
     bit (negation is exact and ``u - (-v)`` is ``u + v`` in IEEE arithmetic)."""
     if TABLES_X:
         col = (tl.arange(0, C)[:, None, None] % (C // 2)) * J + tl.arange(0, J)[None, None, :]
-        ptrs = offs_s[None, :, None] * stride_cs + col
-        cos = tl.load(COS + ptrs, mask=offs_s[None, :, None] < S, other=0.0)
-        sin = tl.load(SIN + ptrs, mask=offs_s[None, :, None] < S, other=0.0)
-        a, b = tl.split(tl.permute(tl.reshape(x, [2, C // 2, BLOCK_S, J]), (1, 2, 3, 0)))
+    else:
+        col = tl.arange(0, C // 2)[:, None, None] * J + tl.arange(0, J)[None, None, :]
+    ptrs = offs_s[None, :, None] * stride_cs + col
+    cos = tl.load(COS + ptrs, mask=offs_s[None, :, None] < S, other=0.0)
+    sin = tl.load(SIN + ptrs, mask=offs_s[None, :, None] < S, other=0.0)
+    a, b = tl.split(tl.permute(tl.reshape(x, [2, C // 2, BLOCK_S, J]), (1, 2, 3, 0)))
+    if TABLES_X:
         # a * -1.0, not -a: Triton 3.6 (the H200's) lowers a float's unary minus to 0 - a, which turns
         # +0 into +0, not -0 (3.9, this box's, emits fneg): the likely cause of H200 run 16's GPU test
         # failing both tables_x variants (a zero token) while 16K random data matched; not re-run since
         partner = tl.reshape(tl.permute(tl.join(b, a * -1.0), (3, 0, 1, 2)), [C, BLOCK_S, J])
         return x * cos - partner * sin
     else:
-        col = tl.arange(0, C // 2)[:, None, None] * J + tl.arange(0, J)[None, None, :]
-        ptrs = offs_s[None, :, None] * stride_cs + col
-        cos = tl.load(COS + ptrs, mask=offs_s[None, :, None] < S, other=0.0)
-        sin = tl.load(SIN + ptrs, mask=offs_s[None, :, None] < S, other=0.0)
-        a, b = tl.split(tl.permute(tl.reshape(x, [2, C // 2, BLOCK_S, J]), (1, 2, 3, 0)))
         y = tl.join(a * cos - b * sin, b * cos + a * sin)
         return tl.reshape(tl.permute(y, (3, 0, 1, 2)), [C, BLOCK_S, J])
 
