@@ -218,6 +218,23 @@ def test_backend_dispatch():
     assert not math.isnan(err) and err < 6e-2
 
 
+@pytest.mark.parametrize("b,sq,sk,h,hk,d,dv,causal", SPEC_SHAPES)
+def test_backend_holds_recipe_v1_bound(b, sq, sk, h, hk, d, dv, causal):
+    # what flash_attn_func(backend="hopper", recipe="zyfa-v1") runs (t128 since 7350f48: v1 with one
+    # scaling block per 128-key tile) held to the v1 spec (64-key blocks) with the bound that
+    # test_fp8_matches_spec applies to every schedule; the output is bf16, so the spec's output too
+    q8, dq, k8, dk, v8, dv_ = fp8_inputs(b, sq, sk, h, hk, d, dv)
+    out, lse, _ = flash_attn_func(q8, k8, v8, causal=causal, q_descale=dq, k_descale=dk, v_descale=dv_,
+                                  backend="hopper", recipe="zyfa-v1", return_attn_probs=True)
+    ref, ref_lse = cases.spec_fp8_magic(q8.cpu(), k8.cpu(), v8.cpu(), dq.cpu(), dk.cpu(), dv_.cpu(), d ** -0.5, causal)
+    err = rel_l2(out.float(), ref.to(torch.bfloat16).float())
+    fin = torch.isfinite(ref_lse)
+    lse_err = float((lse.cpu()[fin] - ref_lse[fin]).abs().max())
+    print(f"\nBACKEND-V1 {(b, sq, sk, h, hk, d, dv, causal)} rel_l2={err:.3e} lse_max_abs={lse_err:.3e}")
+    assert out.dtype == torch.bfloat16 and err <= 5e-3
+    assert torch.equal(torch.isinf(lse.cpu()), torch.isinf(ref_lse)) and lse_err <= 0.1
+
+
 def test_triton_v_prep_equals_torch_reference_on_gpu():
     from zyfa.kernels.hopper.layout import prepare_v
     from zyfa.kernels.hopper.vprep import prepare_v_triton
