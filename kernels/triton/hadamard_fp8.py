@@ -179,8 +179,10 @@ def _rope_chunks(x, COS, SIN, offs_s, stride_cs, S, C: tl.constexpr, BLOCK_S: tl
     a, b = tl.split(tl.permute(tl.reshape(x, [2, C // 2, BLOCK_S, J]), (1, 2, 3, 0)))
     if TABLES_X:
         # a * -1.0, not -a: Triton 3.6 (the H200's) lowers a float's unary minus to 0 - a, which turns
-        # +0 into +0, not -0 (3.9, this box's, emits fneg): the likely cause of H200 run 16's GPU test
-        # failing both tables_x variants (a zero token) while 16K random data matched; not re-run since
+        # +0 into +0, not -0 (3.9, this box's, emits fneg). That is why H200 run 16's GPU test failed
+        # both tables_x variants while 16K random data matched: on that test's data, 0 - a changes 32
+        # codes of its zero token (torch on the CPU box), and the interpreter case with a zero token
+        # at position 1007 fails with 0 - a, passes with this; not re-run on the GPU since
         partner = tl.reshape(tl.permute(tl.join(b, a * -1.0), (3, 0, 1, 2)), [C, BLOCK_S, J])
         return x * cos - partner * sin
     else:

@@ -177,6 +177,7 @@ def main():
         x = torch.randn(b, s, h, d, generator=g)
         x[..., :2] *= 8  # outlier channels
         x[:, 3] = 0.0    # an all-zero token: descale 1
+        x[:, 7] = 0.0    # another (position 1007 below: its RoPE zeros must keep their signs, e.g. -0)
         x[:, 4, :, ::2] = -0.0  # negative zeros: their codes are 0x80 (the kernel's division keeps the sign)
         x = x.to(dtype)
         for gran in ("head", "token"):
