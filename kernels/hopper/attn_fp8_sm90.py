@@ -221,7 +221,7 @@ class LeanPAttentionSm90:
     def __init__(self, head_dim: int, head_dim_v: int, causal: bool, pingpong: bool = True,
                  kv_stages: int = 4, q_in_regs: bool = False, pbuf: bool = False, timeline: bool = False,
                  n128: bool = False, lpt: bool = True, exact: bool = False, bfirst: bool = False,
-                 runmax: bool = False, t128: bool = False, late_merge: bool = False, split_pv: bool = False):
+                 runmax: bool = False, t128: bool = False):
         if head_dim % 32 or head_dim > 256:
             raise ValueError(f"head_dim must be a multiple of 32 up to 256, got {head_dim}")
         if head_dim_v % 8 or head_dim_v + ONES_ROWS > 256:
@@ -256,16 +256,6 @@ class LeanPAttentionSm90:
         self.t128 = t128
         if t128 and (not n128 or bfirst or runmax):
             raise ValueError("t128 needs n128 and excludes bfirst and runmax")
-        # late_merge (t128 only): tile j-1's PV result is merged in the next turn, between S_{j+1}'s issue
-        # and PV_j's, under that S GEMM, instead of on the chain before tile j's codes (same bits)
-        self.late_merge = late_merge
-        if late_merge and not t128:
-            raise ValueError("late_merge needs t128")
-        # split_pv (t128 only): the tile's PV GEMM as two commit groups (64 keys each), so tile j's
-        # first-half codes wait only for the first half of tile j-1's PV GEMM (same bits)
-        self.split_pv = split_pv
-        if split_pv and (not t128 or late_merge):
-            raise ValueError("split_pv needs t128 and excludes late_merge")
         self.tile_n = 2 * BLOCK_N if n128 else BLOCK_N  # keys per K/V pipeline stage
         if n128 and kv_stages == 4:
             kv_stages = 2  # the same shared-memory bytes as four 64-key stages
@@ -705,17 +695,6 @@ class LeanPAttentionSm90:
         returns the accumulator's scale ``2^(bref_old - bm)`` (1 for an empty or dropped block).
         ``tOrP32_b`` (t128: one scaling block of 128 keys, ``mx`` its max): also the codes of n8 groups
         ``g0 + 8 .. g0 + 15`` with the same ``bm``, into ``tOrP32_b``."""
-        c_h, sc_h = self.block_offset(h, mx, bref, t)
-        self.pack_codes(acc_s, tOrP32, h, g0, t8, c_h)
-        if const_expr(tOrP32_b is not None):
-            self.pack_codes(acc_s, tOrP32_b, h, g0 + BLOCK_N // 8, t8, c_h)
-        return sc_h
-
-    @cute.jit
-    def block_offset(self, h: cutlass.Constexpr, mx: Float32, bref: cute.Tensor, t: Float32):
-        """For a scaling block with row max ``mx`` (row half ``h``): ``bm = ceil(t mx)``, the FMA constant
-        ``c = (120 - 8 bm) + 1.5*2^23`` of its codes (-inf: an empty or dropped block, codes 0) and the
-        accumulator's scale ``2^(bref_old - bm)`` (1 then); moves ``bref[h]`` to ``bm``."""
         bm = ceil_mul(t, mx)
         c_h = -Float32.inf
         sc_h = Float32(1.0)
@@ -723,7 +702,10 @@ class LeanPAttentionSm90:
             c_h = (120.0 - 8.0 * bm) + 12582912.0
             sc_h = pow2_of(bref[h] - bm)
             bref[h] = bm
-        return c_h, sc_h
+        self.pack_codes(acc_s, tOrP32, h, g0, t8, c_h)
+        if const_expr(tOrP32_b is not None):
+            self.pack_codes(acc_s, tOrP32_b, h, g0 + BLOCK_N // 8, t8, c_h)
+        return sc_h
 
     @cute.jit
     def pack_codes(self, acc_s: cute.Tensor, tOrP32: cute.Tensor, h: cutlass.Constexpr, g0: cutlass.Constexpr,
@@ -982,8 +964,6 @@ class LeanPAttentionSm90:
         for half in cutlass.range_constexpr(2):
             self.gemm(True, acc, p_pv[half], tOrV[None, None, None, state_v.index], zero_init=zero_init and half == 0,
                       k_b=2 * half)
-            if const_expr(self.split_pv and half == 0):
-                warpgroup.commit_group()  # split_pv: the first half is a group of its own
         warpgroup.commit_group()
 
     @cute.jit
@@ -1097,16 +1077,11 @@ class LeanPAttentionSm90:
         t8 = t * 8.0
         bref = cute.make_rmem_tensor(cute.make_layout(2), Float32)  # per row half: bm of the reference tile
         scale = cute.make_rmem_tensor(cute.make_layout(2), Float32)  # per row half: merge scale of the last tile
-        pend = cute.make_rmem_tensor(cute.make_layout(2), Float32)  # late_merge: scale of the tile in acc_t
         tl = self.consumer_begin(mTL, wg, cta, bref, scale, acc_o)
-        if const_expr(self.late_merge):  # the first (pending) merge adds 0 * 1 + 0
-            acc_t.fill(0.0)
-            for h in cutlass.range_constexpr(2):
-                pend[h] = 1.0
         n_tl = cute.size(mTL.shape[1]) - 2
         pipe_q.consumer_wait(stage(0, 1, False))
         q_slice = tSrQ[None, None, None, wg]
-        sm = (acc_s, tScS, p, acc_o, acc_t, bref, scale, t, t8, row0, offset, seqlen_k, tl, wg, pend)
+        sm = (acc_s, tScS, p, acc_o, acc_t, bref, scale, t, t8, row0, offset, seqlen_k, tl, wg)
 
         if n_tiles > 0:  # first tile: S only (no PV yet)
             self.first_qk(acc_s, q_slice, tSrK, pipe_k, wg, tl)
@@ -1122,8 +1097,6 @@ class LeanPAttentionSm90:
             pipe_v.consumer_wait(state_v)
             self.turn_begin(wg)
             self.stamp(tl, 0, n_tl)
-            if const_expr(self.late_merge):
-                self.merge(acc_o, acc_t, pend)
             self.tile_pv(acc_t, p, tOrV, state_v, zero_init=True)
             self.turn_end(wg)
             warpgroup.wait_group(0)
@@ -1140,7 +1113,7 @@ class LeanPAttentionSm90:
                   sm, masked: cutlass.Constexpr):
         """Tile j >= 1: in this warpgroup's turn issue S_j and tile j-1's PV GEMM (from zero into
         ``acc_t``); then tile j's softmax, which merges that GEMM before writing the codes."""
-        acc_s, p, acc_o, acc_t, tl, wg, pend = sm[0], sm[2], sm[3], sm[4], sm[12], sm[13], sm[14]
+        acc_s, p, acc_t, tl, wg = sm[0], sm[2], sm[4], sm[12], sm[13]
         state = stage(j, self.kv_stages, False)
         state_v = stage(j - 1, self.kv_stages, False)
         pipe_k.consumer_wait(state)
@@ -1149,11 +1122,9 @@ class LeanPAttentionSm90:
         self.stamp(tl, 0, j)
         self.gemm(False, acc_s, q_slice, tSrK[None, None, None, state.index], zero_init=True)
         warpgroup.commit_group()
-        if const_expr(self.late_merge):  # tile j-2's PV, under S_j
-            self.merge(acc_o, acc_t, pend)
         self.tile_pv(acc_t, p, tOrV, state_v, zero_init=True)
         self.turn_end(wg)
-        warpgroup.wait_group(2 if const_expr(self.split_pv) else 1)  # S_j (the PV group(s) may still run)
+        warpgroup.wait_group(1)  # S_j (tile j-1's PV GEMM may still run)
         self.stamp(tl, 1, j)
         pipe_k.consumer_release(state)
         self.t128_softmax(j, *sm, masked, merge=True)
@@ -1163,60 +1134,25 @@ class LeanPAttentionSm90:
     @cute.jit
     def t128_softmax(self, j: Int32, acc_s: cute.Tensor, tScS: cute.Tensor, p, acc_o: cute.Tensor,
                      acc_t: cute.Tensor, bref: cute.Tensor, scale: cute.Tensor, t: Float32, t8: Float32,
-                     row0: Int32, offset: Int32, seqlen_k: Int32, tl: cute.Tensor, wg: Int32, pend: cute.Tensor,
-                     masked, merge: cutlass.Constexpr):
+                     row0: Int32, offset: Int32, seqlen_k: Int32, tl: cute.Tensor, wg: Int32, masked,
+                     merge: cutlass.Constexpr):
         """Lean P of tile j as one 128-key scaling block (``bm = ceil(t * max s)`` over the tile). With
         ``merge``: after the row maxima, waits for tile j-1's PV GEMM and merges it with tile j-1's
-        scale (``late_merge``: leaves it in ``acc_t`` and its scale in ``pend`` for the next turn), then
-        writes tile j's codes and keeps its scale."""
+        scale, then writes tile j's codes and keeps its scale."""
         if masked:  # a Python bool inside the key loop (no branch), a runtime flag for tile 0
             self.mask_keys(acc_s, tScS, j * (2 * BLOCK_N), row0, offset, seqlen_k)
         mxs = [[row_max(acc_s, h, 8 * half) for h in range(2)] for half in range(2)]
-        p32 = [cute.recast_tensor(x, Uint32) for x in p]
-        if const_expr(self.split_pv):
-            self.t128_split_codes(acc_s, p32, mxs, acc_o, acc_t, bref, scale, t, t8, tl, wg, j, merge)
-            return
         if const_expr(merge):
             for h in cutlass.range_constexpr(2):  # the merge (and its wgmma wait) after the row maxima
                 scale[h] = after_max(scale[h], mxs[0][h], mxs[1][h])
             arrive_after(FREE_BARRIER + wg, scale[0], scale[1])
             warpgroup.wait_group(0)  # tile j-1's PV done: acc_t and the P registers free
             self.stamp(tl, 2, j)
-            if const_expr(not self.late_merge):
-                self.merge(acc_o, acc_t, scale)
-        for h in cutlass.range_constexpr(2):
-            new = self.block_codes(acc_s, p32[0], h, 0, cute.arch.fmax(mxs[0][h], mxs[1][h]), bref, t, t8,
-                                   tOrP32_b=p32[1])
-            if const_expr(self.late_merge and merge):
-                pend[h] = scale[h]
-            scale[h] = new
-
-    @cute.jit
-    def t128_split_codes(self, acc_s: cute.Tensor, p32, mxs, acc_o: cute.Tensor, acc_t: cute.Tensor,
-                         bref: cute.Tensor, scale: cute.Tensor, t: Float32, t8: Float32, tl: cute.Tensor, wg: Int32,
-                         j: Int32, merge: cutlass.Constexpr):
-        """split_pv: tile j's codes per half, each after the matching half of tile j-1's PV GEMM (its own
-        commit group), then the merge of tile j-1 (both halves done) with its scale."""
-        c = [Float32(0.0), Float32(0.0)]
-        new = [Float32(1.0), Float32(1.0)]
-        if const_expr(merge):
-            for h in cutlass.range_constexpr(2):  # the first wait after the row maxima
-                scale[h] = after_max(scale[h], mxs[0][h], mxs[1][h])
-            arrive_after(FREE_BARRIER + wg, scale[0], scale[1])
-            warpgroup.wait_group(1)  # first half of tile j-1's PV done: p[0] free
-        for h in cutlass.range_constexpr(2):
-            c[h], new[h] = self.block_offset(h, cute.arch.fmax(mxs[0][h], mxs[1][h]), bref, t)
-            self.pack_codes(acc_s, p32[0], h, 0, t8, c[h])
-        if const_expr(merge):
-            for h in cutlass.range_constexpr(2):  # the second wait after the first half's codes
-                scale[h] = after_word(scale[h], p32[0][h + 2 + 4 * (BLOCK_N // 32 - 1)])
-            arrive_after(FREE_BARRIER + wg, scale[0], scale[1])
-            warpgroup.wait_group(0)  # tile j-1's PV done: acc_t and p[1] free
-            self.stamp(tl, 2, j)
             self.merge(acc_o, acc_t, scale)
+        p32 = [cute.recast_tensor(x, Uint32) for x in p]
         for h in cutlass.range_constexpr(2):
-            self.pack_codes(acc_s, p32[1], h, BLOCK_N // 8, t8, c[h])
-            scale[h] = new[h]
+            scale[h] = self.block_codes(acc_s, p32[0], h, 0, cute.arch.fmax(mxs[0][h], mxs[1][h]), bref, t, t8,
+                                        tOrP32_b=p32[1])
 
 
 # -- host side ----
@@ -1235,7 +1171,7 @@ def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=No
                        v_descale=None, out_dtype=None, pingpong: bool = True, q_in_regs: bool = False,
                        pbuf: bool = False, v_prepared=None, timeline=None, n128: bool = False, lpt: bool = True,
                        exact: bool = False, kv_stages: int = 4, bfirst: bool = False, runmax: bool = False,
-                       t128: bool = False, late_merge: bool = False, split_pv: bool = False):
+                       t128: bool = False):
     """ZYFA FP8 forward on Hopper. q, k, v: float8_e4m3fn ``(b, s, h, d)`` on an sm_90 GPU; descales
     float32 ``(b, h_k)`` (None: 1). Returns ``out`` ``(b, s_q, h, d_v)`` (bfloat16, or ``out_dtype``
     float32 for conformance tests) and ``softmax_lse`` float32 ``(b, h, s_q)``.
@@ -1252,9 +1188,7 @@ def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=No
     ``runmax=True`` (with ``n128``) computes recipe ``zyfa-runmax`` instead of ``zyfa-v1``
     (``docs/numerics.md``: codes against the row's running max per 128-key tile, PV accumulated in O).
     ``t128=True`` (with ``n128``) computes recipe ``zyfa-v1`` with 128-key scaling blocks
-    (``zyfa.numerics`` ``block=128``): one PV GEMM and one merge per tile; ``late_merge=True`` (with
-    ``t128``) merges each tile's PV under the next S GEMM instead (same bits); ``split_pv=True`` (with
-    ``t128``) commits the tile's PV GEMM as two halves so each half's codes wait only for its half (same bits).
+    (``zyfa.numerics`` ``block=128``): one PV GEMM and one merge per tile.
     ``kv_stages``: K/V pipeline depth (n128: 4 means two 128-key stages, the same bytes).
     ``exact=True`` sums every 32-wide tensor-core partial product in IEEE fp32 (slow; conformance:
     equal to :func:`zyfa.numerics.zyfa_fp8_attention` bit for bit where fp32 sums are exact).
@@ -1287,14 +1221,12 @@ def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=No
             _cute_tensor(t.permute(1, 0), 0), _cute_tensor(dv.permute(1, 0), 0),
             _cute_tensor(tl.permute(3, 2, 1, 0), 0), Int32(s_q), Int32(s_k), cuda.CUstream(torch.cuda.current_stream(q.device).cuda_stream))
     key = (d, d_v, bool(causal), bool(pingpong), bool(q_in_regs), bool(pbuf), timeline is not None, out_dtype,
-           bool(n128), bool(lpt), bool(exact), int(kv_stages), bool(bfirst), bool(runmax), bool(t128),
-           bool(late_merge), bool(split_pv))
+           bool(n128), bool(lpt), bool(exact), int(kv_stages), bool(bfirst), bool(runmax), bool(t128))
     fn = _COMPILED.get(key)
     if fn is None:
         fn = cute.compile(LeanPAttentionSm90(d, d_v, causal, pingpong=pingpong, q_in_regs=q_in_regs, pbuf=pbuf,
                                              timeline=timeline is not None, n128=n128, lpt=lpt, exact=exact,
-                                             kv_stages=kv_stages, bfirst=bfirst, runmax=runmax, t128=t128,
-                                             late_merge=late_merge, split_pv=split_pv), *args)
+                                             kv_stages=kv_stages, bfirst=bfirst, runmax=runmax, t128=t128), *args)
         _COMPILED[key] = fn
     fn(*args)
     return out, lse

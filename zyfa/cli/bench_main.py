@@ -164,7 +164,7 @@ def _zyfa_fp8_rope(fused: bool):
 
 def _zyfa_cute_fp8(pingpong: bool, q_in_regs: bool = False, pbuf: bool = False, v_once: bool = False,
                    n128: bool = False, lpt: bool = True, kv_stages: int = 4, bfirst: bool = False,
-                   runmax: bool = False, t128: bool = False, late_merge: bool = False, split_pv: bool = False):
+                   runmax: bool = False, t128: bool = False):
     """The CuTe DSL kernel (variants: see ``attention_fp8_sm90``); ``v_once`` prepares V' once
     outside the timed call (as if the quantiser wrote it): the row times the attention kernel alone."""
     def build(x: Inputs):
@@ -175,7 +175,7 @@ def _zyfa_cute_fp8(pingpong: bool, q_in_regs: bool = False, pbuf: bool = False, 
         return lambda: attention_fp8_sm90(x.q8, x.k8, x.v8, x.scale, x.shape.causal, x.dq, x.dk, x.dv,
                                           pingpong=pingpong, q_in_regs=q_in_regs, pbuf=pbuf, v_prepared=vp,
                                           n128=n128, lpt=lpt, kv_stages=kv_stages, bfirst=bfirst, runmax=runmax,
-                                          t128=t128, late_merge=late_merge, split_pv=split_pv)[0]
+                                          t128=t128)[0]
     return build
 
 
@@ -198,12 +198,8 @@ CUTE_VARIANTS.update({"zyfa-cute-fp8-n128-bfirst" + "-nopp" * (not pp): _zyfa_cu
 CUTE_VARIANTS.update({"zyfa-cute-fp8-runmax" + "-nopp" * (not pp): _zyfa_cute_fp8(pp, n128=True, runmax=True)
                       for pp in (True, False)})
 # -t128: recipe zyfa-v1 with 128-key scaling blocks (one PV GEMM and one merge per tile)
-CUTE_VARIANTS.update({"zyfa-cute-fp8-t128" + "-late" * late + "-nopp" * (not pp):
-                      _zyfa_cute_fp8(pp, n128=True, t128=True, late_merge=late)
-                      for pp in (True, False) for late in (False, True)})
-# -t128-split: t128 with the tile's PV GEMM committed as two halves (each half's codes wait for its half)
-CUTE_VARIANTS.update({"zyfa-cute-fp8-t128-split" + "-nopp" * (not pp):
-                      _zyfa_cute_fp8(pp, n128=True, t128=True, split_pv=True) for pp in (True, False)})
+CUTE_VARIANTS.update({"zyfa-cute-fp8-t128" + "-nopp" * (not pp): _zyfa_cute_fp8(pp, n128=True, t128=True)
+                      for pp in (True, False)})
 
 
 def _zyfa_bf16(x: Inputs):
