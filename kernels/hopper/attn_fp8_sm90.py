@@ -220,8 +220,8 @@ class LeanPAttentionSm90:
 
     def __init__(self, head_dim: int, head_dim_v: int, causal: bool, pingpong: bool = True,
                  kv_stages: int = 4, q_in_regs: bool = False, pbuf: bool = False, timeline: bool = False,
-                 n128: bool = False, lpt: bool = True, exact: bool = False, bfirst: bool = False,
-                 runmax: bool = False, t128: bool = False):
+                 n128: bool = False, lpt: bool = True, exact: bool = False, runmax: bool = False,
+                 t128: bool = False):
         if head_dim % 32 or head_dim > 256:
             raise ValueError(f"head_dim must be a multiple of 32 up to 256, got {head_dim}")
         if head_dim_v % 8 or head_dim_v + ONES_ROWS > 256:
@@ -240,22 +240,17 @@ class LeanPAttentionSm90:
         self.n128 = n128
         if n128 and (q_in_regs or pbuf):
             raise ValueError("n128 does not combine with q_in_regs or pbuf")
-        # bfirst (n128 only): tile j's block-b codes go into a third P buffer before the wait for block b's
-        # PV of tile j-1 (n128 waits for it between the a and b codes); the turn stays as n128's
-        self.bfirst = bfirst
-        if bfirst and not n128:
-            raise ValueError("bfirst needs n128")
         # runmax (n128 only; recipe zyfa-runmax, docs/numerics.md): P's codes against the row's running
         # max, one scaling block per 128-key tile, so PV accumulates straight into O (no per-block PV
         # accumulator, no merge); O is rescaled by an exact power of two only when a row's max grows
         self.runmax = runmax
-        if runmax and (not n128 or bfirst):
-            raise ValueError("runmax needs n128 and excludes bfirst")
+        if runmax and not n128:
+            raise ValueError("runmax needs n128")
         # t128 (n128 only; recipe zyfa-v1 with block=128): one bm per 128-key tile, so one PV GEMM (from
         # zero, both halves) and one merge per tile instead of two
         self.t128 = t128
-        if t128 and (not n128 or bfirst or runmax):
-            raise ValueError("t128 needs n128 and excludes bfirst and runmax")
+        if t128 and (not n128 or runmax):
+            raise ValueError("t128 needs n128 and excludes runmax")
         self.tile_n = 2 * BLOCK_N if n128 else BLOCK_N  # keys per K/V pipeline stage
         if n128 and kv_stages == 4:
             kv_stages = 2  # the same shared-memory bytes as four 64-key stages
@@ -742,12 +737,8 @@ class LeanPAttentionSm90:
         acc_t = thr_pv.make_fragment_C(thr_pv.partition_shape_C((BLOCK_M, self.vrows)))  # PV of one block
         p_a = cute.make_rmem_tensor(thr_pv.partition_shape_A((BLOCK_M, BLOCK_N)), cutlass.Float8E4M3FN)
         p_b = cute.make_rmem_tensor(thr_pv.partition_shape_A((BLOCK_M, BLOCK_N)), cutlass.Float8E4M3FN)
-        p_b1 = p_b  # bfirst: block b's codes of odd tiles (p_b: even tiles)
-        if const_expr(self.bfirst):
-            p_b1 = cute.make_rmem_tensor(thr_pv.partition_shape_A((BLOCK_M, BLOCK_N)), cutlass.Float8E4M3FN)
         p32_a = cute.recast_tensor(p_a, Uint32)
         p32_b = cute.recast_tensor(p_b, Uint32)
-        p32_b1 = cute.recast_tensor(p_b1, Uint32)
         row0 = m_block * (BLOCK_M * NUM_MMA_WG) + wg * BLOCK_M
         tScS = thr_qk.partition_C(cute.make_identity_tensor((BLOCK_M, 2 * BLOCK_N)))
         tOcO = thr_pv.partition_C(cute.make_identity_tensor((BLOCK_M, self.vrows)))
@@ -759,10 +750,7 @@ class LeanPAttentionSm90:
         n_tl = cute.size(mTL.shape[1]) - 2
         pipe_q.consumer_wait(stage(0, 1, False))
         q_slice = tSrQ[None, None, None, wg]
-        rest = (tOrV, acc_o, acc_t, bref, scale, t, t8, row0, offset, seqlen_k, tl, wg)
-        # (codes b of tile j into, PV b of tile j-1 from): one buffer for n128, by tile parity for bfirst
-        sm = (acc_s, tScS, p32_a, p32_b, p_b1) + rest  # even j (bfirst: tile j-1's b codes in p_b1)
-        sm_odd = (acc_s, tScS, p32_a, p32_b1, p_b) + rest
+        sm = (acc_s, tScS, p32_a, p32_b, p_b, tOrV, acc_o, acc_t, bref, scale, t, t8, row0, offset, seqlen_k, tl, wg)
 
         if n_tiles > 0:  # first tile: S only (no PV yet)
             self.first_qk(acc_s, q_slice, tSrK, pipe_k, wg, tl)
@@ -770,9 +758,9 @@ class LeanPAttentionSm90:
             self.stamp(tl, 3, 0)
         n_full = self.first_masked_block(row0, offset, seqlen_k, n_tiles)
         for j in cutlass.range(1, n_full, unroll=1):
-            self.key_tile_parity(j, tSrK, q_slice, p_a, pipe_k, pipe_v, wg, sm, sm_odd, masked=False)
+            self.key_tile(j, tSrK, q_slice, p_a, pipe_k, pipe_v, wg, sm, masked=False)
         for j in cutlass.range(cutlass.max(n_full, 1), n_tiles, unroll=1):
-            self.key_tile_parity(j, tSrK, q_slice, p_a, pipe_k, pipe_v, wg, sm, sm_odd, masked=True)
+            self.key_tile(j, tSrK, q_slice, p_a, pipe_k, pipe_v, wg, sm, masked=True)
         if n_tiles > 0:  # the last tile's two PV GEMMs
             state_v = stage(n_tiles - 1, self.kv_stages, False)
             pipe_v.consumer_wait(state_v)
@@ -783,13 +771,9 @@ class LeanPAttentionSm90:
             self.turn_end(wg)
             warpgroup.wait_group(0)
             self.merge(acc_o, acc_t, scale)
-            if const_expr(self.bfirst):
-                if (n_tiles - 1) % 2 == 1:  # no wgmma in flight here: the branch holds issue and wait
-                    self.last_pv_b(acc_t, p_b1, tOrV, state_v)
-                else:
-                    self.last_pv_b(acc_t, p_b, tOrV, state_v)
-            else:
-                self.last_pv_b(acc_t, p_b, tOrV, state_v)
+            self.gemm(True, acc_t, p_b, tOrV[None, None, None, state_v.index], zero_init=True, k_b=2)
+            warpgroup.commit_group()
+            warpgroup.wait_group(0)
             self.stamp(tl, 2, n_tl)
             pipe_v.consumer_release(state_v)
             self.merge(acc_o, acc_t, scale, half=1)
@@ -797,26 +781,6 @@ class LeanPAttentionSm90:
             if wg == 0:  # balance the first arrival: consume the other warpgroup's last one
                 cute.arch.barrier(barrier_id=2, number_of_threads=256)
         self.epilogue(acc_o, tOcO, bref, dv, mO, mLse, row0, head, batch, seqlen_q)
-
-    @cute.jit
-    def last_pv_b(self, acc_t: cute.Tensor, p_b: cute.Tensor, tOrV: cute.Tensor, state_v):
-        """Block b's PV GEMM of the last tile (from zero), waited for."""
-        self.gemm(True, acc_t, p_b, tOrV[None, None, None, state_v.index], zero_init=True, k_b=2)
-        warpgroup.commit_group()
-        warpgroup.wait_group(0)
-
-    @cute.jit
-    def key_tile_parity(self, j: Int32, tSrK: cute.Tensor, q_slice: cute.Tensor, p_a: cute.Tensor, pipe_k,
-                        pipe_v, wg: Int32, sm, sm_odd, masked: cutlass.Constexpr):
-        """key_tile with the b buffers of tile j's parity (bfirst); the branch sits between tiles, where
-        no wgmma is in flight."""
-        if const_expr(self.bfirst):
-            if j % 2 == 1:
-                self.key_tile(j, tSrK, q_slice, p_a, pipe_k, pipe_v, wg, sm_odd, masked=masked)
-            else:
-                self.key_tile(j, tSrK, q_slice, p_a, pipe_k, pipe_v, wg, sm, masked=masked)
-        else:
-            self.key_tile(j, tSrK, q_slice, p_a, pipe_k, pipe_v, wg, sm, masked=masked)
 
     @cute.jit
     def key_tile(self, j: Int32, tSrK: cute.Tensor, q_slice: cute.Tensor, p_a: cute.Tensor, pipe_k, pipe_v,
@@ -838,8 +802,7 @@ class LeanPAttentionSm90:
         """Lean P of tile j's two 64-key blocks (a: n8 groups 0-7, b: 8-15), each with its own ``bm``.
         With ``merge``: after the four row maxima, wait for block a's PV of tile j-1, merge it, issue
         block b's PV of tile j-1 (V stage ``v_index``, P from ``p_b``), write block a's codes, wait,
-        merge block b, then write block b's codes (``bfirst``: block b's codes into ``p32_b``, a buffer other
-        than ``p_b``, before that wait)."""
+        merge block b, then write block b's codes."""
         if masked:  # a Python bool inside the key loop (no branch), a runtime flag for tile 0
             self.mask_keys(acc_s, tScS, j * (2 * BLOCK_N), row0, offset, seqlen_k)
         mxs = [[row_max(acc_s, h, 8 * half) for h in range(2)] for half in range(2)]
@@ -853,19 +816,13 @@ class LeanPAttentionSm90:
             self.gemm(True, acc_t, p_b, tOrV[None, None, None, v_index], zero_init=True, k_b=2)
             warpgroup.commit_group()
         new_a = [self.block_codes(acc_s, p32_a, h, 0, mxs[0][h], bref, t, t8) for h in range(2)]
-        p32_last = p32_a
-        new_b = None
-        if const_expr(self.bfirst):  # block b's codes into the other b buffer before the wait below
-            new_b = [self.block_codes(acc_s, p32_b, h, 8, mxs[1][h], bref, t, t8) for h in range(2)]
-            p32_last = p32_b
         if const_expr(merge):
-            for h in cutlass.range_constexpr(2):  # block b's merge (and its wait) after the codes above
-                scale[h + 2] = after_word(scale[h + 2], p32_last[h + 2 + 4 * (BLOCK_N // 32 - 1)])
+            for h in cutlass.range_constexpr(2):  # block b's merge (and its wait) after block a's codes
+                scale[h + 2] = after_word(scale[h + 2], p32_a[h + 2 + 4 * (BLOCK_N // 32 - 1)])
             arrive_after(FREE_BARRIER + wg, scale[2], scale[3])
             warpgroup.wait_group(0)  # block b's PV of tile j-1 done: acc_t and p_b free
             self.merge(acc_o, acc_t, scale, half=1)
-        if const_expr(not self.bfirst):
-            new_b = [self.block_codes(acc_s, p32_b, h, 8, mxs[1][h], bref, t, t8) for h in range(2)]
+        new_b = [self.block_codes(acc_s, p32_b, h, 8, mxs[1][h], bref, t, t8) for h in range(2)]
         for h in cutlass.range_constexpr(2):
             scale[h] = new_a[h]
             scale[h + 2] = new_b[h]
@@ -1170,8 +1127,7 @@ def _cute_tensor(x, leading_dim: int, element_type=None):
 def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=None, k_descale=None,
                        v_descale=None, out_dtype=None, pingpong: bool = True, q_in_regs: bool = False,
                        pbuf: bool = False, v_prepared=None, timeline=None, n128: bool = False, lpt: bool = True,
-                       exact: bool = False, kv_stages: int = 4, bfirst: bool = False, runmax: bool = False,
-                       t128: bool = False):
+                       exact: bool = False, kv_stages: int = 4, runmax: bool = False, t128: bool = False):
     """ZYFA FP8 forward on Hopper. q, k, v: float8_e4m3fn ``(b, s, h, d)`` on an sm_90 GPU; descales
     float32 ``(b, h_k)`` (None: 1). Returns ``out`` ``(b, s_q, h, d_v)`` (bfloat16, or ``out_dtype``
     float32 for conformance tests) and ``softmax_lse`` float32 ``(b, h, s_q)``.
@@ -1183,8 +1139,6 @@ def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=No
     ``pbuf=True`` double-buffers P so the softmax waits for the previous PV GEMM only to merge it.
     ``n128=True`` computes S over 128-key tiles (two 64-key scaling blocks per softmax pass);
     ``lpt=False`` launches causal query tiles lightest first instead of heaviest first.
-    ``bfirst=True`` (with ``n128``) writes block b's codes before waiting for
-    the previous tile's block-b PV GEMM (a third P buffer; same bits).
     ``runmax=True`` (with ``n128``) computes recipe ``zyfa-runmax`` instead of ``zyfa-v1``
     (``docs/numerics.md``: codes against the row's running max per 128-key tile, PV accumulated in O).
     ``t128=True`` (with ``n128``) computes recipe ``zyfa-v1`` with 128-key scaling blocks
@@ -1221,12 +1175,12 @@ def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=No
             _cute_tensor(t.permute(1, 0), 0), _cute_tensor(dv.permute(1, 0), 0),
             _cute_tensor(tl.permute(3, 2, 1, 0), 0), Int32(s_q), Int32(s_k), cuda.CUstream(torch.cuda.current_stream(q.device).cuda_stream))
     key = (d, d_v, bool(causal), bool(pingpong), bool(q_in_regs), bool(pbuf), timeline is not None, out_dtype,
-           bool(n128), bool(lpt), bool(exact), int(kv_stages), bool(bfirst), bool(runmax), bool(t128))
+           bool(n128), bool(lpt), bool(exact), int(kv_stages), bool(runmax), bool(t128))
     fn = _COMPILED.get(key)
     if fn is None:
         fn = cute.compile(LeanPAttentionSm90(d, d_v, causal, pingpong=pingpong, q_in_regs=q_in_regs, pbuf=pbuf,
                                              timeline=timeline is not None, n128=n128, lpt=lpt, exact=exact,
-                                             kv_stages=kv_stages, bfirst=bfirst, runmax=runmax, t128=t128), *args)
+                                             kv_stages=kv_stages, runmax=runmax, t128=t128), *args)
         _COMPILED[key] = fn
     fn(*args)
     return out, lse

@@ -163,8 +163,8 @@ def _zyfa_fp8_rope(fused: bool):
 
 
 def _zyfa_cute_fp8(pingpong: bool, q_in_regs: bool = False, pbuf: bool = False, v_once: bool = False,
-                   n128: bool = False, lpt: bool = True, kv_stages: int = 4, bfirst: bool = False,
-                   runmax: bool = False, t128: bool = False):
+                   n128: bool = False, lpt: bool = True, kv_stages: int = 4, runmax: bool = False,
+                   t128: bool = False):
     """The CuTe DSL kernel (variants: see ``attention_fp8_sm90``); ``v_once`` prepares V' once
     outside the timed call (as if the quantiser wrote it): the row times the attention kernel alone."""
     def build(x: Inputs):
@@ -174,8 +174,7 @@ def _zyfa_cute_fp8(pingpong: bool, q_in_regs: bool = False, pbuf: bool = False, 
         vp = prepare_v_triton(x.v8) if v_once else None
         return lambda: attention_fp8_sm90(x.q8, x.k8, x.v8, x.scale, x.shape.causal, x.dq, x.dk, x.dv,
                                           pingpong=pingpong, q_in_regs=q_in_regs, pbuf=pbuf, v_prepared=vp,
-                                          n128=n128, lpt=lpt, kv_stages=kv_stages, bfirst=bfirst, runmax=runmax,
-                                          t128=t128)[0]
+                                          n128=n128, lpt=lpt, kv_stages=kv_stages, runmax=runmax, t128=t128)[0]
     return build
 
 
@@ -190,9 +189,6 @@ CUTE_VARIANTS.update({"zyfa-cute-fp8-n128" + "-nopp" * (not pp): _zyfa_cute_fp8(
 CUTE_VARIANTS.update({"zyfa-cute-fp8" + "-nopp" * (not pp) + "-nolpt": _zyfa_cute_fp8(pp, lpt=False) for pp in (True, False)})
 # -s3: n128 with three 128-key K/V stages instead of two
 CUTE_VARIANTS.update({"zyfa-cute-fp8-n128" + "-nopp" * (not pp) + "-s3": _zyfa_cute_fp8(pp, n128=True, kv_stages=3)
-                      for pp in (True, False)})
-# -bfirst: n128 with block b's codes written before the wait for the previous tile's block-b PV GEMM
-CUTE_VARIANTS.update({"zyfa-cute-fp8-n128-bfirst" + "-nopp" * (not pp): _zyfa_cute_fp8(pp, n128=True, bfirst=True)
                       for pp in (True, False)})
 # -runmax: recipe zyfa-runmax (codes against the row's running max per 128-key tile, PV accumulated in O)
 CUTE_VARIANTS.update({"zyfa-cute-fp8-runmax" + "-nopp" * (not pp): _zyfa_cute_fp8(pp, n128=True, runmax=True)

@@ -1,9 +1,10 @@
 """Per-warpgroup timeline of the CuTe DSL FP8 kernel (b1 h32 s16k d128 causal) from clock64 stamps.
 
-Usage: python3 hopper_timeline.py OUT_DIR [n128 | bfirst | runmax | t128]. With ``n128`` the kernel variant
-with 128-key S tiles (a stamp column per 128-key tile); ``bfirst``, ``runmax``, ``t128``: n128 with that
-flag of ``attention_fp8_sm90`` (runs 22-23 ran the since removed ``lag`` variant here, runs 29-30 the since
-removed ``late`` / ``split``: t128 with ``late_merge`` / ``split_pv``, in history at 1aff593 / 91e39ae).
+Usage: python3 hopper_timeline.py OUT_DIR [n128 | runmax | t128]. With ``n128`` the kernel variant with
+128-key S tiles (a stamp column per 128-key tile); ``runmax``, ``t128``: n128 with that flag of
+``attention_fp8_sm90``. Since removed variants ran here too, and stay in history: ``lag`` (runs 22-23,
+f5401d3), ``bfirst`` (run 24's script, 1f21526), ``late`` / ``split`` (t128 with ``late_merge`` /
+``split_pv``, runs 29-30, 1aff593 / 91e39ae).
 For ping-pong on and off: runs the stamped kernel, checks
 its output equals the plain kernel's bit for bit, times both (stamp overhead), writes the trace of
 two CTAs (the heaviest query tile of head 0 and a middle one) as ``cute_timeline_{pp,nopp}.parquet``
@@ -24,7 +25,7 @@ from zyfa.trace.cute_clock import trace_from_stamps
 from zyfa.trace.proton import phase_cycles, tensor_core_overlap, tensor_core_phase_busy
 
 out_dir = Path(sys.argv[1])
-flag = sys.argv[2] if sys.argv[2:] in (["bfirst"], ["runmax"], ["t128"]) else None
+flag = sys.argv[2] if sys.argv[2:] in (["runmax"], ["t128"]) else None
 opts = {flag: True} if flag else {}
 n128 = flag is not None or sys.argv[2:] == ["n128"]
 shape = AttnShape(batch=1, heads=32, heads_k=32, seqlen_q=16384, seqlen_k=16384, headdim=128, headdim_v=128,

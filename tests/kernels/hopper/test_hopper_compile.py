@@ -28,7 +28,6 @@ from zyfa.kernels.hopper.layout import ONES_ROWS  # noqa: E402
     (128, 128, True, dict(n128=True, timeline=True, lpt=False)), (128, 128, True, dict(exact=True)),
     (128, 128, False, dict(exact=True, n128=True)),
     (128, 128, True, dict(n128=True, pingpong=False, kv_stages=3)),
-    (128, 128, True, dict(n128=True, pingpong=False, bfirst=True)), (192, 128, False, dict(n128=True, bfirst=True)),
     (128, 128, True, dict(n128=True, runmax=True)), (192, 128, False, dict(n128=True, runmax=True, pingpong=False)),
     (128, 128, True, dict(n128=True, runmax=True, exact=True)),
     (128, 128, True, dict(n128=True, runmax=True, timeline=True)),

@@ -94,12 +94,11 @@ def test_tile_variants_match_their_emulator(b, sq, sk, h, hk, d, dv, causal, var
     assert lse_err <= 0.1
 
 
-@pytest.mark.parametrize("variant", [dict(n128=True), dict(n128=True, pingpong=False), dict(lpt=False),
-                                     dict(n128=True, pingpong=False, bfirst=True)],
+@pytest.mark.parametrize("variant", [dict(n128=True), dict(n128=True, pingpong=False), dict(lpt=False)],
                          ids=lambda v: "-".join(f"{k}={int(x)}" for k, x in v.items()))
 @pytest.mark.parametrize("b,sq,sk,h,hk,d,dv,causal", SPEC_SHAPES)
 def test_schedule_variants_bitwise_equal_default(b, sq, sk, h, hk, d, dv, causal, variant):
-    # 128-key S tiles (n128), block b's codes first (bfirst) and the launch order (lpt) change the schedule,
+    # 128-key S tiles (n128), ping-pong and the launch order (lpt) change the schedule,
     # not the arithmetic: every S element sums the same k-steps, every 64-key block keeps its bm, PV from
     # zero and merge order
     q8, dq, k8, dk, v8, dv_ = fp8_inputs(b, sq, sk, h, hk, d, dv)
@@ -174,8 +173,7 @@ def test_rows_without_keys_are_zero():
         assert torch.all(torch.isfinite(lse[:, :, 200:]))
 
 
-@pytest.mark.parametrize("variant", [dict(), dict(n128=True), dict(n128=True, pingpong=False, bfirst=True),
-                                     dict(n128=True, pingpong=False, runmax=True),
+@pytest.mark.parametrize("variant", [dict(), dict(n128=True), dict(n128=True, pingpong=False, runmax=True),
                                      dict(n128=True, pingpong=False, t128=True)],
                          ids=lambda v: "-".join(f"{k}={int(x)}" for k, x in v.items()) or "default")
 def test_bitwise_deterministic_over_1000_calls(variant):
