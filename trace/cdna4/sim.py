@@ -25,11 +25,16 @@ The machine (every number from :mod:`zyfa.gfx950.timing`):
 Long loops: when a reference wave's loop back-edge shows the same period (cycles and the
 instruction sequence of every wave) for several iterations, the loop is *extrapolated*: whole
 periods are skipped by replaying only the scalar side (to keep trip counts and addresses exact)
-and shifting every time by the period. ``CUResult.extrapolated`` says what was skipped.
+and shifting every time by the period. ``CUResult.extrapolated`` says what was skipped. A loop
+whose period holds a rate-decided branch (:func:`rate_taken`) repeats only once per pattern cycle:
+with every rate's denominator at most :data:`PATTERN_PERIOD_MAX`, a *pattern period* spanning
+that many back-edges is skipped instead, once it has been seen to start and end in the same
+steady period at the same pattern phase (:meth:`CUSim._on_backedge`).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -146,6 +151,20 @@ def normal_policy(value, where: str) -> Union[str, Fraction]:
         rate = value if isinstance(value, Fraction) else Fraction(str(value))
         return "not-taken" if rate == 0 else "taken" if rate == 1 else rate
     raise ValueError(f"{where} must be one of {scalar.UNKNOWN_BRANCH_POLICIES} or a rate in [0, 1], got {value!r}")
+
+
+# The longest rate pattern (a rate's denominator: ``rate_taken`` repeats every that many executions)
+# that loop extrapolation follows with a pattern period (module docstring); a longer one interrupts
+# the extrapolation at every taken execution (correct, several times slower). :func:`pattern_rate`
+# picks a rate's nearest pattern within it.
+PATTERN_PERIOD_MAX = 32
+
+
+def pattern_rate(rate) -> Fraction:
+    """The fraction with denominator <= :data:`PATTERN_PERIOD_MAX` nearest ``rate`` (in [0, 1]):
+    a measured rate such as 0.0776 (97/1250, a pattern of 1250 executions) runs as 1/13 (7.69 %,
+    one jump per 13 executions), whose loops extrapolate (module docstring)."""
+    return Fraction(str(rate) if isinstance(rate, float) else rate).limit_denominator(PATTERN_PERIOD_MAX)
 
 
 def rate_taken(n: int, rate: Fraction) -> bool:
@@ -350,6 +369,10 @@ class CUSim:
         self.iteration_starts = iteration_starts
         self.policy = [branch_policy.get(inst.pc, config.unknown_branch) for inst in program.instructions]
         self.rates = [branch_rate(p) for p in self.policy]  # instruction index -> rate (None: a direction)
+        # back-edges per pattern period: the lcm of the rates' pattern lengths (None: no rate, or too long)
+        denominators = {r.denominator for r in self.rates if r is not None}
+        lcm = math.lcm(*denominators) if denominators else 0
+        self.pattern_period = lcm if 0 < lcm <= PATTERN_PERIOD_MAX else None
         self.static = static_of(program)
         wave_size = int(timing.param("wave_size"))
         simds = int(timing.param("simds_per_cu"))
@@ -380,6 +403,9 @@ class CUSim:
         self.extrapolated_insts = 0
         self.extrapolated: list = []
         self.backedges: dict = {}  # wave-0 back-edge history: list of (cycle, per-wave log lengths)
+        # loop branch index -> [cycle, per-wave log lengths, rate counters, steady (period, sequences)
+        # or None] of its last back-edges, skipped ones included (only with a pattern_period)
+        self._marks: dict = {}
         self.labels_at = [None] * (len(program) + 1)  # instruction index -> the label there (None: none)
         for name, i in program.labels.items():
             self.labels_at[i] = name
@@ -672,11 +698,20 @@ class CUSim:
     # -- steady-state loop extrapolation --------------------------------------------------------------
     def _on_backedge(self, branch_index: int, t: int) -> Optional[tuple]:
         """Record a wave-0 back-edge (at the end of its issue slot); return (period, sequences,
-        branch) once the last ``stable_periods`` periods agree in cycles and in every wave's
-        instruction sequence."""
+        branch, snapshots, span) once the last ``stable_periods`` periods agree in cycles and in
+        every wave's instruction sequence. With a :attr:`pattern_period` of P back-edges and a
+        rate-decided branch in that steady period, ``span`` is (cycles, sequences) of the last P
+        back-edges (else ``None``) when the back-edge P before this one was steady with the same
+        period and sequences and every rate counter has moved by a multiple of its pattern length
+        since (the same phase: the span repeats until a branch deviates)."""
         hist = self.backedges.setdefault(branch_index, [])
         hist.append((t, [len(w.log) for w in self.waves], [dict(w.state.regs) for w in self.waves]))
         del hist[:-(self.config.stable_periods + 2)]
+        marks = None
+        if self.pattern_period:
+            marks = self._marks.setdefault(branch_index, [])
+            marks.append([t, hist[-1][1], [dict(w.rate_n) for w in self.waves], None])
+            del marks[:-(self.pattern_period + 1)]
         k = self.config.stable_periods
         if len(hist) < k + 1:
             return None
@@ -696,7 +731,53 @@ class CUSim:
             seqs.append(per[0])
         snapshots = [h[2] for h in recent]
         hist.clear()
-        return periods.pop(), seqs, branch_index, snapshots
+        period = periods.pop()
+        if marks is not None:
+            marks[-1][3] = (period, seqs)
+            return period, seqs, branch_index, snapshots, self._pattern_span(marks)
+        return period, seqs, branch_index, snapshots, None
+
+    def _pattern_span(self, marks: list) -> Optional[tuple]:
+        """(cycles, per-wave sequences) of the pattern period ending at ``marks``' last back-edge,
+        or ``None`` where the back-edge a pattern period earlier was not steady alike (or at
+        another phase of a rate pattern, or the period runs no rate-decided branch)."""
+        p = self.pattern_period
+        if len(marks) <= p or marks[0][3] != marks[-1][3]:
+            return None
+        (start, before_lens, before, _), (end, after_lens, after, _) = marks[0], marks[-1]
+        if after == before or any((n - b.get(i, 0)) % self.rates[i].denominator
+                                  for a, b in zip(after, before) for i, n in a.items()):
+            return None
+        seqs = [tuple(w.log[before_lens[wi]:after_lens[wi]]) for wi, w in enumerate(self.waves)]
+        if any(seq and seq[0] != w.pc for seq, w in zip(seqs, self.waves)):
+            return None
+        return end - start, seqs
+
+    def _mark_skip(self, branch_index: int, period: int, seqs: list, skipped: int, pattern: bool) -> None:
+        """After a skip: the skipped instructions join each wave's log and, for a period skip, each
+        skipped back-edge joins the pattern marks (steady, its rate counters advanced), so a
+        pattern period can span skipped periods; a pattern skip starts the marks afresh."""
+        for w, seq in zip(self.waves, seqs):
+            w.log.extend(seq * skipped)
+        marks = self._marks.get(branch_index)
+        if not marks:
+            return
+        if pattern:
+            marks.clear()
+            return
+        t, lens, counters, steady = marks[-1]
+        runs = []
+        for seq in seqs:
+            run = {}
+            for i in seq:
+                if self.rates[i] is not None and self.static[i].is_branch:
+                    run[i] = run.get(i, 0) + 1
+            runs.append(run)
+        for m in range(max(1, skipped - self.pattern_period), skipped + 1):
+            marks.append([t + m * period, [n + m * len(seq) for n, seq in zip(lens, seqs)],
+                          [{**c, **{i: c.get(i, 0) + m * r for i, r in run.items()}} for c, run in zip(counters, runs)],
+                          steady])
+        del marks[:-(self.pattern_period + 1)]
 
     def _replay_plan(self, seq: tuple) -> list:
         """(static, expected next index) for the instructions of ``seq`` that can change scalar
@@ -829,19 +910,32 @@ class CUSim:
             completed += 1
         return max(completed - 1, 0), previous, before
 
-    def _fast_forward(self, period: int, seqs: list, branch_index: int, snapshots: list, at: int) -> int:
+    def _fast_forward(self, period: int, seqs: list, branch_index: int, snapshots: list, span: Optional[tuple],
+                      at: int) -> int:
         """Skip whole periods: the scalar side must replay each wave's recorded sequence with
         every branch going the recorded way; stop one period (or lag) before the first deviation
         (simulated in detail); shift every time by (periods skipped) * period. Returns the shift.
+        ``span``: (cycles, sequences) of a pattern period (:meth:`_on_backedge`), tried first;
+        where not one whole of it can be skipped, the steady ``period`` is.
         ``at``: the record time (skips removed) of the first issue slot after the skip, where
         the skipped periods belong on the trace's timeline."""
         if any(w.at_barrier or w.done for w in self.waves):
             return 0
         current = [w.state.regs for w in self.waves]
-        plans = [self._replay_plan(seq) for seq in seqs]
-        skipped, state, counters = self._consistent_periods(current, plans, snapshots, period)
+        skipped = 0
+        if span is not None:
+            plans = [self._replay_plan(seq) for seq in span[1]]
+            skipped, state, counters = self._consistent_periods(current, plans, [], span[0])
+            if skipped > 0:
+                period, seqs = span
+        if skipped <= 0:
+            plans = [self._replay_plan(seq) for seq in seqs]
+            skipped, state, counters = self._consistent_periods(current, plans, snapshots, period)
         if skipped <= 0:
             return 0
+        pattern = span is not None and seqs is span[1]
+        if self.pattern_period:
+            self._mark_skip(branch_index, period, seqs, skipped, pattern)
         for wi, w in enumerate(self.waves):
             w.state.regs = state[wi]
             w.rate_n = counters[wi]

@@ -4,13 +4,14 @@ Conventions (timing.py): issue slots every 4 cycles, 1 pass = 4 cycles, 1 wait s
 """
 
 import struct
+from fractions import Fraction
 
 import pytest
 
 from zyfa.analyzer import metrics
 from zyfa.gfx950 import timing
 from zyfa.gfx950.isa import mfma_flops, parse_asm
-from zyfa.trace.cdna4 import power
+from zyfa.trace.cdna4 import power, sim
 from zyfa.shapes import parse_shape
 from zyfa.trace.cdna4.estimate import EstimateConfig, estimate
 from zyfa.trace.cdna4.launch import prepare
@@ -332,15 +333,51 @@ def test_extrapolated_periods_follow_the_rate():
     assert fast.mfma_busy == slow.mfma_busy
 
 
+def test_a_rate_pattern_shorter_than_its_steady_run_extrapolates_by_pattern_periods():
+    # at r = 1/10 the pattern repeats every 10 executions: a span of 10 back-edges that starts and
+    # ends in the same steady period at the same phase is skipped (not only the periods between two
+    # jumps): the fast run equals the detailed one in cycles, counts, MFMA busy and the tally
+    trips = 400
+    program, pc, fast = rate_sim(0.1, trips)
+    _, _, slow = rate_sim(0.1, trips, fast_forward=False)
+    assert fast.extrapolated and not slow.extrapolated
+    assert fast.extrapolated_instructions > 0.8 * (fast.extrapolated_instructions + fast.simulated_instructions)
+    # a pattern period is 10 loop iterations (6 instructions each) and one jump to .Lrare (3 more)
+    assert {x["instructions_skipped"] // x["periods_skipped"] for x in fast.extrapolated} >= {10 * 6 + 3}
+    assert fast.rate_branches == slow.rate_branches == {pc: [trips, 40]}
+    assert fast.counts == slow.counts
+    assert fast.cycles == slow.cycles
+    assert fast.mfma_busy == slow.mfma_busy
+    # a pattern longer than PATTERN_PERIOD_MAX falls back to the detailed periods (still exact)
+    long_rate = Fraction(1, sim.PATTERN_PERIOD_MAX + 1)
+    _, _, a = rate_sim(long_rate, trips)
+    _, _, b = rate_sim(long_rate, trips, fast_forward=False)
+    assert (a.cycles, a.counts, a.rate_branches) == (b.cycles, b.counts, b.rate_branches)
+
+
+def test_pattern_rate_is_the_nearest_short_pattern():
+    # the measured rescale rates run as one jump per N executions (7.76 % -> 1/13, 4.68 % -> 1/21);
+    # a rate that already has a short pattern is kept as it is
+    assert sim.pattern_rate(0.0776) == Fraction(1, 13)
+    assert sim.pattern_rate(0.0468) == Fraction(1, 21)
+    assert sim.pattern_rate(0.3) == Fraction(3, 10) and sim.pattern_rate(0.05) == Fraction(1, 20)
+    assert sim.pattern_rate(0) == 0 and sim.pattern_rate(1.0) == 1
+    assert all(sim.pattern_rate(r / 997).denominator <= sim.PATTERN_PERIOD_MAX for r in range(998))
+
+
 def test_gfx950_kernel_at_a_rescale_rate_extrapolates_exactly():
-    # zyfa-fp8's four lazy-rescale branches at 5 %: loop periods are skipped between the jumps, and
-    # the kernel time and the jump tally equal the fully detailed simulation's
-    launch = prepare("zyfa-fp8", parse_shape("8k", heads=2))
-    rates = tuple(sorted(launch.rescale_rates(0.05).items()))
+    # zyfa-fp8's four lazy-rescale branches at 1/8: loop periods are skipped between the jumps and,
+    # once the pattern has repeated, whole pattern periods (8 loop periods and a jump) across them;
+    # the kernel time, MFMA busy and the jump tally equal the fully detailed simulation's
+    launch = prepare("zyfa-fp8", parse_shape("16k", heads=2))
+    rates = tuple(sorted(launch.rescale_rates(0.125).items()))
     assert len(rates) == 4
     fast, slow = (estimate(launch, EstimateConfig(samples=1, fast_forward=ff, branch_policy=rates)) for ff in (True, False))
     assert fast.extrapolated > 0 and slow.extrapolated == 0
+    periods = sorted({x["period_cycles"] for x in fast.cu_result.extrapolated})
+    assert len(periods) == 2 and periods[1] > 8 * periods[0]  # a loop period and a pattern period
     assert fast.cycles == slow.cycles
+    assert fast.cu_result.mfma_busy == slow.cu_result.mfma_busy
     tally = [n for n in fast.notes if n.startswith("rate branches")]
     assert tally and tally == [n for n in slow.notes if n.startswith("rate branches")]
     assert fast.cu_result.rate_branches == slow.cu_result.rate_branches != {}
