@@ -219,9 +219,8 @@ class LeanPAttentionSm90:
     """Compile-time configuration of the kernel; ``__call__`` is the host-side ``@cute.jit`` entry."""
 
     def __init__(self, head_dim: int, head_dim_v: int, causal: bool, pingpong: bool = True,
-                 kv_stages: int = 4, q_in_regs: bool = False, pbuf: bool = False, timeline: bool = False,
-                 n128: bool = False, lpt: bool = True, exact: bool = False, runmax: bool = False,
-                 t128: bool = False):
+                 kv_stages: int = 4, timeline: bool = False, n128: bool = False, lpt: bool = True,
+                 exact: bool = False, runmax: bool = False, t128: bool = False):
         if head_dim % 32 or head_dim > 256:
             raise ValueError(f"head_dim must be a multiple of 32 up to 256, got {head_dim}")
         if head_dim_v % 8 or head_dim_v + ONES_ROWS > 256:
@@ -231,15 +230,11 @@ class LeanPAttentionSm90:
         self.vrows = head_dim_v + ONES_ROWS
         self.causal = causal
         self.pingpong = pingpong
-        self.q_in_regs = q_in_regs  # QK^T with Q from registers (loaded once) instead of shared memory
-        self.pbuf = pbuf  # two P register buffers: the softmax does not wait for the previous PV GEMM
         self.timeline = timeline  # clock64 stamps per warpgroup and key block into mTL (see stamp())
         # n128: S = Q K^T over 128-key tiles, one softmax pass over its two 64-key scaling blocks (the
         # per-block fixed cost -- waits, turn, loop -- paid once per 128 keys; the two halves' row max
         # chains interleave); PV and the merge stay per 64-key block (each block's own scale)
         self.n128 = n128
-        if n128 and (q_in_regs or pbuf):
-            raise ValueError("n128 does not combine with q_in_regs or pbuf")
         # runmax (n128 only; recipe zyfa-runmax, docs/numerics.md): P's codes against the row's running
         # max, one scaling block per 128-key tile, so PV accumulates straight into O (no per-block PV
         # accumulator, no merge); O is rescaled by an exact power of two only when a row's max grows
@@ -404,7 +399,7 @@ class LeanPAttentionSm90:
         wg_tidx = tidx % 128
         thr_qk = tiled_mma_qk.get_slice(wg_tidx)
         thr_pv = tiled_mma_pv.get_slice(wg_tidx)
-        tSrQ = thr_qk.partition_A(sQ) if const_expr(self.q_in_regs) else tiled_mma_qk.make_fragment_A(thr_qk.partition_A(sQ))
+        tSrQ = tiled_mma_qk.make_fragment_A(thr_qk.partition_A(sQ))
         tSrK = tiled_mma_qk.make_fragment_B(thr_qk.partition_B(sK))
         tOrV = tiled_mma_pv.make_fragment_B(thr_pv.partition_B(sV))
         acc_s = thr_qk.make_fragment_C(thr_qk.partition_shape_C((BLOCK_M, BLOCK_N)))
@@ -413,11 +408,6 @@ class LeanPAttentionSm90:
         # P as the PV A operand: (values (4,2,2), MMA_M 1, MMA_K 2) fp8 = 8 registers
         tOrP = cute.make_rmem_tensor(thr_pv.partition_shape_A((BLOCK_M, BLOCK_N)), cutlass.Float8E4M3FN)
         tOrP32 = cute.recast_tensor(tOrP, Uint32)
-        tOrP_b = tOrP  # second P buffer (pbuf variant only)
-        tOrP32_b = tOrP32
-        if const_expr(self.pbuf):
-            tOrP_b = cute.make_rmem_tensor(thr_pv.partition_shape_A((BLOCK_M, BLOCK_N)), cutlass.Float8E4M3FN)
-            tOrP32_b = cute.recast_tensor(tOrP_b, Uint32)
         # row / column of every S element (for the mask), in the tile's coordinates
         row0 = m_block * (BLOCK_M * NUM_MMA_WG) + wg * BLOCK_M
         tScS = thr_qk.partition_C(cute.make_identity_tensor((BLOCK_M, BLOCK_N)))
@@ -431,11 +421,6 @@ class LeanPAttentionSm90:
 
         pipe_q.consumer_wait(stage(0, 1, False))
         q_slice = tSrQ[None, None, None, wg]
-        if const_expr(self.q_in_regs):
-            # this thread's Q values in the A-operand register layout, read from shared memory once
-            tSsQ = thr_qk.partition_A(sQ)
-            q_slice = cute.make_rmem_tensor(tSsQ[None, None, None, 0].shape, cutlass.Float8E4M3FN)
-            cute.autovec_copy(tSsQ[None, None, None, wg], q_slice)
 
         if n_blocks > 0:  # first block: S only (no PV yet)
             self.first_qk(acc_s, q_slice, tSrK, pipe_k, wg, tl)
@@ -448,21 +433,15 @@ class LeanPAttentionSm90:
         args = (tSrK, tOrV, q_slice, acc_s, acc_o, acc_t, tScS, bref, scale, pipe_k, pipe_v, t, t8, row0,
                 offset, seqlen_k, wg, tl)
         for j in cutlass.range(1, n_full, unroll=1):
-            self.block_pair(j, tOrP32, tOrP, tOrP32_b, tOrP_b, args, masked=False)
+            self.key_block(j, tOrP32, tOrP, *args, masked=False)
         for j in cutlass.range(cutlass.max(n_full, 1), n_blocks, unroll=1):
-            self.block_pair(j, tOrP32, tOrP, tOrP32_b, tOrP_b, args, masked=True)
+            self.key_block(j, tOrP32, tOrP, *args, masked=True)
         if n_blocks > 0:
             state_v = stage(n_blocks - 1, self.kv_stages, False)
             pipe_v.consumer_wait(state_v)
             self.turn_begin(wg)
             self.stamp(tl, 0, n_tl)
-            if const_expr(self.pbuf):
-                if (n_blocks - 1) % 2 == 0:
-                    self.gemm(True, acc_t, tOrP, tOrV[None, None, None, state_v.index], zero_init=True)
-                else:
-                    self.gemm(True, acc_t, tOrP_b, tOrV[None, None, None, state_v.index], zero_init=True)
-            else:
-                self.gemm(True, acc_t, tOrP, tOrV[None, None, None, state_v.index], zero_init=True)
+            self.gemm(True, acc_t, tOrP, tOrV[None, None, None, state_v.index], zero_init=True)
             warpgroup.commit_group()
             self.turn_end(wg)
             warpgroup.wait_group(0)
@@ -539,28 +518,16 @@ class LeanPAttentionSm90:
         return n_full
 
     @cute.jit
-    def block_pair(self, j: Int32, p32_a: cute.Tensor, p_a: cute.Tensor, p32_b: cute.Tensor, p_b: cute.Tensor,
-                   args, masked: cutlass.Constexpr):
-        """Block j with P in buffer j % 2 (``pbuf``) or in the one buffer; the branch on the parity
-        sits between blocks, where no wgmma is in flight."""
-        if const_expr(self.pbuf):
-            if j % 2 == 1:
-                self.key_block(j, p32_b, p_a, *args, masked=masked)
-            else:
-                self.key_block(j, p32_a, p_b, *args, masked=masked)
-        else:
-            self.key_block(j, p32_a, p_a, *args, masked=masked)
-
-    @cute.jit
-    def key_block(self, j: Int32, p_cur32: cute.Tensor, p_prev: cute.Tensor, tSrK: cute.Tensor, tOrV: cute.Tensor,
+    def key_block(self, j: Int32, p32: cute.Tensor, p: cute.Tensor, tSrK: cute.Tensor, tOrV: cute.Tensor,
                   q_slice: cute.Tensor, acc_s: cute.Tensor, acc_o: cute.Tensor, acc_t: cute.Tensor,
                   tScS: cute.Tensor, bref: cute.Tensor, scale: cute.Tensor, pipe_k, pipe_v, t: Float32,
                   t8: Float32, row0: Int32, offset: Int32, seqlen_k: Int32, wg: Int32, tl: cute.Tensor,
                   masked: cutlass.Constexpr):
-        """Block j >= 1: in this warpgroup's turn issue S_j = Q K_j^T and PV of block j-1 (P from
-        ``p_prev``), then the softmax of block j into ``p_cur32``, merging PV of j-1 on the way."""
-        state_v = self.turn_gemms(j, acc_s, q_slice, tSrK, acc_t, p_prev, tOrV, pipe_k, pipe_v, wg, tl)
-        self.softmax_block(acc_s, tScS, p_cur32, acc_o, acc_t, bref, scale, t, t8, row0, j, offset,
+        """Block j >= 1: in this warpgroup's turn issue S_j = Q K_j^T and PV of block j-1 (P from ``p``),
+        then the softmax of block j, which merges PV of j-1 and then writes its codes into the same
+        registers (``p32``, a view of ``p``)."""
+        state_v = self.turn_gemms(j, acc_s, q_slice, tSrK, acc_t, p, tOrV, pipe_k, pipe_v, wg, tl)
+        self.softmax_block(acc_s, tScS, p32, acc_o, acc_t, bref, scale, t, t8, row0, j, offset,
                            seqlen_k, masked, tl, merge=True)
         self.stamp(tl, 3, j)
         pipe_v.consumer_release(state_v)
@@ -592,8 +559,8 @@ class LeanPAttentionSm90:
         if pv:
             return sm90_utils.make_trivial_tiled_mma(fp8, fp8, kmaj, kmaj, Float32, (1, 1, 1),
                                                      (BLOCK_M, self.vrows), warpgroup.OperandSource.RMEM)
-        q_src = warpgroup.OperandSource.RMEM if self.q_in_regs else warpgroup.OperandSource.SMEM
-        return sm90_utils.make_trivial_tiled_mma(fp8, fp8, kmaj, kmaj, Float32, (1, 1, 1), (BLOCK_M, self.tile_n), q_src)
+        return sm90_utils.make_trivial_tiled_mma(fp8, fp8, kmaj, kmaj, Float32, (1, 1, 1), (BLOCK_M, self.tile_n),
+                                                 warpgroup.OperandSource.SMEM)
 
     @cute.jit
     def gemm(self, pv: cutlass.Constexpr, acc: cute.Tensor, tA: cute.Tensor, tB: cute.Tensor,
@@ -654,17 +621,11 @@ class LeanPAttentionSm90:
         if masked:  # a Python bool inside the key loop (no branch), a runtime flag for block 0
             self.mask_keys(acc_s, tScS, j * BLOCK_N, row0, offset, seqlen_k)
         mxs = [row_max(acc_s, h, 0) for h in range(2)]
-        if const_expr(merge and not self.pbuf):
+        if const_expr(merge):
             warpgroup.wait_group(0)  # PV of block j-1 done: its result is in acc_t, its P registers free
             self.stamp(tl, 2, j)
             self.merge(acc_o, acc_t, scale)
         new_scale = [self.block_codes(acc_s, tOrP32, h, 0, mxs[h], bref, t, t8) for h in range(2)]
-        if const_expr(merge and self.pbuf):
-            for h in cutlass.range_constexpr(2):  # the merge (and its wgmma wait) after this row's P codes
-                scale[h] = after_word(scale[h], tOrP32[h + 2 + 4 * (BLOCK_N // 32 - 1)])
-            warpgroup.wait_group(0)  # PV of block j-1 (reading the other P buffer) done
-            self.stamp(tl, 2, j)
-            self.merge(acc_o, acc_t, scale)
         for h in cutlass.range_constexpr(2):
             scale[h] = new_scale[h]
 
@@ -1125,8 +1086,8 @@ def _cute_tensor(x, leading_dim: int, element_type=None):
 
 
 def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=None, k_descale=None,
-                       v_descale=None, out_dtype=None, pingpong: bool = True, q_in_regs: bool = False,
-                       pbuf: bool = False, v_prepared=None, timeline=None, n128: bool = False, lpt: bool = True,
+                       v_descale=None, out_dtype=None, pingpong: bool = True, v_prepared=None, timeline=None,
+                       n128: bool = False, lpt: bool = True,
                        exact: bool = False, kv_stages: int = 4, runmax: bool = False, t128: bool = False):
     """ZYFA FP8 forward on Hopper. q, k, v: float8_e4m3fn ``(b, s, h, d)`` on an sm_90 GPU; descales
     float32 ``(b, h_k)`` (None: 1). Returns ``out`` ``(b, s_q, h, d_v)`` (bfloat16, or ``out_dtype``
@@ -1135,8 +1096,6 @@ def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=No
     V is first rewritten as V' (:func:`zyfa.kernels.hopper.vprep.prepare_v_triton`: keys contiguous
     and permuted, 8 rows of ones); that copy is part of the call unless ``v_prepared`` passes it in.
     ``pingpong=False`` drops the named-barrier turns between the two consumer warpgroups;
-    ``q_in_regs=True`` feeds QK^T's A operand from registers (Q read from shared memory once);
-    ``pbuf=True`` double-buffers P so the softmax waits for the previous PV GEMM only to merge it.
     ``n128=True`` computes S over 128-key tiles (two 64-key scaling blocks per softmax pass);
     ``lpt=False`` launches causal query tiles lightest first instead of heaviest first.
     ``runmax=True`` (with ``n128``) computes recipe ``zyfa-runmax`` instead of ``zyfa-v1``
@@ -1174,13 +1133,13 @@ def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=No
             _cute_tensor(lse.permute(2, 1, 0), 0),
             _cute_tensor(t.permute(1, 0), 0), _cute_tensor(dv.permute(1, 0), 0),
             _cute_tensor(tl.permute(3, 2, 1, 0), 0), Int32(s_q), Int32(s_k), cuda.CUstream(torch.cuda.current_stream(q.device).cuda_stream))
-    key = (d, d_v, bool(causal), bool(pingpong), bool(q_in_regs), bool(pbuf), timeline is not None, out_dtype,
+    key = (d, d_v, bool(causal), bool(pingpong), timeline is not None, out_dtype,
            bool(n128), bool(lpt), bool(exact), int(kv_stages), bool(runmax), bool(t128))
     fn = _COMPILED.get(key)
     if fn is None:
-        fn = cute.compile(LeanPAttentionSm90(d, d_v, causal, pingpong=pingpong, q_in_regs=q_in_regs, pbuf=pbuf,
-                                             timeline=timeline is not None, n128=n128, lpt=lpt, exact=exact,
-                                             kv_stages=kv_stages, runmax=runmax, t128=t128), *args)
+        fn = cute.compile(LeanPAttentionSm90(d, d_v, causal, pingpong=pingpong, timeline=timeline is not None,
+                                             n128=n128, lpt=lpt, exact=exact, kv_stages=kv_stages, runmax=runmax,
+                                             t128=t128), *args)
         _COMPILED[key] = fn
     fn(*args)
     return out, lse

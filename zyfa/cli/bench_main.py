@@ -162,9 +162,8 @@ def _zyfa_fp8_rope(fused: bool):
     return build
 
 
-def _zyfa_cute_fp8(pingpong: bool, q_in_regs: bool = False, pbuf: bool = False, v_once: bool = False,
-                   n128: bool = False, lpt: bool = True, kv_stages: int = 4, runmax: bool = False,
-                   t128: bool = False):
+def _zyfa_cute_fp8(pingpong: bool, v_once: bool = False, n128: bool = False, lpt: bool = True, kv_stages: int = 4,
+                   runmax: bool = False, t128: bool = False):
     """The CuTe DSL kernel (variants: see ``attention_fp8_sm90``); ``v_once`` prepares V' once
     outside the timed call (as if the quantiser wrote it): the row times the attention kernel alone."""
     def build(x: Inputs):
@@ -173,17 +172,14 @@ def _zyfa_cute_fp8(pingpong: bool, q_in_regs: bool = False, pbuf: bool = False, 
         from zyfa.kernels.hopper.vprep import prepare_v_triton
         vp = prepare_v_triton(x.v8) if v_once else None
         return lambda: attention_fp8_sm90(x.q8, x.k8, x.v8, x.scale, x.shape.causal, x.dq, x.dk, x.dv,
-                                          pingpong=pingpong, q_in_regs=q_in_regs, pbuf=pbuf, v_prepared=vp,
-                                          n128=n128, lpt=lpt, kv_stages=kv_stages, runmax=runmax, t128=t128)[0]
+                                          pingpong=pingpong, v_prepared=vp, n128=n128, lpt=lpt, kv_stages=kv_stages,
+                                          runmax=runmax, t128=t128)[0]
     return build
 
 
-# zyfa-cute-fp8[-qreg][-pbuf][-nopp][-vonce]: Q from registers, double-buffered P, no ping-pong, V' outside
-CUTE_VARIANTS = {
-    "zyfa-cute-fp8" + "-qreg" * qreg + "-pbuf" * pbuf + "-nopp" * (not pp) + "-vonce" * vonce:
-        _zyfa_cute_fp8(pp, qreg, pbuf, vonce)
-    for qreg in (False, True) for pbuf in (False, True) for pp in (True, False) for vonce in (False, True)
-}
+# zyfa-cute-fp8[-nopp][-vonce]: no ping-pong, V' outside the timed call
+CUTE_VARIANTS = {"zyfa-cute-fp8" + "-nopp" * (not pp) + "-vonce" * vonce: _zyfa_cute_fp8(pp, vonce)
+                 for pp in (True, False) for vonce in (False, True)}
 # -n128: S over 128-key tiles; -nolpt: causal query tiles launched lightest first (the default is heaviest first)
 CUTE_VARIANTS.update({"zyfa-cute-fp8-n128" + "-nopp" * (not pp): _zyfa_cute_fp8(pp, n128=True) for pp in (True, False)})
 CUTE_VARIANTS.update({"zyfa-cute-fp8" + "-nopp" * (not pp) + "-nolpt": _zyfa_cute_fp8(pp, lpt=False) for pp in (True, False)})

@@ -23,7 +23,7 @@ from zyfa.kernels.hopper.layout import ONES_ROWS  # noqa: E402
 @pytest.mark.parametrize("d,dv,causal,variant", [
     (128, 128, True, dict(pingpong=True)), (128, 128, False, dict(pingpong=False)),
     (192, 128, True, dict(pingpong=True)), (64, 64, True, dict(pingpong=False)),
-    (128, 128, True, dict(q_in_regs=True, pbuf=True)), (128, 128, True, dict(timeline=True)),
+    (128, 128, True, dict(timeline=True)),
     (128, 128, True, dict(n128=True)), (192, 128, False, dict(n128=True, pingpong=False)),
     (128, 128, True, dict(n128=True, timeline=True, lpt=False)), (128, 128, True, dict(exact=True)),
     (128, 128, False, dict(exact=True, n128=True)),

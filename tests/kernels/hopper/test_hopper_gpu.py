@@ -43,9 +43,7 @@ SPEC_SHAPES = [(1, 333, 333, 4, 2, 128, 128, True), (2, 200, 517, 2, 1, 128, 128
                (1, 190, 190, 2, 2, 192, 128, True), (1, 1024, 1024, 4, 4, 128, 128, True)]
 
 
-VARIANTS = [dict(pingpong=True), dict(pingpong=False), dict(pingpong=True, q_in_regs=True, pbuf=True),
-            dict(pingpong=False, q_in_regs=True, pbuf=True), dict(pingpong=False, pbuf=True),
-            dict(pingpong=True, n128=True), dict(pingpong=False, n128=True)]
+VARIANTS = [dict(pingpong=True), dict(pingpong=False), dict(pingpong=True, n128=True), dict(pingpong=False, n128=True)]
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: "-".join(f"{k}={int(x)}" for k, x in v.items()))
