@@ -167,6 +167,11 @@ def pattern_rate(rate) -> Fraction:
     return Fraction(str(rate) if isinstance(rate, float) else rate).limit_denominator(PATTERN_PERIOD_MAX)
 
 
+def pattern_text(rate: Fraction) -> str:
+    """How a rate run as :func:`pattern_rate` is stated in outputs, e.g. ``run as 1/13 = 7.69 %``."""
+    return f"run as {rate.numerator}/{rate.denominator} = {100 * float(rate):.2f} %"
+
+
 def rate_taken(n: int, rate: Fraction) -> bool:
     """Whether execution ``n`` (0-based, counted per wave and branch) of a branch taken at ``rate``
     jumps: iff ``floor((n + 1) r) > floor(n r)``. Deterministic (no RNG): any ``k`` consecutive
@@ -732,8 +737,9 @@ class CUSim:
         snapshots = [h[2] for h in recent]
         hist.clear()
         period = periods.pop()
-        if marks is not None:
-            marks[-1][3] = (period, seqs)
+        if marks is not None:  # every back-edge that ends one of the equal periods is in that steady state
+            for mark in marks[-(len(recent) - 1):]:
+                mark[3] = (period, seqs)
             return period, seqs, branch_index, snapshots, self._pattern_span(marks)
         return period, seqs, branch_index, snapshots, None
 
@@ -864,9 +870,11 @@ class CUSim:
     def _advance(states: list, deltas: list, m: int) -> list:
         return [{**st, **{k: (st[k] + m * d) & scalar.M32 for k, d in dl.items()}} for st, dl in zip(states, deltas)]
 
-    def _consistent_periods(self, current: list, plans: list, snapshots: list, period: int) -> tuple[int, list, list]:
+    def _consistent_periods(self, current: list, plans: list, snapshots: list, period: int,
+                            whole: bool = False) -> tuple[int, list, list]:
         """(periods to skip, scalar state after them, rate-branch counters per wave after them): all periods that replay exactly as
-        recorded from ``current`` except the last one (or last ``lag``). Linear register evolution (lag 1 or 2 periods) is found by
+        recorded from ``current`` except the last one (or last ``lag``); ``whole``: the last one too (a pattern period: holding
+        one back would leave up to 32 loop periods in detail; the tests compare such skips with fully detailed runs). Linear register evolution (lag 1 or 2 periods) is found by
         binary search over single-block replays from extrapolated states; otherwise, and always
         when a rate-policy branch runs in the period (its pattern is not the same period to period),
         every period is replayed in turn, rate branches following their per-wave execution counters."""
@@ -908,6 +916,8 @@ class CUSim:
             previous, state = state, nxt
             before, now = now, trial
             completed += 1
+        if whole:
+            return completed, state, now
         return max(completed - 1, 0), previous, before
 
     def _fast_forward(self, period: int, seqs: list, branch_index: int, snapshots: list, span: Optional[tuple],
@@ -925,7 +935,7 @@ class CUSim:
         skipped = 0
         if span is not None:
             plans = [self._replay_plan(seq) for seq in span[1]]
-            skipped, state, counters = self._consistent_periods(current, plans, [], span[0])
+            skipped, state, counters = self._consistent_periods(current, plans, [], span[0], True)
             if skipped > 0:
                 period, seqs = span
         if skipped <= 0:
