@@ -1085,6 +1085,27 @@ def _cute_tensor(x, leading_dim: int, element_type=None):
     return t
 
 
+def compile_without_gpu(head_dim: int, head_dim_v: int, causal: bool, **variant):
+    """Compile the kernel for ``CUTE_DSL_ARCH`` (e.g. ``sm_90a``) where no GPU is present: zero CPU
+    tensors of a small shape (b1, s 256, h 4 / h_k 2) stand in for the arguments, whose sizes are
+    dynamic in the compiled code. ``variant``: :class:`LeanPAttentionSm90`'s keyword options. Returns
+    the compiled function (with ``CUTE_DSL_KEEP=cubin`` its ``__cubin__`` names the cubin file)."""
+    b, s, h, hk = 1, 256, 4, 2
+    q = torch.zeros(b, s, h, head_dim, dtype=torch.uint8)
+    k = torch.zeros(b, s, hk, head_dim, dtype=torch.uint8)
+    vt = torch.zeros(b, hk, head_dim_v + ONES_ROWS, s, dtype=torch.uint8)
+    o = torch.zeros(b, s, h, head_dim_v, dtype=torch.bfloat16)
+    lse, t, dv = torch.zeros(b, h, s), torch.ones(b, hk), torch.ones(b, hk)
+    tl = torch.zeros(2 * h * b, 2, s // BLOCK_N + 2, 4, dtype=torch.int64)
+    f8 = cutlass.Float8E4M3FN
+    args = (_cute_tensor(q.permute(1, 3, 2, 0), 1, f8), _cute_tensor(k.permute(1, 3, 2, 0), 1, f8),
+            _cute_tensor(vt.permute(2, 3, 1, 0), 1, f8), _cute_tensor(o.permute(1, 3, 2, 0), 1),
+            _cute_tensor(lse.permute(2, 1, 0), 0), _cute_tensor(t.permute(1, 0), 0),
+            _cute_tensor(dv.permute(1, 0), 0), _cute_tensor(tl.permute(3, 2, 1, 0), 0),
+            Int32(s), Int32(s), cuda.CUstream(0))
+    return cute.compile(LeanPAttentionSm90(head_dim, head_dim_v, causal, **variant), *args)
+
+
 def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=None, k_descale=None,
                        v_descale=None, out_dtype=None, pingpong: bool = True, v_prepared=None, timeline=None,
                        n128: bool = False, lpt: bool = True,
