@@ -162,14 +162,10 @@ PATTERN_PERIOD_MAX = 32
 
 def pattern_rate(rate) -> Fraction:
     """The fraction with denominator <= :data:`PATTERN_PERIOD_MAX` nearest ``rate`` (in [0, 1]):
-    a measured rate such as 0.0776 (97/1250, a pattern of 1250 executions) runs as 1/13 (7.69 %,
-    one jump per 13 executions), whose loops extrapolate (module docstring)."""
+    for a measured rate such as 0.0776 (97/1250, a pattern of 1250 executions) it is 1/13 (7.69 %,
+    one jump per 13 executions), whose loops extrapolate by pattern periods (module docstring);
+    ``zyfa-trace kernel``'s caveat offers it beside the measured rate."""
     return Fraction(str(rate) if isinstance(rate, float) else rate).limit_denominator(PATTERN_PERIOD_MAX)
-
-
-def pattern_text(rate: Fraction) -> str:
-    """How a rate run as :func:`pattern_rate` is stated in outputs, e.g. ``run as 1/13 = 7.69 %``."""
-    return f"run as {rate.numerator}/{rate.denominator} = {100 * float(rate):.2f} %"
 
 
 def rate_taken(n: int, rate: Fraction) -> bool:

@@ -22,6 +22,7 @@ import argparse
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
+from fractions import Fraction
 from pathlib import Path
 
 from tqdm import tqdm
@@ -35,6 +36,7 @@ from zyfa.trace import proton, rocprof
 from zyfa.trace.cdna4 import power, tracer
 from zyfa.trace.cdna4.estimate import EstimateConfig
 from zyfa.trace.cdna4.launch import prepare
+from zyfa.trace.cdna4.sim import PATTERN_PERIOD_MAX, pattern_rate
 from zyfa.trace.errors import TracerUnavailable
 from zyfa.trace.safeio import check_folder, check_output
 from zyfa.trace.schema import Trace
@@ -65,10 +67,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="how branches on data the model does not compute go (default not-taken: guarded code runs; "
                         "emulated: each as the functional emulator saw it on b1 h1 s<=1024 Gaussian inputs of the "
                         "same kernel, the rest not-taken)")
-    p.add_argument("--rescale-rate", type=float, default=None, metavar="R",
+    p.add_argument("--rescale-rate", type=_rate, default=None, metavar="R",
                    help="gfx950 kernels: their lazy O rescale branches (.L_rescale*) jump on a fraction R in [0, 1] "
-                        "of each wave's executions (deterministic pattern, not the stated never); measured rates: "
-                        "benchmarks/v2_rescale_rate.py (README: the rates per kernel and input)")
+                        "of each wave's executions (deterministic pattern, not the stated never), a decimal or p/q; "
+                        "a pattern of <= %d executions (e.g. 1/13) extrapolates by pattern periods, a longer one "
+                        "(0.0776 = 97/1250) stops at every jump (zyfa-fp8 32K: 1.6x the time); measured rates: "
+                        "benchmarks/v2_rescale_rate.py (README: the rates per kernel and input)" % PATTERN_PERIOD_MAX)
     p.add_argument("-o", "--out", default=None, help="directory for the trace (<kernel>.parquet + .json)")
     p.add_argument("--force", action="store_true", help="overwrite an existing trace of this kernel in -o DIR")
     p.add_argument("--list", action="store_true", help="list the kernels --kernel accepts and exit")
@@ -78,6 +82,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--aiter-dir", default=None,
                    help="folder with AITER's hsa/gfx950/fmha_v3_fwd and fmha_v4_fwd (e.g. a ROCm/aiter checkout); "
                         "default: $ZYFA_AITER_DIR")
+
+
+def _rate(text: str) -> Fraction:
+    """``--rescale-rate``: a decimal or ``p/q``, kept exact (its denominator is the pattern's length)."""
+    try:
+        return Fraction(text)
+    except (ValueError, ZeroDivisionError):
+        raise argparse.ArgumentTypeError(f"wants a number in [0, 1] or p/q, got {text!r}") from None
+
+
+def _rate_text(rate: Fraction) -> str:
+    """How the notes state a ``--rescale-rate``: the number given, and a short pattern as such."""
+    if rate.denominator <= PATTERN_PERIOD_MAX and rate not in (0, 1):
+        return f"{rate.numerator}/{rate.denominator} = {100 * float(rate):.2f} %, a pattern of {rate.denominator} executions"
+    return f"{float(rate):g}"
 
 
 def _shape(args, kernel: str):
@@ -155,9 +174,12 @@ def _rescale_caveat(kernel: str, shape) -> str | None:
     if not n:
         return None
     measured = gfx950.measured_rescale_rate(kernel, shape)
-    rate = (f"measured at this shape: {100 * measured[0]:.1f} % of executions ({measured[1]} inputs, "
-            f"--rescale-rate {measured[0]:g} simulates it, several times slower: the taken fix-ups interrupt the "
-            "steady-state loop extrapolation)" if measured else
+    short = pattern_rate(measured[0]) if measured else None
+    rate = (f"measured at this shape: {100 * measured[0]:.1f} % of executions ({measured[1]} inputs; "
+            f"--rescale-rate {measured[0]:g} simulates it, several times slower: each taken fix-up interrupts the "
+            f"steady-state loop extrapolation; --rescale-rate {short.numerator}/{short.denominator}, its nearest "
+            f"pattern of <= {PATTERN_PERIOD_MAX} executions ({100 * float(short):.2f} %), extrapolates by pattern "
+            "periods, in about 60 % of that time)" if measured else
             "real inputs take them on 5-44 % of executions (README 'Lazy O rescale at its measured rate'); "
             "--rescale-rate R simulates a rate")
     return f"caveat: its {n} lazy O rescale branch(es) simulated as never taken, which is optimistic: {rate}"
@@ -219,7 +241,7 @@ def _summarise(args, kernel: str, shape, save: bool) -> dict:
         rates = prepare(kernel, shape).rescale_rates(args.rescale_rate)
         measured = measured | rates
         branch_text = ((branch_text + "; ") if branch_text else "") + (
-            f"{len(rates)} lazy O rescale branches at rate {args.rescale_rate:g} (--rescale-rate)" if rates else
+            f"{len(rates)} lazy O rescale branches at rate {_rate_text(args.rescale_rate)} (--rescale-rate)" if rates else
             "--rescale-rate: this kernel states no lazy O rescale branch (.L_rescale*): not applied")
     config = EstimateConfig(samples=args.samples,
                             unknown_branch="not-taken" if args.unknown_branch == "emulated" else args.unknown_branch,

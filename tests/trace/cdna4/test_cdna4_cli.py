@@ -101,6 +101,7 @@ def test_never_taken_caveat_names_the_measured_rate_where_there_is_one():
     assert (rate, source) == (max(gfx950.MEASURED_RESCALE_RATES["zyfa-fp8", 8192].values()), "gaussian")
     line = _rescale_caveat("zyfa-fp8", parse_shape("8k", heads=2))
     assert f"measured at this shape: {100 * rate:.1f} %" in line and f"--rescale-rate {rate:g}" in line
+    assert "--rescale-rate 2/13, its nearest pattern of <= 32 executions (15.38 %)" in line  # 15.34 % at 8K
     assert "5-44 %" in _rescale_caveat("zyfa-fp8", parse_shape("2k", heads=2))
     assert gfx950.measured_rescale_rate("zyfa-fp8", parse_shape("8k", heads=2, causal=False)) is None
     assert gfx950.measured_rescale_rate("zyfa-fp8-v1", parse_shape("32k")) is None
@@ -116,8 +117,12 @@ def test_rescale_rate_option_takes_the_lazy_rescale_branches_at_a_rate(capsys):
     assert main(["kernel", "--kernel", "zyfa-fp8", "--shape", "2k", "--heads", "2", "--samples", "1",
                  "--rescale-rate", "0.25"]) == 0
     out = capsys.readouterr().out
-    assert "4 lazy O rescale branches at rate 0.25 (--rescale-rate)" in out
+    assert "4 lazy O rescale branches at rate 1/4 = 25.00 %, a pattern of 4 executions (--rescale-rate)" in out
     assert "caveat: its" not in out  # a rate was set: the never-taken caveat is not printed
     assert "rate branches: " in out and "executions taken" in out
     assert main(["kernel", "--rescale-rate", "2"]) == 2
     assert "--rescale-rate must be in [0, 1]" in capsys.readouterr().err
+    for bad in ("often", "1/0"):  # p/q is taken exactly; anything else is one argparse error
+        with pytest.raises(SystemExit):
+            main(["kernel", "--rescale-rate", bad])
+        assert f"wants a number in [0, 1] or p/q, got {bad!r}" in capsys.readouterr().err
