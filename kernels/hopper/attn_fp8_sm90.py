@@ -448,10 +448,7 @@ class LeanPAttentionSm90:
             self.stamp(tl, 2, n_tl)
             pipe_v.consumer_release(state_v)
             self.merge(acc_o, acc_t, scale)
-        if const_expr(self.pingpong):
-            if wg == 0:  # balance the first arrival: consume the other warpgroup's last one
-                cute.arch.barrier(barrier_id=2, number_of_threads=256)
-        self.epilogue(acc_o, tOcO, bref, dv, mO, mLse, row0, head, batch, seqlen_q)
+        self.consumer_end(acc_o, tOcO, bref, dv, mO, mLse, row0, head, batch, seqlen_q, wg)
 
     @cute.jit
     def consumer_begin(self, mTL: cute.Tensor, wg: Int32, cta: Int32, bref: cute.Tensor, scale: cute.Tensor,
@@ -470,6 +467,15 @@ class LeanPAttentionSm90:
             if wg == 0:  # the first warpgroup's first turn needs the other's arrival: arrive once for it
                 cute.arch.barrier_arrive(barrier_id=2, number_of_threads=256)
         return tl
+
+    @cute.jit
+    def consumer_end(self, acc_o: cute.Tensor, tOcO: cute.Tensor, bref: cute.Tensor, dv: Float32, mO: cute.Tensor,
+                     mLse: cute.Tensor, row0: Int32, head: Int32, batch: Int32, seqlen_q: Int32, wg: Int32):
+        """After the key loop of every consumer: the ping-pong's last arrival balanced, then the epilogue."""
+        if const_expr(self.pingpong):
+            if wg == 0:  # balance the first arrival: consume the other warpgroup's last one
+                cute.arch.barrier(barrier_id=2, number_of_threads=256)
+        self.epilogue(acc_o, tOcO, bref, dv, mO, mLse, row0, head, batch, seqlen_q)
 
     @cute.jit
     def first_qk(self, acc_s: cute.Tensor, q_slice: cute.Tensor, tSrK: cute.Tensor, pipe_k, wg: Int32,
@@ -738,10 +744,7 @@ class LeanPAttentionSm90:
             self.stamp(tl, 2, n_tl)
             pipe_v.consumer_release(state_v)
             self.merge(acc_o, acc_t, scale, half=1)
-        if const_expr(self.pingpong):
-            if wg == 0:  # balance the first arrival: consume the other warpgroup's last one
-                cute.arch.barrier(barrier_id=2, number_of_threads=256)
-        self.epilogue(acc_o, tOcO, bref, dv, mO, mLse, row0, head, batch, seqlen_q)
+        self.consumer_end(acc_o, tOcO, bref, dv, mO, mLse, row0, head, batch, seqlen_q, wg)
 
     @cute.jit
     def key_tile(self, j: Int32, tSrK: cute.Tensor, q_slice: cute.Tensor, p_a: cute.Tensor, pipe_k, pipe_v,
@@ -871,10 +874,7 @@ class LeanPAttentionSm90:
                 self.last_tile_pv(n_tiles, acc_o, p[1], tOrV, pipe_v, wg, tl, n_tl)
             else:
                 self.last_tile_pv(n_tiles, acc_o, p[0], tOrV, pipe_v, wg, tl, n_tl)
-        if const_expr(self.pingpong):
-            if wg == 0:  # balance the first arrival: consume the other warpgroup's last one
-                cute.arch.barrier(barrier_id=2, number_of_threads=256)
-        self.epilogue(acc_o, tOcO, bref, dv, mO, mLse, row0, head, batch, seqlen_q)
+        self.consumer_end(acc_o, tOcO, bref, dv, mO, mLse, row0, head, batch, seqlen_q, wg)
 
     @cute.jit
     def tile_pv(self, acc: cute.Tensor, p_pv, tOrV: cute.Tensor, state_v, zero_init: cutlass.Constexpr = False):
@@ -885,14 +885,15 @@ class LeanPAttentionSm90:
         warpgroup.commit_group()
 
     @cute.jit
-    def last_tile_pv(self, n_tiles: Int32, acc_o: cute.Tensor, p_pv, tOrV: cute.Tensor, pipe_v, wg: Int32,
-                     tl: cute.Tensor, n_tl: Int32):
-        """O += P V of the last tile, in this warpgroup's turn, waited for."""
+    def last_tile_pv(self, n_tiles: Int32, acc: cute.Tensor, p_pv, tOrV: cute.Tensor, pipe_v, wg: Int32,
+                     tl: cute.Tensor, n_tl: Int32, zero_init: cutlass.Constexpr = False):
+        """acc (+)= P V of the last 128-key tile, in this warpgroup's turn, waited for (runmax: into O;
+        t128: from zero into its per-tile accumulator, merged by the caller)."""
         state_v = stage(n_tiles - 1, self.kv_stages, False)
         pipe_v.consumer_wait(state_v)
         self.turn_begin(wg)
         self.stamp(tl, 0, n_tl)
-        self.tile_pv(acc_o, p_pv, tOrV, state_v)
+        self.tile_pv(acc, p_pv, tOrV, state_v, zero_init=zero_init)
         self.turn_end(wg)
         warpgroup.wait_group(0)
         self.stamp(tl, 2, n_tl)
@@ -1011,20 +1012,9 @@ class LeanPAttentionSm90:
         for j in cutlass.range(cutlass.max(n_full, 1), n_tiles, unroll=1):
             self.t128_tile(j, tSrK, q_slice, tOrV, pipe_k, pipe_v, sm, masked=True)
         if n_tiles > 0:  # the last tile's PV GEMM and merge
-            state_v = stage(n_tiles - 1, self.kv_stages, False)
-            pipe_v.consumer_wait(state_v)
-            self.turn_begin(wg)
-            self.stamp(tl, 0, n_tl)
-            self.tile_pv(acc_t, p, tOrV, state_v, zero_init=True)
-            self.turn_end(wg)
-            warpgroup.wait_group(0)
-            self.stamp(tl, 2, n_tl)
-            pipe_v.consumer_release(state_v)
+            self.last_tile_pv(n_tiles, acc_t, p, tOrV, pipe_v, wg, tl, n_tl, zero_init=True)
             self.merge(acc_o, acc_t, scale)
-        if const_expr(self.pingpong):
-            if wg == 0:  # balance the first arrival: consume the other warpgroup's last one
-                cute.arch.barrier(barrier_id=2, number_of_threads=256)
-        self.epilogue(acc_o, tOcO, bref, dv, mO, mLse, row0, head, batch, seqlen_q)
+        self.consumer_end(acc_o, tOcO, bref, dv, mO, mLse, row0, head, batch, seqlen_q, wg)
 
     @cute.jit
     def t128_tile(self, j: Int32, tSrK: cute.Tensor, q_slice: cute.Tensor, tOrV: cute.Tensor, pipe_k, pipe_v,
