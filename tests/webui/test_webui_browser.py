@@ -70,6 +70,15 @@ def served(tmp_path, make_trace):
     server.shutdown()
 
 
+def _open(browser, url: str, width: int, height: int):
+    """A page of the explorer at ``url`` and the list its JavaScript errors are appended to."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(url, timeout=TIMEOUT_MS)
+    return page, errors
+
+
 def _plot(page) -> dict:
     """x range, y tick labels, shapes and the title texts of the timeline figure as drawn."""
     return page.evaluate("""() => {
@@ -121,10 +130,7 @@ def test_explorer_side_by_side_click_zoom_whatif(browser, served):
     server, store, _ = served
     ids = {store.get(e.id).meta.kernel: e.id for e in store.entries()}
     a, b = store.get(ids["zyfa-fp8"]), store.get(ids["aiter-like-fp8"])
-    page = browser.new_page(viewport={"width": 1500, "height": 1900})
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(server.url, timeout=TIMEOUT_MS)
+    page, errors = _open(browser, server.url, 1500, 1900)
 
     # -- ZYFA (A) and AITER (B) by default: one row per wave in each panel -----------------------
     _wait_plot(page, "gd.querySelectorAll('.yaxislayer-above text').length >= 8")
@@ -188,10 +194,7 @@ def test_whatif_resimulates_on_the_cycle_model(browser, served):
         pytest.skip(f"what-if needs the CDNA4 cycle model: {why}")
     server, store, _ = served
     a = store.get(next(e.id for e in store.entries() if store.get(e.id).meta.kernel == "zyfa-fp8"))
-    page = browser.new_page(viewport={"width": 1500, "height": 1900})
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(server.url, timeout=TIMEOUT_MS)
+    page, errors = _open(browser, server.url, 1500, 1900)
     page.wait_for_selector("#metric-table tr[data-metric]", timeout=TIMEOUT_MS)
     _settled(page)
     page.fill("#whatif-seqlen", "256")
@@ -363,10 +366,7 @@ def _choose(page, dropdown: str, label: str) -> None:
 def test_switching_a_and_b_updates_timeline_details_grid_and_headline(browser, three):
     server, store = three
     other = store.get("file:other.parquet")
-    page = browser.new_page(viewport={"width": 1500, "height": 2400})
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(server.url, timeout=TIMEOUT_MS)
+    page, errors = _open(browser, server.url, 1500, 2400)
     _wait_plot(page, "Array.from(gd.querySelectorAll('.annotation-text'))"
                      ".some(e => e.textContent.startsWith('B: aiter-like-fp8'))")
     # select an instruction of A so the details panel has something to go stale
@@ -459,10 +459,7 @@ def test_grid_filter_finds_every_v_exp_of_the_issues_trace(browser, tmp_path):
 def test_instruction_view_click_highlights_every_execution(browser, served):
     server, store, _ = served
     b = store.get("file:aiter.parquet")
-    page = browser.new_page(viewport={"width": 1500, "height": 2600})
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(server.url, timeout=TIMEOUT_MS)
+    page, errors = _open(browser, server.url, 1500, 2600)
     page.wait_for_selector("#listing-b .ag-row", timeout=TIMEOUT_MS)
     _settled(page)
     page.locator("#metric-window input[value=whole]").check()
@@ -571,10 +568,7 @@ def test_headline_equals_the_cli_prediction_and_names_the_phase(browser, tmp_pat
 def test_keys_wheel_downloads_caveats_and_patched_selection(browser, served):
     server, store, _ = served
     a = store.get("file:zyfa.parquet")
-    page = browser.new_page(viewport={"width": 1500, "height": 1900})
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(server.url, timeout=TIMEOUT_MS)
+    page, errors = _open(browser, server.url, 1500, 1900)
     _wait_plot(page, "gd.querySelectorAll('.yaxislayer-above text').length >= 8")
     _settled(page)
     lo, hi = _plot(page)["range"]
@@ -701,10 +695,7 @@ def test_why_term_click_shades_its_cycles_and_phase_chart(browser, served):
     a, b = store.get("file:zyfa.parquet"), store.get("file:aiter.parquet")
     want = {slot: len(listing.pipe_intervals(t, "handover_gap", "steady")) for slot, t in (("a", a), ("b", b))}
     assert want["b"] > 0
-    page = browser.new_page(viewport={"width": 1500, "height": 2000})
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(server.url, timeout=TIMEOUT_MS)
+    page, errors = _open(browser, server.url, 1500, 2000)
     page.wait_for_selector("#why-table [data-term=handover_gap] button", timeout=TIMEOUT_MS)
     page.wait_for_function("() => { const gd = document.querySelector('#phases .js-plotly-plot');"
                            " return gd && gd.data && gd.data.length == 6; }", timeout=TIMEOUT_MS)
