@@ -27,9 +27,14 @@ instruction sequence of every wave) for several iterations, the loop is *extrapo
 periods are skipped by replaying only the scalar side (to keep trip counts and addresses exact)
 and shifting every time by the period. ``CUResult.extrapolated`` says what was skipped. A loop
 whose period holds a rate-decided branch (:func:`rate_taken`) repeats only once per pattern cycle:
-with every rate's denominator at most :data:`PATTERN_PERIOD_MAX`, a *pattern period* spanning
-that many back-edges is skipped instead, once it has been seen to start and end in the same
-steady period at the same pattern phase (:meth:`CUSim._on_backedge`).
+a *pattern period* of ``P`` back-edges is skipped instead, once it has been seen to start and end
+in the same steady period (:meth:`CUSim._on_backedge`), as often as its scalar side replays as
+recorded, rate branches included, and then the steady periods up to the next jump. ``P`` is the
+lcm of the rates' pattern lengths, a rate's denominator where it is at most
+:data:`PATTERN_PERIOD_MAX` (the span must then start at the same pattern phase: it repeats until
+the loop changes) and its nearest short pattern's (:func:`pattern_rate`) for a longer one: 97/1250
+jumps every 13th execution with a 12 every ninth jump, so its spans of 13 repeat about eight
+times before one differs and is simulated in detail.
 """
 
 from __future__ import annotations
@@ -154,17 +159,16 @@ def normal_policy(value, where: str) -> Union[str, Fraction]:
 
 
 # The longest rate pattern (a rate's denominator: ``rate_taken`` repeats every that many executions)
-# that loop extrapolation follows with a pattern period (module docstring); a longer one interrupts
-# the extrapolation at every taken execution (correct, several times slower). :func:`pattern_rate`
-# picks a rate's nearest pattern within it.
+# that loop extrapolation follows with its own pattern period (module docstring); a longer one is
+# followed with the pattern period of its nearest pattern within it (:func:`pattern_rate`).
 PATTERN_PERIOD_MAX = 32
 
 
 def pattern_rate(rate) -> Fraction:
     """The fraction with denominator <= :data:`PATTERN_PERIOD_MAX` nearest ``rate`` (in [0, 1]):
     for a measured rate such as 0.0776 (97/1250, a pattern of 1250 executions) it is 1/13 (7.69 %,
-    one jump per 13 executions), whose loops extrapolate by pattern periods (module docstring);
-    ``zyfa-trace kernel``'s caveat offers it beside the measured rate."""
+    one jump per 13 executions). A loop at the rate is extrapolated by pattern periods of the
+    nearest pattern's length (module docstring)."""
     return Fraction(str(rate) if isinstance(rate, float) else rate).limit_denominator(PATTERN_PERIOD_MAX)
 
 
@@ -370,8 +374,10 @@ class CUSim:
         self.iteration_starts = iteration_starts
         self.policy = [branch_policy.get(inst.pc, config.unknown_branch) for inst in program.instructions]
         self.rates = [branch_rate(p) for p in self.policy]  # instruction index -> rate (None: a direction)
-        # back-edges per pattern period: the lcm of the rates' pattern lengths (None: no rate, or too long)
-        denominators = {r.denominator for r in self.rates if r is not None}
+        # back-edges per pattern period: the lcm of the rates' pattern lengths, a long pattern's nearest
+        # short one's (None: no rate, or too long)
+        denominators = {r.denominator if r.denominator <= PATTERN_PERIOD_MAX else pattern_rate(r).denominator
+                        for r in self.rates if r is not None}
         lcm = math.lcm(*denominators) if denominators else 0
         self.pattern_period = lcm if 0 < lcm <= PATTERN_PERIOD_MAX else None
         self.static = static_of(program)
@@ -742,13 +748,16 @@ class CUSim:
     def _pattern_span(self, marks: list) -> Optional[tuple]:
         """(cycles, per-wave sequences) of the pattern period ending at ``marks``' last back-edge,
         or ``None`` where the back-edge a pattern period earlier was not steady alike (or at
-        another phase of a rate pattern, or the period runs no rate-decided branch)."""
+        another phase of a short rate pattern, or the period runs no rate-decided branch). A long
+        pattern has no phase that repeats within a loop: the replay of the span (rate branches at
+        their counters) decides how often it repeats."""
         p = self.pattern_period
         if len(marks) <= p or marks[0][3] != marks[-1][3]:
             return None
         (start, before_lens, before, _), (end, after_lens, after, _) = marks[0], marks[-1]
         if after == before or any((n - b.get(i, 0)) % self.rates[i].denominator
-                                  for a, b in zip(after, before) for i, n in a.items()):
+                                  for a, b in zip(after, before) for i, n in a.items()
+                                  if self.rates[i].denominator <= PATTERN_PERIOD_MAX):
             return None
         seqs = [tuple(w.log[before_lens[wi]:after_lens[wi]]) for wi, w in enumerate(self.waves)]
         if any(seq and seq[0] != w.pc for seq, w in zip(seqs, self.waves)):
@@ -866,14 +875,19 @@ class CUSim:
     def _advance(states: list, deltas: list, m: int) -> list:
         return [{**st, **{k: (st[k] + m * d) & scalar.M32 for k, d in dl.items()}} for st, dl in zip(states, deltas)]
 
-    def _consistent_periods(self, current: list, plans: list, snapshots: list, period: int,
-                            whole: bool = False) -> tuple[int, list, list]:
-        """(periods to skip, scalar state after them, rate-branch counters per wave after them): all periods that replay exactly as
-        recorded from ``current`` except the last one (or last ``lag``); ``whole``: the last one too (a pattern period: holding
-        one back would leave up to 32 loop periods in detail; the tests compare such skips with fully detailed runs). Linear register evolution (lag 1 or 2 periods) is found by
-        binary search over single-block replays from extrapolated states; otherwise, and always
-        when a rate-policy branch runs in the period (its pattern is not the same period to period),
-        every period is replayed in turn, rate branches following their per-wave execution counters."""
+    def _consistent_periods(self, current: list, plans: list, snapshots: list, period: int) -> tuple[int, list, list]:
+        """(periods to skip, scalar state after them, rate-branch counters per wave after them).
+
+        Without a rate-decided branch in the period: all periods that replay exactly as recorded
+        from ``current`` except the last one (or last ``lag``); linear register evolution (lag 1 or 2
+        periods) is found by binary search over single-block replays from extrapolated states,
+        otherwise every period is replayed in turn. With one (its pattern is not the same period to
+        period): every period is replayed in turn, rate branches following their per-wave execution
+        counters, and every period that replays as recorded is skipped, the last one too: the first
+        deviating one (a jump, a pattern period that differs, the loop's exit) is simulated in detail
+        from the state the skipped periods leave, which a detailed run reaches at the same cycle (a
+        period's timing follows from its start state and its instructions; the tests compare such
+        skips with fully detailed runs)."""
         limit = self.config.max_cycles // max(period, 1)
         rated = any(self.rates[s.index] is not None for plan in plans for s, _ in plan if s.is_branch)
         for lag in () if rated else (1, 2):
@@ -912,34 +926,36 @@ class CUSim:
             previous, state = state, nxt
             before, now = now, trial
             completed += 1
-        if whole:
+        if rated:
             return completed, state, now
         return max(completed - 1, 0), previous, before
 
     def _fast_forward(self, period: int, seqs: list, branch_index: int, snapshots: list, span: Optional[tuple],
                       at: int) -> int:
         """Skip whole periods: the scalar side must replay each wave's recorded sequence with
-        every branch going the recorded way; stop one period (or lag) before the first deviation
-        (simulated in detail); shift every time by (periods skipped) * period. Returns the shift.
-        ``span``: (cycles, sequences) of a pattern period (:meth:`_on_backedge`), tried first;
-        where not one whole of it can be skipped, the steady ``period`` is.
+        every branch going the recorded way (:meth:`_consistent_periods` says how far); shift every
+        time by (periods skipped) * period. Returns the shift.
+        ``span``: (cycles, sequences) of a pattern period (:meth:`_on_backedge`), tried first; it
+        starts and ends in the steady ``period``, so from where its skip stops the steady period is
+        tried as well (up to the next jump), as it is where not one whole pattern period can be skipped.
         ``at``: the record time (skips removed) of the first issue slot after the skip, where
         the skipped periods belong on the trace's timeline."""
         if any(w.at_barrier or w.done for w in self.waves):
             return 0
-        current = [w.state.regs for w in self.waves]
-        skipped = 0
+        shift = 0
         if span is not None:
-            plans = [self._replay_plan(seq) for seq in span[1]]
-            skipped, state, counters = self._consistent_periods(current, plans, [], span[0], True)
-            if skipped > 0:
-                period, seqs = span
-        if skipped <= 0:
-            plans = [self._replay_plan(seq) for seq in seqs]
-            skipped, state, counters = self._consistent_periods(current, plans, snapshots, period)
+            shift = self._skip(span[0], span[1], branch_index, [], at, pattern=True)
+        # after a pattern skip the snapshots are stale: the steady periods are replayed one by one
+        return shift + self._skip(period, seqs, branch_index, [] if shift else snapshots, at, pattern=False)
+
+    def _skip(self, period: int, seqs: list, branch_index: int, snapshots: list, at: int, pattern: bool) -> int:
+        """Skip as many whole ``period``-cycle periods of the per-wave sequences ``seqs`` as replay
+        as recorded from the waves' present state (:meth:`_fast_forward`); returns the shift."""
+        plans = [self._replay_plan(seq) for seq in seqs]
+        skipped, state, counters = self._consistent_periods([w.state.regs for w in self.waves], plans, snapshots,
+                                                            period)
         if skipped <= 0:
             return 0
-        pattern = span is not None and seqs is span[1]
         if self.pattern_period:
             self._mark_skip(branch_index, period, seqs, skipped, pattern)
         for wi, w in enumerate(self.waves):

@@ -36,7 +36,7 @@ from zyfa.trace import proton, rocprof
 from zyfa.trace.cdna4 import power, tracer
 from zyfa.trace.cdna4.estimate import EstimateConfig
 from zyfa.trace.cdna4.launch import prepare
-from zyfa.trace.cdna4.sim import PATTERN_PERIOD_MAX, pattern_rate
+from zyfa.trace.cdna4.sim import PATTERN_PERIOD_MAX
 from zyfa.trace.errors import TracerUnavailable
 from zyfa.trace.safeio import check_folder, check_output
 from zyfa.trace.schema import Trace
@@ -70,9 +70,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rescale-rate", type=_rate, default=None, metavar="R",
                    help="gfx950 kernels: their lazy O rescale branches (.L_rescale*) jump on a fraction R in [0, 1] "
                         "of each wave's executions (deterministic pattern, not the stated never), a decimal or p/q; "
-                        "a pattern of <= %d executions (e.g. 1/13) extrapolates by pattern periods, a longer one "
-                        "(0.0776 = 97/1250) stops at every jump (zyfa-fp8 32K: 1.6x the time); measured rates: "
-                        "benchmarks/v2_rescale_rate.py (README: the rates per kernel and input)" % PATTERN_PERIOD_MAX)
+                        "loops extrapolate by periods of its pattern (<= %d executions) or, for a longer one "
+                        "(0.0776 = 97/1250), of its nearest short pattern (1/13) while the rate's own jumps repeat it; "
+                        "measured rates: benchmarks/v2_rescale_rate.py (README: the rates per kernel and input)"
+                        % PATTERN_PERIOD_MAX)
     p.add_argument("-o", "--out", default=None, help="directory for the trace (<kernel>.parquet + .json)")
     p.add_argument("--force", action="store_true", help="overwrite an existing trace of this kernel in -o DIR")
     p.add_argument("--list", action="store_true", help="list the kernels --kernel accepts and exit")
@@ -174,12 +175,8 @@ def _rescale_caveat(kernel: str, shape) -> str | None:
     if not n:
         return None
     measured = gfx950.measured_rescale_rate(kernel, shape)
-    short = pattern_rate(measured[0]) if measured else None
     rate = (f"measured at this shape: {100 * measured[0]:.1f} % of executions ({measured[1]} inputs; "
-            f"--rescale-rate {measured[0]:g} simulates it, several times slower: each taken fix-up interrupts the "
-            f"steady-state loop extrapolation; --rescale-rate {short.numerator}/{short.denominator}, its nearest "
-            f"pattern of <= {PATTERN_PERIOD_MAX} executions ({100 * float(short):.2f} %), extrapolates by pattern "
-            "periods, in about 60 % of that time)" if measured else
+            f"--rescale-rate {measured[0]:g} simulates it)" if measured else
             "real inputs take them on 5-44 % of executions (README 'Lazy O rescale at its measured rate'); "
             "--rescale-rate R simulates a rate")
     return f"caveat: its {n} lazy O rescale branch(es) simulated as never taken, which is optimistic: {rate}"

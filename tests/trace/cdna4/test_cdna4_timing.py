@@ -348,11 +348,29 @@ def test_a_rate_pattern_shorter_than_its_steady_run_extrapolates_by_pattern_peri
     assert fast.counts == slow.counts
     assert fast.cycles == slow.cycles
     assert fast.mfma_busy == slow.mfma_busy
-    # a pattern longer than PATTERN_PERIOD_MAX falls back to the detailed periods (still exact)
+    # a pattern longer than PATTERN_PERIOD_MAX whose jumps are further apart than its nearest short
+    # pattern's (1/33: 1/32) is still exact
     long_rate = Fraction(1, sim.PATTERN_PERIOD_MAX + 1)
     _, _, a = rate_sim(long_rate, trips)
     _, _, b = rate_sim(long_rate, trips, fast_forward=False)
     assert (a.cycles, a.counts, a.rate_branches) == (b.cycles, b.counts, b.rate_branches)
+
+
+def test_a_long_rate_pattern_extrapolates_by_its_nearest_short_pattern():
+    # 97/1250 (a measured-looking 7.76 %) repeats only every 1250 executions, but over a loop of a few
+    # hundred it jumps every 13th execution, with a 12 every ninth jump: the pattern period of its
+    # nearest short pattern (1/13) is skipped while it replays as recorded, and the steady periods
+    # after it up to the next jump; the jump that breaks it is simulated in detail. The fast run
+    # equals the detailed one in cycles, counts, MFMA busy and the tally
+    trips, rate = 400, Fraction(97, 1250)
+    assert sim.pattern_rate(rate) == Fraction(1, 13)
+    program, pc, fast = rate_sim(rate, trips)
+    _, _, slow = rate_sim(rate, trips, fast_forward=False)
+    assert fast.rate_branches == slow.rate_branches == {pc: [trips, trips * 97 // 1250]}
+    assert (fast.cycles, fast.counts, fast.mfma_busy) == (slow.cycles, slow.counts, slow.mfma_busy)
+    spans = [x for x in fast.extrapolated if x["instructions_skipped"] == x["periods_skipped"] * (13 * 6 + 3)]
+    assert 13 * sum(x["periods_skipped"] for x in spans) > trips // 2  # most of the loop in pattern periods
+    assert fast.simulated_instructions < 0.2 * slow.simulated_instructions
 
 
 def test_pattern_rate_is_the_nearest_short_pattern():
@@ -365,17 +383,21 @@ def test_pattern_rate_is_the_nearest_short_pattern():
     assert all(sim.pattern_rate(r / 997).denominator <= sim.PATTERN_PERIOD_MAX for r in range(998))
 
 
-def test_gfx950_kernel_at_a_rescale_rate_extrapolates_exactly():
-    # zyfa-fp8's four lazy-rescale branches at 1/8: loop periods are skipped between the jumps and,
-    # once the pattern has repeated, whole pattern periods (8 loop periods and a jump) across them;
-    # the kernel time, MFMA busy and the jump tally equal the fully detailed simulation's
+@pytest.mark.parametrize("rate", [Fraction(1, 8), Fraction("0.0776")])
+def test_gfx950_kernel_at_a_rescale_rate_extrapolates_exactly(rate):
+    # zyfa-fp8's four lazy-rescale branches at 1/8 and at 7.76 % (97/1250: its measured 32K rate at
+    # the time of writing; a pattern of 1250 executions, followed as 1/13 between deviations): loop
+    # periods are skipped between the jumps and, once the pattern has repeated, whole pattern periods
+    # (8 or 13 loop periods and a jump) across them; the kernel time, MFMA busy and the jump tally
+    # equal the fully detailed simulation's
     launch = prepare("zyfa-fp8", parse_shape("16k", heads=2))
-    rates = tuple(sorted(launch.rescale_rates(0.125).items()))
+    rates = tuple(sorted(launch.rescale_rates(rate).items()))
     assert len(rates) == 4
     fast, slow = (estimate(launch, EstimateConfig(samples=1, fast_forward=ff, branch_policy=rates)) for ff in (True, False))
     assert fast.extrapolated > 0 and slow.extrapolated == 0
     periods = sorted({x["period_cycles"] for x in fast.cu_result.extrapolated})
-    assert len(periods) == 2 and periods[1] > 8 * periods[0]  # a loop period and a pattern period
+    # a loop period and a pattern period
+    assert len(periods) == 2 and periods[1] > sim.pattern_rate(rate).denominator * periods[0]
     assert fast.cycles == slow.cycles
     assert fast.cu_result.mfma_busy == slow.cu_result.mfma_busy
     tally = [n for n in fast.notes if n.startswith("rate branches")]
