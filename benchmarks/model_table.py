@@ -7,7 +7,10 @@ generated code, the model's timing table) and the MFMA work over the shape's FLO
 rounded row-sum MFMAs (one per 64-key block by design: the whole-grid ratio times
 ``(MFMAs - row-sum MFMAs) / MFMAs`` per tile).
 
-    python3 benchmarks/model_table.py [--shape 32k] [--heads 32] [--clock MHZ]
+    python3 benchmarks/model_table.py [--shape 32k] [--heads 32] [--clock MHZ] [--rows A,B,..]
+
+Below the table: the power model's energy per 32x128 tile (``power.energy_terms``: MFMA, VALU by op
+class and the lazy rescale's fix-up path, LDS, VMEM, clock tree) of zyfa-fp8 beside the FP8 baseline.
 
 TFLOP/s are given at the clock/power model's predicted clock (``--clock`` forces one) and at the
 2400 MHz peak. AITER's BF16 object comes from the amd-aiter wheel (downloaded once into
@@ -18,6 +21,7 @@ comparison below the table falls back to ``aiter-like-fp8`` (our reconstruction,
 
 import argparse
 import time
+from collections import Counter
 from dataclasses import replace
 
 from zyfa.analyzer import summary
@@ -77,15 +81,18 @@ def _row(name: str, shape, forced_clock=None, rescale_rate=None, label=None):
         return str(exc).splitlines()[0][:160]
     s = summary(trace, "steady")
     pct = lambda v: "n/a" if v is None else f"{100 * v:.1f} %"
-    static, work = "-", f"{est.flops_ratio:.3f}"
+    static, work, fixup = "-", f"{est.flops_ratio:.3f}", frozenset()
     if name in gfx950.VARIANTS:
-        counts = tile_counts(generate(gfx950.config_for(name, shape)))
+        generated = generate(gfx950.config_for(name, shape))
+        counts = tile_counts(generated)
+        fixup = frozenset(cl["name"] for cl in generated.clusters if cl["emitter"] == "rescale")
         static = str(counts.valu_cycles)
         if counts.rowsum_valu_cycles:
             static += f" (+{counts.rowsum_valu_cycles} row sum)"
         # MFMA cycles are proportional to FLOPs for these fp8 shapes (64 cycles per 32x32x64, 32 per 16x16x128)
         work += f" ({est.flops_ratio * (counts.mfma_cycles - counts.rowsum_cycles) / counts.mfma_cycles:.3f})"
-    clock = power.predict_clock(power.activity(est.cu_result.records, est.cu_result.skipped_periods()), shape.dtype)
+    act = power.activity(est.cu_result.records, est.cu_result.skipped_periods())
+    clock = power.predict_clock(act, shape.dtype)
     mhz = forced_clock or clock.mhz
     seconds = est.cycles / (mhz * 1e6)
     tflops = shape.tflops(seconds)
@@ -93,7 +100,66 @@ def _row(name: str, shape, forced_clock=None, rescale_rate=None, label=None):
                 f"{s['valu_cycles_per_block']:.0f} | {static} | {work} | "
                 f"{mhz:.0f} MHz ({'forced' if forced_clock else clock.label}) | {seconds * 1e3:.3f} | "
                 f"{tflops:.0f} | {est.tflops:.0f} |  <!-- {time.perf_counter() - start:.1f} s -->")
-    return {"tflops": tflops, "tflops_2400": est.tflops, "mhz": mhz, "markdown": markdown}
+    return {"tflops": tflops, "tflops_2400": est.tflops, "mhz": mhz, "markdown": markdown,
+            "energy": _energy_per_tile(est, act, shape, fixup, clock.toggle)}
+
+
+TILE_ROWS, TILE_KEYS = 32, 128  # one wave's tile of the gfx950 kernels: 32 queries x 128 keys
+
+# VALU op classes of the energy split, by mnemonic prefix (first match; AITER's objects carry _e32/_e64/_dpp)
+VALU_CLASSES = (("max/min", ("v_max", "v_min")), ("convert", ("v_cvt",)), ("AGPR moves", ("v_accvgpr",)),
+                ("compare/select", ("v_cmp", "v_cndmask")),
+                ("fp32 add/mul/fma", ("v_add_f32", "v_sub_f32", "v_subrev_f32", "v_mul_f32", "v_fma_f32",
+                                      "v_pk_fma_f32", "v_pk_mul_f32", "v_pk_add_f32", "v_ldexp_f32")))
+FIXUP = "fix-up path (out-of-line lazy O rescale, all its ops)"
+
+
+def _valu_class(opcode: str, unit: str, region, fixup: frozenset) -> str:
+    if region in fixup:
+        return FIXUP
+    if unit == "TRANS":
+        return "exp/log (TRANS)"
+    return next((name for name, prefixes in VALU_CLASSES if opcode.startswith(prefixes)), "other (moves, integer, permlane)")
+
+
+def _energy_per_tile(est, act, shape, fixup: frozenset, toggle: float) -> dict:
+    """The power model's energy (nJ at peak voltage, :func:`power.energy_terms`) per 32x128 tile of
+    the shape's work: E_cycle's terms x predicted cycles x CUs / (FLOPs / a tile's 4 x 32 x 128 x
+    d FLOPs), the whole-run activity the clock model reads. The VALU term is split by op class (and
+    the lazy O rescale's out-of-line fix-up clusters, ``fixup``) in the proportions of the detailed
+    records' VALU+TRANS busy cycles (extrapolated loop periods repeat detailed ones)."""
+    tiles = shape.flops / (2 * TILE_ROWS * TILE_KEYS * (shape.headdim + shape.headdim_v))
+    scale = est.cycles * timing.param("cus") / tiles * 1e-3
+    terms = {k: v * scale for k, v in power.energy_terms(act, toggle, dtype=shape.dtype).items()}
+    rec = est.cu_result.records
+    busy = Counter()
+    for opcode, unit, region, start, end in zip(rec["opcode"], rec["unit"], rec["region"], rec["start"], rec["end"]):
+        if unit in ("VALU", "TRANS"):
+            busy[_valu_class(str(opcode), str(unit), region, fixup)] += int(end) - int(start)
+    total = sum(busy.values()) or 1
+    return {"terms": terms, "valu": {k: terms["valu"] * v / total for k, v in busy.items()}}
+
+
+def _energy_table(columns: dict) -> list:
+    """Markdown lines: the energy per tile of each column (label -> a row's ``energy``) by term."""
+    keys = ("mfma", "valu", "lds", "vmem", "clock")
+    names = {"mfma": "MFMA", "valu": "VALU + TRANS", "lds": "LDS", "vmem": "VMEM (global)", "clock": "clock tree (per CU-cycle)"}
+    classes = [c for c, _ in VALU_CLASSES] + ["exp/log (TRANS)", "other (moves, integer, permlane)", FIXUP]
+    lines = ["| energy per 32x128 tile (nJ, peak voltage) | " + " | ".join(columns) + " |",
+             "|---|" + "---|" * len(columns)]
+
+    def cell(e, value):
+        return f"{value:.1f} ({100 * value / sum(e['terms'].values()):.1f} %)"
+
+    for key in keys:
+        lines.append(f"| {names[key]} | " + " | ".join(cell(e, e["terms"][key]) for e in columns.values()) + " |")
+        if key == "valu":
+            for c in classes:
+                if any(c in e["valu"] for e in columns.values()):
+                    lines.append(f"| - VALU {c} | " + " | ".join(cell(e, e["valu"].get(c, 0.0)) for e in columns.values()) + " |")
+    lines.append("| SALU, branches, waits | " + " | ".join("0 (not priced)" for _ in columns) + " |")
+    lines.append("| total | " + " | ".join(f"{sum(e['terms'].values()):.1f}" for e in columns.values()) + " |")
+    return lines
 
 
 def main():
@@ -105,7 +171,14 @@ def main():
                    help="also simulate KERNEL with its lazy O rescale branches jumping at rate R (measured by "
                         "benchmarks/v2_rescale_rate.py on INPUT) and print it against the FP8 baseline below the "
                         "table; repeatable")
+    p.add_argument("--rows", default=",".join(ROWS), metavar="A,B,..",
+                   help="only these rows of the causal table (default: all); the AITER v4 table follows when it "
+                        "includes zyfa-fp8")
     args = p.parse_args()
+    selected = [r for r in args.rows.split(",") if r]
+    unknown = [r for r in selected if r not in ROWS]
+    if unknown:
+        p.error(f"--rows: unknown row(s) {', '.join(unknown)}; known: {', '.join(ROWS)}")
     rescale = []
     for item in args.rescale_rate:
         name, _, rest = item.partition("=")
@@ -121,7 +194,7 @@ def main():
           "| MFMA work / FLOPs (w/o row sum) | clock | predicted ms | predicted TFLOP/s | TFLOP/s at 2400 MHz |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     rows = {}
-    for name in ROWS:
+    for name in selected:
         if not name.startswith("aiter:") and name not in registered:
             print(f"| {name} | - | not registered | | | | |")
             continue
@@ -168,7 +241,17 @@ def main():
             print(f"- bound for any schedule, MFMA work = {label} ({work:.4f}x) with no idle: "
                   f"{bound['tflops_2400']:.0f} TFLOP/s at 2400 MHz, {bound['tflops']:.0f} at the pure-MFMA clock "
                   f"{bound['mhz']:.0f} MHz; / {base}: {_ratios(bound, rows[base])}")
+    if base in rows and "zyfa-fp8" in rows:
+        columns = {f"zyfa-fp8{' (measured rescale)' if 'zyfa-fp8 (rescale never)' in rows else ''}": rows["zyfa-fp8"]["energy"]}
+        if "zyfa-fp8 (rescale never)" in rows:
+            columns["zyfa-fp8 (rescale never)"] = rows["zyfa-fp8 (rescale never)"]["energy"]
+        columns[base] = rows[base]["energy"]
+        print(f"\nWhere the power model's energy goes (power.energy_terms x predicted cycles x CUs per 32x128 tile of "
+              f"the shape's work; the VALU split in the detailed records' proportions; coefficients: power.PARAMS):\n")
+        print("\n".join(_energy_table(columns)))
     # AITER v4 has no causal FP8 object: compare on the same shape without the mask
+    if "zyfa-fp8" not in selected:
+        return
     noncausal = replace(parse_shape(args.shape, heads=args.heads), causal=False)
     print(f"\nAgainst AITER v4 ({V4}), b1 h{args.heads} s{args.shape} d128 NON-causal (our lazy rescale: never, "
           "its non-causal rate is not measured):\n")

@@ -158,13 +158,20 @@ def activity(records: dict, skipped: Iterable[Mapping] = ()) -> Activity:
     return Activity(mfma=mfma / span, valu=valu / span, lds_bytes=lds / span, vmem_bytes=vmem / span, cycles=span)
 
 
-def energy_per_cu_cycle(act: Activity, toggle: float, params: Optional[dict] = None, dtype: str = "bf16") -> float:
-    """E_cycle in joules at peak voltage (module docstring); ``dtype``: the MFMA operand format."""
+def energy_terms(act: Activity, toggle: float, params: Optional[dict] = None, dtype: str = "bf16") -> dict:
+    """The terms of E_cycle (module docstring) in pJ per CU-cycle at peak voltage: ``clock``,
+    ``mfma``, ``valu`` (VALU + TRANS), ``lds``, ``vmem``; their sum is :func:`energy_per_cu_cycle`.
+    The model prices no SALU, branch or wait activity (part of ``e_clock_pj``)."""
     p = {k: float(v.value) for k, v in PARAMS.items()} | dict(params or {})
     ratio = p["fp8_mfma_energy_ratio"] if dtype == "fp8" else 1.0
-    pj = (p["e_clock_pj"] + ratio * p["e_mfma_pj"] * toggle * act.mfma + p["e_valu_pj"] * p["tau_valu"] * act.valu
-          + p["e_lds_pj_per_byte"] * act.lds_bytes + p["e_vmem_pj_per_byte"] * act.vmem_bytes)
-    return pj * 1e-12
+    return {"clock": p["e_clock_pj"], "mfma": ratio * p["e_mfma_pj"] * toggle * act.mfma,
+            "valu": p["e_valu_pj"] * p["tau_valu"] * act.valu, "lds": p["e_lds_pj_per_byte"] * act.lds_bytes,
+            "vmem": p["e_vmem_pj_per_byte"] * act.vmem_bytes}
+
+
+def energy_per_cu_cycle(act: Activity, toggle: float, params: Optional[dict] = None, dtype: str = "bf16") -> float:
+    """E_cycle in joules at peak voltage (module docstring); ``dtype``: the MFMA operand format."""
+    return sum(energy_terms(act, toggle, params, dtype).values()) * 1e-12
 
 
 def board_power(f_mhz: float, act: Activity, toggle: float, params: Optional[dict] = None,

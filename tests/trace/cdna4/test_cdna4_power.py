@@ -316,3 +316,16 @@ def test_traced_clock_needs_no_cycle_model():
     assert "1 in-band rows" in text  # the checks are not summarised
     no_busy = fidelity.Result(fidelity.Row("x", "k", shape, 1000.0), tflops_peak=2516.6, activity=act, work=1.0)
     assert math.isnan(no_busy.traced_clock)
+
+
+def test_energy_terms_are_the_equation_term_by_term():
+    # each term from its own coefficient: doubling one activity doubles its term only
+    act = power.Activity(mfma=3.0, valu=2.0, lds_bytes=100.0, vmem_bytes=10.0, cycles=1)
+    terms = power.energy_terms(act, 0.4, dtype="fp8")
+    assert set(terms) == {"clock", "mfma", "valu", "lds", "vmem"}
+    assert sum(terms.values()) * 1e-12 == pytest.approx(power.energy_per_cu_cycle(act, 0.4, dtype="fp8"), rel=1e-12)
+    assert terms["mfma"] == pytest.approx(power.param("fp8_mfma_energy_ratio") * power.param("e_mfma_pj") * 0.4 * 3.0)
+    assert terms["vmem"] == pytest.approx(power.param("e_vmem_pj_per_byte") * 10.0)
+    more = power.energy_terms(power.Activity(mfma=3.0, valu=4.0, lds_bytes=100.0, vmem_bytes=10.0, cycles=1), 0.4, dtype="fp8")
+    assert more["valu"] == pytest.approx(2 * terms["valu"])
+    assert {k: v for k, v in more.items() if k != "valu"} == {k: v for k, v in terms.items() if k != "valu"}
