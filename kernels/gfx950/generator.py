@@ -223,6 +223,7 @@ class _Kernel:
         self.fp8 = config.dtype == "fp8"
         self.block = config.scaling == "block"
         self.folded = config.softmax == "folded"
+        self.acc_vgpr = self.block and config.accumulators == "vgpr"  # O and L in VGPRs (else AGPRs)
         self.lds = lds_layout(config)
         self.asm = Asm()
         self.clusters: list[dict] = []
@@ -272,10 +273,11 @@ class _Kernel:
             # A operand of the row-sum MFMA: e4m3 ones (folded: the 16x16x128 selector, see rowsum_selector)
             if not self.valu_rowsum:
                 self.ones = ra.take("v", "fp8_ones_operand", 8, align=4)
-            self.O = ra.take("a", "O_accumulator", 64, align=16)
+            kind = "v" if self.acc_vgpr else "a"  # KernelConfig.accumulators
+            self.O = ra.take(kind, "O_accumulator", 64, align=16)
             rows = 4 if self.folded else 16  # D of the 16x16x128 / 32x32x64 row-sum MFMA
             if not self.valu_rowsum:  # else the row sum is v.l (rowsum_valu)
-                self.L = ra.take("a", "rowsum_accumulator", rows, align=rows)
+                self.L = ra.take(kind, "rowsum_accumulator", rows, align=rows)
         else:
             self.O = ra.take("v", "O_accumulator", 64, align=16)
         if self.folded:
@@ -591,10 +593,11 @@ class _Kernel:
             else:
                 for i in range(8):
                     e("v_mov_b32", self.ones[i], FP8_ONES)
+            zero = "v_mov_b32" if self.acc_vgpr else "v_accvgpr_write_b32"
             for i in range(self.O.count):
-                e("v_accvgpr_write_b32", self.O[i], 0)
+                e(zero, self.O[i], 0)
             for i in range(self.L.count if self.L else 0):
-                e("v_accvgpr_write_b32", self.L[i], 0)
+                e(zero, self.L[i], 0)
         else:
             for i in range(self.O.count):
                 e("v_mov_b32", self.O[i], 0)
@@ -1125,11 +1128,21 @@ class _Kernel:
         e("v_ldexp_f32", p, p, i)  # exact: p in [1, 2], i >= -126
         e("v_cmp_gt_f32", "vcc", V2_ALPHA_MIN_EXP, d)
         e("v_cndmask_b32", p, p, self.v.czero, "vcc")  # alpha = 0 where d < -126 (also d = -inf)
+        self.update_accumulators(lambda r: e("v_mul_f32", r, p, r), f)
+
+    def update_accumulators(self, op, scratch: Reg):
+        """``op(r)`` (emits ``r = f(r)``) on every O and row-sum accumulator register: in place where
+        they are VGPRs (``accumulators="vgpr"``: 1 op per register), through ``scratch`` where AGPRs
+        (``v_accvgpr_read_b32`` + op + ``v_accvgpr_write_b32``: 3)."""
+        e = self.e
         for acc in (self.O, self.L) if self.L else (self.O,):
-            for r in range(acc.count):
-                e("v_accvgpr_read_b32", f, acc[r])
-                e("v_mul_f32", f, p, f)
-                e("v_accvgpr_write_b32", acc[r], f)
+            for i in range(acc.count):
+                if self.acc_vgpr:
+                    op(acc[i])
+                else:
+                    e("v_accvgpr_read_b32", scratch, acc[i])
+                    op(scratch)
+                    e("v_accvgpr_write_b32", acc[i], scratch)
 
     def lazy_rescale_branch(self, cluster: Cluster, bm: tuple, label_id: str):
         """Lanes whose tile max ``max(bm0, bm1)`` exceeds ``ref`` (+ ``rescale_threshold``) branch
@@ -1263,8 +1276,12 @@ class _Kernel:
         """rowsum="split", before the softmax of tile j: ``l += S1`` of tile j-1 (held by
         :meth:`rowsum_valu`) into the row-sum accumulator, after PV_j-1's row-sum MFMA added that
         tile's S0: ``l = (l + S0) + S1``, zyfa.numerics' order and rounding, and before the
-        fix-up may rescale l (3 VALU ops). The epilogue adds the last tile's S1 the same way."""
+        fix-up may rescale l (1 VALU op with VGPR accumulators, 3 with AGPRs: read, add, write).
+        The epilogue adds the last tile's S1 the same way."""
         e = self.e
+        if self.acc_vgpr:
+            e("v_add_f32", self.L[0], self.L[0], self.held_sum)
+            return
         e("v_accvgpr_read_b32", self.v.tmp, self.L[0])
         e("v_add_f32", self.v.tmp, self.v.tmp, self.held_sum)
         e("v_accvgpr_write_b32", self.L[0], self.v.tmp)
@@ -1367,11 +1384,7 @@ class _Kernel:
         e = self.e
         e("v_sub_f32", self.v.tmp2, self.v.ref, self.v.tmp)
         e("v_cvt_i32_f32", self.v.kk, self.v.tmp2)
-        for acc in (self.O, self.L) if self.L else (self.O,):
-            for i in range(acc.count):
-                e("v_accvgpr_read_b32", self.v.tmp2, acc[i])
-                e("v_ldexp_f32", self.v.tmp2, self.v.tmp2, self.v.kk)
-                e("v_accvgpr_write_b32", acc[i], self.v.tmp2)
+        self.update_accumulators(lambda r: e("v_ldexp_f32", r, r, self.v.kk), self.v.tmp2)
         if self.valu_rowsum:
             e("v_ldexp_f32", self.v.l, self.v.l, self.v.kk)
         e("v_mov_b32", self.v.ref, self.v.tmp)
@@ -1581,7 +1594,7 @@ class _Kernel:
         x = self.S
         if self.block:
             if self.L:
-                e("v_accvgpr_read_b32", self.v.l, self.L[0])
+                e("v_mov_b32" if self.acc_vgpr else "v_accvgpr_read_b32", self.v.l, self.L[0])
             if self.held_sum is not None:  # rowsum="split": the last tile's block-1 sum
                 e("v_add_f32", self.v.l, self.v.l, self.held_sum)
             # the NaN flags of both lane halves (each saw one block's maxima) into l: l + 0 = l
@@ -1589,8 +1602,11 @@ class _Kernel:
             e("v_permlane32_swap_b32", self.v.tmp, self.nan_flag)
             e("v_add_f32", self.nan_flag, self.v.tmp, self.nan_flag)
             e("v_add_f32", self.v.l, self.nan_flag, self.v.l)
-            for i in range(64):
-                e("v_accvgpr_read_b32", x[i], self.O[i])
+            if self.acc_vgpr:
+                x = self.O  # divided and stored in place, as without block scaling
+            else:
+                for i in range(64):
+                    e("v_accvgpr_read_b32", x[i], self.O[i])
             m = self.v.ref
             if self.folded:  # O and l carry P unscaled: P ~ 2^(t s - ref + 8)
                 m = self.v.mx0

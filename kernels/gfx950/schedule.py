@@ -31,6 +31,7 @@ SCALING = ("block", "none")
 SCHEDULES = ("pingpong", "serial", "aiter")
 FMA_FORMS = ("scalar", "packed")
 ROWSUMS = ("mfma", "valu", "split")
+ACCUMULATORS = ("agpr", "vgpr")
 DTYPES = ("fp8", "bf16")
 
 
@@ -56,13 +57,19 @@ class KernelConfig:
     the instructions, but a packed FP32 op cannot issue while an MFMA executes on its SIMD).
     ``rowsum``: the rounded row sum of P, ``mfma`` (one MFMA per 64-key block), ``valu`` (folded
     only: each lane decodes and adds its codes, 100 VALU ops per tile) or ``split`` (folded only:
-    the tile's first block by its MFMA, the second on the VALU, 53 ops, added to l one tile later so
-    the order is zyfa.numerics' ``(l + S0) + S1``): all three give the same bits.
+    the tile's first block by its MFMA, the second on the VALU, 51 ops (53 with AGPR accumulators),
+    added to l one tile later so the order is zyfa.numerics' ``(l + S0) + S1``): all three give the
+    same bits.
     ``pair_query_blocks``: where the host asks for it (kernel argument ``pair_query_blocks``: the
     unpaired grid would exceed the CUs), workgroup ``x`` computes query block ``x`` and then, when
     it exists and is larger, block ``blocks - 1 - x`` (grid x halved), as AITER v3's causal host
     code pairs its query tiles: under a causal mask every workgroup then does the same work, so the dispatch has no tail
     of long workgroups (the cycle model's dispatch: 5.16M -> 4.80M cycles at b1 h32 s32K).
+    ``accumulators``: where a block-scaled kernel keeps O and the row-sum accumulator: ``agpr``
+    (every VALU access, the lazy rescale's included, goes through ``v_accvgpr_read/write``: 3 ops
+    per register) or ``vgpr`` (the MFMAs accumulate into architectural VGPRs, which the VALU reads
+    and writes directly: the rescale is one ``v_ldexp_f32`` per register; needs the 256-VGPR file
+    to hold them). Kernels without block scaling keep O in VGPRs either way.
     """
 
     name: str
@@ -76,10 +83,12 @@ class KernelConfig:
     fma: str = "scalar"
     rowsum: str = "mfma"
     pair_query_blocks: bool = False
+    accumulators: str = "agpr"
 
     def __post_init__(self):
         for field_name, allowed in (("dtype", DTYPES), ("softmax", SOFTMAX), ("scaling", SCALING),
-                                    ("schedule", SCHEDULES), ("fma", FMA_FORMS), ("rowsum", ROWSUMS)):
+                                    ("schedule", SCHEDULES), ("fma", FMA_FORMS), ("rowsum", ROWSUMS),
+                                    ("accumulators", ACCUMULATORS)):
             value = getattr(self, field_name)
             if value not in allowed:
                 raise ValueError(f"Unknown KernelConfig.{field_name}: {value!r} (expected one of {allowed})")
@@ -374,11 +383,12 @@ def barrier_intervals(table: tuple[Cluster, ...]) -> list[tuple[Cluster, ...]]:
 # zyfa-fp8-valu-rowsum zyfa-fp8 with both block sums on the VALU.
 VARIANTS: dict[str, KernelConfig] = {
     "zyfa-fp8": KernelConfig("zyfa-fp8", softmax="folded", scaling="block", schedule="pingpong", rowsum="split",
-                             pair_query_blocks=True),
+                             pair_query_blocks=True, accumulators="vgpr"),
     "zyfa-fp8-v1": KernelConfig("zyfa-fp8-v1", softmax="lean", scaling="block", schedule="pingpong"),
     "zyfa-fp8-v2": KernelConfig("zyfa-fp8-v2", softmax="lean-v2", scaling="block", schedule="pingpong"),
     "zyfa-fp8-valu-rowsum": KernelConfig("zyfa-fp8-valu-rowsum", softmax="folded", scaling="block",
-                                         schedule="pingpong", rowsum="valu", pair_query_blocks=True),
+                                         schedule="pingpong", rowsum="valu", pair_query_blocks=True,
+                                         accumulators="vgpr"),
     "zyfa-fp8-exact": KernelConfig("zyfa-fp8-exact", softmax="exact", scaling="block", schedule="pingpong"),
     "aiter-like-fp8": KernelConfig("aiter-like-fp8", softmax="exact", scaling="none", schedule="aiter",
                                    fma="packed"),

@@ -5,6 +5,7 @@ import re
 import shutil
 import struct
 import subprocess
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -339,10 +340,10 @@ def test_zyfa_fp8_lean_p_static_count_is_within_the_write_ups_budget(generated):
     assert counts.valu_by_opcode == {"v_maximum3_f32": 4 * 32, "v_add_f32": 4, "v_cmp_nlt_f32": 4,
                                      "v_cvt_u32_f32_sdwa": 4 * 64}
     # rowsum="split": block 0 by one 16x16x128 MFMA, block 1 on the VALU (16 converts + 31 adds + 3 to
-    # join the lane halves) and carried into l one tile later (accvgpr read, add, write)
+    # join the lane halves) and carried into l one tile later (one add: the accumulator is a VGPR)
     assert (counts.mfma, counts.mfma_rowsum, counts.mfma_cycles, counts.rowsum_cycles) == (17, 1, 16 * 64 + 32, 32)
-    assert counts.rowsum_valu_cycles == 4 * (16 + 31 + 3 + 3) == 212
-    assert generated["zyfa-fp8"].registers["rowsum_accumulator"] == "a[64:67]" and generated["zyfa-fp8"].read_ahead == 3
+    assert counts.rowsum_valu_cycles == 4 * (16 + 31 + 3 + 1) == 204
+    assert generated["zyfa-fp8"].registers["rowsum_accumulator"] == "v[208:211]" and generated["zyfa-fp8"].read_ahead == 3
     both = tile_counts(generate(replace(VARIANTS["zyfa-fp8"], name="mfma-rowsum", rowsum="mfma")))
     assert (both.mfma, both.mfma_rowsum, both.mfma_cycles, both.rowsum_cycles, both.rowsum_valu_cycles) == (
         18, 2, 16 * 64 + 64, 64, 0)
@@ -590,3 +591,26 @@ def test_folded_constants_are_the_numerics_values():
 def test_v2_refuses_a_rescale_threshold():
     with pytest.raises(ValueError, match="lean-v2.*rescale_threshold must be 0"):
         KernelConfig("x", softmax="lean-v2", rescale_threshold=4)
+
+
+def test_accumulators_in_vgprs_make_the_lazy_rescale_one_op_per_register():
+    """accumulators="vgpr" (zyfa-fp8): the PV and row-sum MFMAs accumulate into VGPRs, so the fix-up's
+    O and L rescale is one v_ldexp_f32 per register (64 + 4) with no v_accvgpr move; the AGPR form
+    reads, scales and writes each (3 ops). The rest of the fix-up is the same code."""
+    def rescale(config):
+        gen = generate(config)
+        first = next(cl for cl in gen.clusters if cl["emitter"] == "rescale" and cl["group"] == 0)
+        insts = [i for i in gen.instructions[first["first"]:first["last"] + 1] if i.cluster == first["name"]]
+        return gen, Counter(i.opcode for i in insts)
+
+    gen, vgpr = rescale(VARIANTS["zyfa-fp8"])
+    assert VARIANTS["zyfa-fp8"].accumulators == "vgpr" and gen.agprs == 0
+    assert gen.registers["O_accumulator"].startswith("v[")
+    pv = [i for i in gen.instructions if i.cluster == "PV_j-1" and i.opcode.startswith("v_mfma")]
+    assert all(str(i.operands[0]).startswith("v[") for i in pv)
+    assert vgpr["v_ldexp_f32"] == 64 + 4 and not any(op.startswith("v_accvgpr") for op in vgpr)
+    _, agpr = rescale(replace(VARIANTS["zyfa-fp8"], name="agpr", accumulators="agpr"))
+    assert agpr["v_ldexp_f32"] == 64 + 4 and agpr["v_accvgpr_read_b32"] == agpr["v_accvgpr_write_b32"] == 64 + 4
+    assert sum(agpr.values()) - sum(vgpr.values()) == 2 * (64 + 4)
+    with pytest.raises(ValueError, match="accumulators"):
+        KernelConfig("bad", accumulators="sgpr")
