@@ -377,12 +377,13 @@ def barrier_intervals(table: tuple[Cluster, ...]) -> list[tuple[Cluster, ...]]:
 # -- the registered variants -------------------------------------------------------------------------
 # zyfa-fp8 is the write-up's kernel: Lean P folded into the QK MFMA (392 VALU cycles per tile; the
 # spec-v1 Lean P cannot go below 512: one FMA + one convert per probability), the rounded row sum
-# of the first 64-key block of each tile on the MFMA pipe (one 16x16x128), of the second on the
-# VALU (rowsum="split"), query blocks paired per workgroup. zyfa-fp8-v1 is spec v1 literally (the
+# on the MFMA pipe (one 16x16x128 per 64-key block: in the power model 32 MFMA cycles cost less
+# energy than rowsum="split"'s 51 VALU ops, kernels/gfx950/README.md), O and the row sum in VGPRs
+# (accumulators="vgpr": a one-op-per-register lazy rescale), query blocks paired per workgroup. zyfa-fp8-v1 is spec v1 literally (the
 # FP8 backend's kernel: its bits are recipe zyfa-v1; one query block per workgroup),
 # zyfa-fp8-valu-rowsum zyfa-fp8 with both block sums on the VALU.
 VARIANTS: dict[str, KernelConfig] = {
-    "zyfa-fp8": KernelConfig("zyfa-fp8", softmax="folded", scaling="block", schedule="pingpong", rowsum="split",
+    "zyfa-fp8": KernelConfig("zyfa-fp8", softmax="folded", scaling="block", schedule="pingpong", rowsum="mfma",
                              pair_query_blocks=True, accumulators="vgpr"),
     "zyfa-fp8-v1": KernelConfig("zyfa-fp8-v1", softmax="lean", scaling="block", schedule="pingpong"),
     "zyfa-fp8-v2": KernelConfig("zyfa-fp8-v2", softmax="lean-v2", scaling="block", schedule="pingpong"),

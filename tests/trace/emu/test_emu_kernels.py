@@ -91,12 +91,11 @@ def test_aiter_schedule_race_free_over_many_tiles():
 def test_masked_mfmas_are_skipped(kernel):
     """b1 h1 s256 causal, one workgroup: wave w (rows 32w..32w+31) runs the QK MFMAs of the
     w + 1 S tiles of 32 keys it needs (2 head-dim chunks each) and, per 64-key P block it needs,
-    4 PV MFMAs + 1 row sum (zyfa-fp8, rowsum="split": the first block of each 128-key tile only;
-    zyfa-fp8-valu-rowsum: none); PV of tile -1 (zero P) and every fully masked S tile / P block
+    4 PV MFMAs + 1 row sum (zyfa-fp8-valu-rowsum: none); PV of tile -1 (zero P) and every fully masked S tile / P block
     are branched over. Bit-exact all the same."""
     result = emulate_kernel(kernel, _shape(kernel, 256, heads=1))
     _check(result)
-    rowsum = {"zyfa-fp8": lambda b: b % 2 == 0, "zyfa-fp8-valu-rowsum": lambda b: False}.get(kernel, lambda b: True)
+    rowsum = {"zyfa-fp8-valu-rowsum": lambda b: False}.get(kernel, lambda b: True)
     qk = sum(2 * (w + 1) for w in range(8))
     pv = sum(4 + rowsum(b) for w in range(8) for b in range(-(-(32 * w + 32) // 64)))
     executed = sum(n for op, n in result.stats.executed.items() if op.startswith("v_mfma"))
