@@ -281,6 +281,54 @@ def static_of(program: Program) -> list:
     return static
 
 
+def lean_steps(steps: list) -> tuple[list, frozenset]:
+    """(``steps`` less those that cannot change a wave's scalar state, the register keys that must
+    be ``None`` at the start for that), for :meth:`CUSim._replay`.
+
+    Most of a replayed loop period computes unknowns: an MFMA, LDS or unmodelled VALU result is
+    ``None`` (``scalar._forgetter``), and so is a lane-0 VALU result with a ``None`` source
+    (``scalar._fast_valu``), e.g. a row-max chain over MFMA results feeding a rate-decided branch.
+    Such a step whose destinations are ``None`` already (without per-lane values) changes nothing and
+    is dropped. Which vector keys are ``None`` at each step follows from the steps alone: a pass from
+    nothing known gives the keys that are ``None`` after any run of them (the start condition: a
+    replay starts where a run of the same steps ended, and checks it), a second pass from those
+    finds the steps to drop. Any other executor may write its vector destinations: they leave
+    the known-``None`` set. ``steps`` itself is returned where nothing can be dropped."""
+
+    def scan(none: set, drop: Optional[set]) -> set:
+        for j, (s, _) in enumerate(steps):
+            fn = s.fn
+            if fn is None:
+                continue
+            forgets = getattr(fn, "forgets", None)
+            lane0 = getattr(fn, "lane0", None)
+            if forgets is not None:
+                if drop is not None and none.issuperset(forgets):
+                    drop.add(j)
+                none.update(k for k in forgets if k <= _VECTOR_KEY)
+            elif lane0 is not None and lane0[0] <= _VECTOR_KEY:
+                dst, sources = lane0
+                if none.intersection(sources):
+                    if drop is not None and dst in none:
+                        drop.add(j)
+                    none.add(dst)
+                else:
+                    none.discard(dst)
+            else:
+                none.difference_update(_VECTOR_KEY - k for k in s.inst.defs if k < SGPR_BASE)
+        return none
+
+    need = frozenset(scan(set(), None))
+    drop: set = set()
+    scan(set(need), drop)
+    if not drop:
+        return steps, frozenset()
+    return [step for j, step in enumerate(steps) if j not in drop], need
+
+
+_VECTOR_KEY = -1000  # scalar.State's register key of v0; vector register k is -1000 - k (AGPRs after VGPRs)
+
+
 # -- waves ---------------------------------------------------------------------------------------
 class _Wave:
     __slots__ = ("wid", "wg", "simd", "slot", "pc", "prio", "ready", "last_issue", "done", "at_barrier",
@@ -413,6 +461,7 @@ class CUSim:
         # loop branch index -> [cycle, per-wave log lengths, rate counters, steady (period, sequences)
         # or None] of its last back-edges, skipped ones included (only with a pattern_period)
         self._marks: dict = {}
+        self._plans: dict = {}  # per-wave sequence -> its replay plan (_replay_plan)
         self.labels_at = [None] * (len(program) + 1)  # instruction index -> the label there (None: none)
         for name, i in program.labels.items():
             self.labels_at[i] = name
@@ -790,10 +839,16 @@ class CUSim:
                           steady])
         del marks[:-(self.pattern_period + 1)]
 
-    def _replay_plan(self, seq: tuple) -> list:
-        """(static, expected next index) for the instructions of ``seq`` that can change scalar
-        state or control flow. Vector-only writes (which only make lane-0 values unknown) are
-        kept only where a lane-0-evaluated instruction of the sequence reads them."""
+    def _replay_plan(self, seq: tuple) -> tuple:
+        """(steps, lean steps, their start condition) of ``seq``'s replay (cached per sequence: the
+        waves of a workgroup mostly share one). Steps: (static, expected next index) for the
+        instructions of ``seq`` that can change scalar state or control flow. Vector-only writes
+        (which only make lane-0 values unknown) are kept only where a lane-0-evaluated instruction
+        of the sequence reads them. Lean steps: the same less those that cannot change the state
+        (:func:`lean_steps`), valid where the start state holds ``None`` at every key of the condition."""
+        hit = self._plans.get(seq)
+        if hit is not None:
+            return hit
         static = self.static
         # backward slice (twice round the cyclic sequence) from the vector values scalar code reads
         relevant = set()
@@ -814,18 +869,23 @@ class CUSim:
             if s.is_branch or s.unit in ("SALU", "SMEM") or index in keep_vector or (
                     s.fn is not None and relevant.intersection(s.vdefs)):
                 plan.append((s, seq[j + 1] if j + 1 < len(seq) else seq[0]))
-        return plan
+        self._plans[seq] = out = (plan, *lean_steps(plan))
+        return out
 
     def _replay(self, regs: list, plans: list, counters: Optional[list] = None) -> Optional[list]:
         """Scalar side of one more period for every wave; ``None`` if any branch deviates.
-        ``counters``: per wave, the executions so far of each rate-policy branch (updated in
-        place); without them a rate-decided branch counts as a deviation."""
+        ``plans``: per wave, :meth:`_replay_plan`'s; ``counters``: per wave, the executions so far
+        of each rate-policy branch (updated in place); without them a rate-decided branch counts
+        as a deviation."""
         out = []
         for wi, w in enumerate(self.waves):
             st = scalar.State(w.state.kernarg)
             st.regs = dict(regs[wi])
             st.laned = {k[1] for k in st.regs if isinstance(k, tuple)}
-            for s, expected in plans[wi]:
+            steps, lean, need = plans[wi]
+            if lean is not steps and st.laned.isdisjoint(need) and all(st.regs.get(k, 0) is None for k in need):
+                steps = lean
+            for s, expected in steps:
                 if s.fn is not None:
                     s.fn(st)
                 if s.is_branch:
@@ -889,7 +949,7 @@ class CUSim:
         period's timing follows from its start state and its instructions; the tests compare such
         skips with fully detailed runs)."""
         limit = self.config.max_cycles // max(period, 1)
-        rated = any(self.rates[s.index] is not None for plan in plans for s, _ in plan if s.is_branch)
+        rated = any(self.rates[s.index] is not None for plan in plans for s, _ in plan[0] if s.is_branch)
         for lag in () if rated else (1, 2):
             deltas = self._deltas(snapshots, lag)
             if deltas is None:

@@ -537,6 +537,7 @@ def _forgetter(keys: tuple[int, ...]) -> Callable[[State], None]:
         if st.laned:
             for key in vector:
                 st.clear_lanes(key)
+    forget.forgets = tuple(unknown)  # what it does, for an analysis of a run of executors (the cycle model's replay)
     return forget
 
 
@@ -562,6 +563,8 @@ def _fast_valu(base: str, ops: tuple[str, ...]) -> Callable[[State], None]:
         regs[dst] = fn(*values) & M32
         if st.laned:
             st.clear_lanes(dst)
+    # what it does: dst becomes None (its lanes cleared) when a register source is None
+    run_v.lane0 = (dst, tuple(key for reg, key in srcs if reg))
     return run_v
 
 

@@ -285,6 +285,30 @@ def rate_sim(policy, trips: int, fast_forward: bool = True, waves: int = 1):
     return program, pc, result
 
 
+def test_a_replay_drops_only_the_steps_that_change_nothing():
+    # RATE_LOOP's period: an MFMA whose (unknown) results feed the vector compare of a rate-decided
+    # branch. The replay keeps the MFMA for the compare, but once a period has run its results are
+    # None already: the lean steps drop it where the start state holds None there
+    program = parse_asm(f"k:\n{RATE_LOOP}\n{KD}", encode=False)
+    ops = [inst.opcode for inst in program.instructions]
+    pc = program.instructions[ops.index("s_cbranch_vccnz")].pc
+    model = CUSim(program, struct.pack("<I", 40), [(0, 0, 0)], 64, branch_policy={pc: 0.25})
+    period = tuple(range(ops.index("v_mfma_f32_32x32x16_bf16"), ops.index("s_cbranch_scc1") + 1))
+    steps, lean, need = model._replay_plan(period)
+    kept = ["v_mfma_f32_32x32x16_bf16", "s_cbranch_vccnz", "s_add_u32", "s_cmp_lt_u32", "s_cbranch_scc1"]
+    assert [s.inst.opcode for s, _ in steps] == kept and [s.inst.opcode for s, _ in lean] == kept[1:]
+    assert need == {-1000 - k for k in range(16)}  # v[0:15]
+    full = [(steps, steps, frozenset())]
+    after_a_period = model.waves[0].state.regs | {4: 40, 5: 3} | dict.fromkeys(need)
+    # from a state with v1 known only the full steps are right (they make it unknown again)
+    for regs in (after_a_period, after_a_period | {-1001: 0x40000000}):
+        counters = [{}], [{}]
+        lean_out, full_out = (model._replay([regs], plans, c) for plans, c in zip(([(steps, lean, need)], full), counters))
+        assert lean_out == full_out and lean_out[0][-1001] is None and lean_out[0][5] == 4
+        assert counters[0] == counters[1] == [{ops.index("s_cbranch_vccnz"): 1}]
+    assert model._replay_plan(period) is model._replay_plan(period)  # built once per sequence
+
+
 def test_rate_branch_policy_takes_the_stated_pattern():
     # a data-dependent branch (vcc from a vector compare) taken on execution n iff
     # floor((n + 1) r) > floor(n r): r = 3/10 over 50 executions jumps on 3, 6, 9, 13, ... (15 times)
