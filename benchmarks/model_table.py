@@ -100,8 +100,25 @@ def _row(name: str, shape, forced_clock=None, rescale_rate=None, label=None):
                 f"{s['valu_cycles_per_block']:.0f} | {static} | {work} | "
                 f"{mhz:.0f} MHz ({'forced' if forced_clock else clock.label}) | {seconds * 1e3:.3f} | "
                 f"{tflops:.0f} | {est.tflops:.0f} |  <!-- {time.perf_counter() - start:.1f} s -->")
-    return {"tflops": tflops, "tflops_2400": est.tflops, "mhz": mhz, "markdown": markdown,
-            "energy": _energy_per_tile(est, act, shape, fixup, clock.toggle)}
+    return {"tflops": tflops, "tflops_2400": est.tflops, "mhz": mhz, "markdown": markdown, "activity": act,
+            "cycles": est.cycles, "energy": _energy_per_tile(est, act, shape, fixup, clock.toggle)}
+
+
+def _without(row: dict, base: dict, dtype: str) -> list:
+    """What-if lines: ``row``'s clock and ratio to ``base`` with the same cycles and its VALU, then
+    also LDS, then also VMEM activity priced at zero, and with half its global bytes (a query block
+    twice as tall loading each K/V tile once), with and without VALU energy (power.predict_clock on
+    the changed activity)."""
+    lines, act = [], row["activity"]
+    half = act.vmem_bytes / 2
+    for label, change in (("no VALU energy", {"valu": 0.0}), ("no VALU + LDS energy", {"valu": 0.0, "lds_bytes": 0.0}),
+                          ("no VALU + LDS + VMEM energy", {"valu": 0.0, "lds_bytes": 0.0, "vmem_bytes": 0.0}),
+                          ("half the global bytes", {"vmem_bytes": half}),
+                          ("half the global bytes and no VALU energy", {"vmem_bytes": half, "valu": 0.0})):
+        mhz = power.predict_clock(replace(act, **change), dtype).mhz
+        ratio = row["tflops_2400"] / base["tflops_2400"] * mhz / base["mhz"]
+        lines.append(f"- the same cycles with {label}: {mhz:.0f} MHz, {ratio:.3f}x")
+    return lines
 
 
 TILE_ROWS, TILE_KEYS = 32, 128  # one wave's tile of the gfx950 kernels: 32 queries x 128 keys
@@ -249,6 +266,8 @@ def main():
         print(f"\nWhere the power model's energy goes (power.energy_terms x predicted cycles x CUs per 32x128 tile of "
               f"the shape's work; the VALU split in the detailed records' proportions; coefficients: power.PARAMS):\n")
         print("\n".join(_energy_table(columns)))
+        print(f"\nzyfa-fp8 / {base}, what-if (its activity changed, its cycles kept; the baseline at {rows[base]['mhz']:.0f} MHz):")
+        print("\n".join(_without(rows["zyfa-fp8"], rows[base], "fp8")))
     # AITER v4 has no causal FP8 object: compare on the same shape without the mask
     if "zyfa-fp8" not in selected:
         return
