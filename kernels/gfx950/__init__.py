@@ -154,6 +154,9 @@ def build_config(config: KernelConfig) -> KernelBuild:
         # the main loop is unrolled by two: each tile body starts here (the trace's iteration = tile)
         "iteration_starts": list(gen.tile_starts),
         "branch_assumptions": branch_assumptions(built),
+        # grid(): x is the query block (with its mirror where paired) and alone sets a workgroup's causal
+        # work; heads (y) and batch (z) do the same work, so the cycle model needs no probe along them
+        "work_axis": 0,
     }
     return KernelBuild(name=config.name, asm=gen.asm, code_object=built.code_object, symbol=gen.symbol, meta=meta)
 

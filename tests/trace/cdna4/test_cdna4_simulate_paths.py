@@ -10,10 +10,11 @@ import pytest
 
 from zyfa.cli import trace_main
 from zyfa.kernels import registry
-from zyfa.shapes import AttnShape
+from zyfa.shapes import AttnShape, parse_shape
 from zyfa.sweep_eval import simulate as sweep_simulate
 from zyfa.trace.cdna4 import tracer
-from zyfa.trace.cdna4.launch import from_description
+from zyfa.trace.cdna4.estimate import estimate
+from zyfa.trace.cdna4.launch import from_description, prepare
 from zyfa.trace.schema import Trace
 from zyfa.webui.whatif import WhatIf
 from zyfa.webui.whatif import simulate as whatif_simulate
@@ -83,3 +84,17 @@ def test_cluster_tags_travel_with_the_instructions_and_a_mismatch_raises():
     wrong = replace(desc, build=replace(desc.build, meta={**desc.build.meta, "instruction_clusters": tags[:-1]}))
     with pytest.raises(ValueError, match=r"cluster tags for \d+ instructions"):
         from_description(wrong)
+
+
+def test_gfx950_kernels_state_their_work_axis_as_the_probe_finds_it():
+    """The generator's build meta states the query-block axis (x) as the one that sets a
+    workgroup's work, so the estimate simulates no probe along heads; the probe, run by dropping
+    the statement, picks the same axis and gives the same kernel cycles."""
+    launch = prepare("zyfa-fp8", parse_shape("2k", heads=2))
+    assert launch.meta["work_axis"] == 0
+    stated = estimate(launch)
+    probed = estimate(replace(launch, meta={k: v for k, v in launch.meta.items() if k != "work_axis"}))
+    assert "work axis probed" in probed.notes[1] and "work axis probed" not in stated.notes[1]
+    assert probed.work_axis == stated.work_axis == 0
+    assert probed.cycles == stated.cycles and probed.samples == stated.samples
+    assert stated.simulated < probed.simulated  # the heads probe is not simulated
