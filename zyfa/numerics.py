@@ -71,10 +71,13 @@ FOLD_FLOOR = -FOLD_HALF           # the check's M is max(y, FLOOR): a fully mask
 FOLD_HEADROOM = 1
 FOLD_FIX_BIAS = LEANP_BIAS - 8.0 * FOLD_HEADROOM  # 112.5: the largest code after a fix-up is in [104, 112]
 
-VARIANTS = ("zyfa", "zyfa-v1", "zyfa-v2", "zyfa-folded", "zyfa-runmax", "leanp", "roundedsum", "blockscale", "naive",
+VARIANTS = ("zyfa", "zyfa-v1", "zyfa-v2", "zyfa-folded", "zyfa-runmax", "zyfa-grouped", "leanp", "roundedsum", "blockscale", "naive",
             "fa3", "p448")
 RUNMAX_BLOCK = 128                # zyfa-runmax: the Hopper kernel's scaling block (its S tile); any block works
 PV_SCALE_MIN_EXP = -126           # zyfa-runmax: O's rescale factor 2^d is 0 for d below this (normal fp32 only)
+# zyfa-grouped: runmax inside groups of ``group`` blocks (aligned to key 0), each group merged into O like a
+# v1 block; the group sizes docs/numerics.md measures (the Hopper kernel's flush interval, in 128-key tiles)
+GROUP_SIZES = (1, 4, 8)
 # naive-softmax variants (running fp32 max, exact exp2, l from the unrounded p) and the factor P is
 # multiplied by before its e4m3 rounding: AITER v3 (none), FlashAttention-3 (2^8, its Max_offset),
 # CK-style (448, e4m3's largest value)
@@ -458,10 +461,10 @@ def _exp2_f32(x: torch.Tensor) -> torch.Tensor:
 class _Operands:
     """Upcast operands in (batch, nheads_k, group, seqlen, dim) layout, keys padded to a block."""
 
-    def __init__(self, q, k, v, t, v_scale, causal: bool, block: int):
+    def __init__(self, q, k, v, t, v_scale, causal: bool, block: int, group: int = 1):
         b, sq, h, d = q.shape
         sk, hk = k.shape[1], k.shape[2]
-        self.sq, self.sk, self.causal, self.block = sq, sk, causal, block
+        self.sq, self.sk, self.causal, self.block, self.group = sq, sk, causal, block, group
         self.shape = (b, hk, h // hk)
         pad = -sk % block
         self.q = q.to(torch.float64).permute(0, 2, 1, 3).reshape(b, hk, h // hk, sq, d)
@@ -561,8 +564,10 @@ def _blocks(ops: _Operands, variant: str, rounding: str, p_round) -> Iterator[tu
         nan_rows = torch.isnan(mx[..., 0])
         bm = torch.ceil(t * mx)
         _check_bm_range(bm)
-        if variant == "zyfa-runmax":
+        if variant in ("zyfa-runmax", "zyfa-grouped"):
             # -- codes against the row's running max m (integer): P carries 2^(m - 8) -------------
+            if variant == "zyfa-grouped" and k0 % (ops.block * ops.group) == 0:
+                m.fill_(-math.inf)  # zyfa-grouped: the running max of the group that starts here
             m_new = torch.maximum(m[..., r0:], bm[..., 0])  # NaN-propagating
             m[..., r0:] = m_new
             code = mask.fill_(lean_p_code(s, 8.0 * t, m_new[..., None], rounding), 0)
@@ -641,6 +646,8 @@ def _forward(ops: _Operands, variant: str, rounding: str, p_round):
     acc = torch.zeros(*shape, ops.v.shape[-1], dtype=torch.float32, device=ops.q.device)
     nan_rows = torch.zeros(shape, dtype=torch.bool, device=ops.q.device)
     exact = variant in P_PRESCALE
+    if variant == "zyfa-grouped":  # the open group's O, l and running max (units as zyfa-runmax's)
+        g_acc, g_l, g_m, g_r0 = torch.zeros_like(acc), torch.zeros_like(l), torch.full_like(m, -math.inf), 0
     for r0, k0, P, psum, scale, allowed, bad in _blocks(ops, variant, rounding, p_round):
         nan_rows[..., r0:] |= bad
         pv = masked_pv(P.to(torch.float64), allowed, ops.v[..., k0:k0 + ops.block, :]).to(torch.float32)
@@ -661,18 +668,16 @@ def _forward(ops: _Operands, variant: str, rounding: str, p_round):
             m[..., r0:] = m_new
             continue
         if variant == "zyfa-runmax":
-            # -- O (and l) in units of 2^(m - 8); scaled by 2^(m_old - m) where the max grew -------
-            d = m_old - scale
-            grew = scale > m_old
-            if bool(grew.any()):
-                e = torch.nan_to_num(d, nan=0.0).clamp(PV_SCALE_MIN_EXP, 0.0)
-                f = torch.where(grew & (d >= PV_SCALE_MIN_EXP), _pow2(e, torch.float32), 0.0)
-                f = torch.where(grew, f, 1.0)  # exact powers of two; fp32 products round only if subnormal
-                acc[..., r0:, :] = acc[..., r0:, :] * f[..., None]
-                l[..., r0:] = l[..., r0:] * f
-            acc[..., r0:, :] += pv
-            l[..., r0:] += psum
-            m[..., r0:] = scale
+            _runmax_add(acc, l, m, r0, scale, pv, psum)
+            continue
+        if variant == "zyfa-grouped":
+            # -- runmax into the group's O; at each group's start the finished group merges into O -
+            if k0 % (ops.block * ops.group) == 0:
+                if k0:
+                    _merge_block(acc, l, m, g_r0, g_m[..., g_r0:] + 8.0, g_acc[..., g_r0:, :], g_l[..., g_r0:])
+                    g_acc.zero_(), g_l.zero_(), g_m.fill_(-math.inf)
+                g_r0 = r0
+            _runmax_add(g_acc, g_l, g_m, r0, scale, pv, psum)
             continue
         if exact:
             alpha = _exp2_f32(m_old - scale)
@@ -680,19 +685,47 @@ def _forward(ops: _Operands, variant: str, rounding: str, p_round):
             l[..., r0:] = l[..., r0:] * alpha + psum
             m[..., r0:] = scale
             continue
-        # -- E8M0 block scale e = bm - 8 - m_new; exact pow2 rescaling --------------------------
-        m_new = torch.maximum(m_old, scale + 8.0)
-        e = scale - m_new
-        keep = e >= E8M0_MIN_EXP
-        shift = m_old - m_new
-        if bool((shift != 0).any()):  # exact no-op otherwise
-            acc[..., r0:, :] = _ldexp_f32(acc[..., r0:, :], shift[..., None])
-            l[..., r0:] = _ldexp_f32(l[..., r0:], shift)
-        # a dropped block (e < -127) still passes on a NaN it read
-        acc[..., r0:, :] += torch.where(keep[..., None] | torch.isnan(pv), _ldexp_f32(pv, e[..., None]), 0.0)
-        l[..., r0:] += torch.where(keep, _ldexp_f32(psum, e), 0.0)
-        m[..., r0:] = m_new
+        _merge_block(acc, l, m, r0, scale + 8.0, pv, psum)
+    if variant == "zyfa-grouped":  # the last group
+        _merge_block(acc, l, m, g_r0, g_m[..., g_r0:] + 8.0, g_acc[..., g_r0:, :], g_l[..., g_r0:])
     return _epilogue(ops, acc, l, m, nan_rows)
+
+
+def _merge_block(acc, l, m, r0: int, bm, pv, psum) -> None:
+    """Spec v1 steps 4-5 in place on rows ``r0:``: a block's ``pv`` (rows r0:) and ``psum`` carrying
+    ``2^(bm - 8)`` merged into ``acc``, ``l`` (units ``2^m``): E8M0 block scale ``e = bm - 8 - m_new``,
+    ``m_new = max(m, bm)``, exact pow2 rescaling, the block dropped where ``e < -127``. A row with
+    ``bm = -inf`` (zyfa-grouped: no allowed key in the group) adds nothing."""
+    m_old = m[..., r0:]
+    m_new = torch.maximum(m_old, bm)
+    e = bm - 8.0 - m_new
+    keep = e >= E8M0_MIN_EXP
+    shift = torch.where(m_new == m_old, 0.0, m_old - m_new)  # 0, not NaN, where both are -inf
+    if bool((shift != 0).any()):  # exact no-op otherwise
+        acc[..., r0:, :] = _ldexp_f32(acc[..., r0:, :], shift[..., None])
+        l[..., r0:] = _ldexp_f32(l[..., r0:], shift)
+    # a dropped block (e < -127) still passes on a NaN it read
+    acc[..., r0:, :] += torch.where(keep[..., None] | torch.isnan(pv), _ldexp_f32(pv, e[..., None]), 0.0)
+    l[..., r0:] += torch.where(keep, _ldexp_f32(psum, e), 0.0)
+    m[..., r0:] = m_new
+
+
+def _runmax_add(acc, l, m, r0: int, scale, pv, psum) -> None:
+    """zyfa-runmax's per-block step in place on rows ``r0:``: ``acc``, ``l`` are in units of
+    ``2^m`` (``m = running max - 8``); where the block's ``scale`` (the new running max - 8) grew,
+    both are first scaled by ``2^(m_old - scale)`` (exact; 0 below ``2^PV_SCALE_MIN_EXP``)."""
+    m_old = m[..., r0:]
+    d = m_old - scale
+    grew = scale > m_old
+    if bool(grew.any()):
+        e = torch.nan_to_num(d, nan=0.0).clamp(PV_SCALE_MIN_EXP, 0.0)
+        f = torch.where(grew & (d >= PV_SCALE_MIN_EXP), _pow2(e, torch.float32), 0.0)
+        f = torch.where(grew, f, 1.0)  # exact powers of two; fp32 products round only if subnormal
+        acc[..., r0:, :] = acc[..., r0:, :] * f[..., None]
+        l[..., r0:] = l[..., r0:] * f
+    acc[..., r0:, :] += pv
+    l[..., r0:] += psum
+    m[..., r0:] = scale
 
 
 def _epilogue(ops: _Operands, acc, l, m, nan_rows):
@@ -795,7 +828,8 @@ def _to_bshd(x: torch.Tensor) -> torch.Tensor:
     return x.reshape(b, hk * g, s, *x.shape[4:]).transpose(1, 2)
 
 
-def _check_fp8_inputs(q8, k8, v8, q_descale, k_descale, v_descale, softmax_scale, variant, rounding, block):
+def _check_fp8_inputs(q8, k8, v8, q_descale, k_descale, v_descale, softmax_scale, variant, rounding, block,
+                      group=1):
     for name, x in (("q8", q8), ("k8", k8), ("v8", v8)):
         _check_bshd(name, x)
         if x.dtype != torch.float8_e4m3fn:
@@ -835,6 +869,10 @@ def _check_fp8_inputs(q8, k8, v8, q_descale, k_descale, v_descale, softmax_scale
                          "fractional, so the magic-number rounding does not apply)")
     if not isinstance(block, int) or block <= 0 or block & (block - 1):
         raise ValueError(f"block must be a positive power of two (the spec uses 64), got {block!r}")
+    if not isinstance(group, int) or isinstance(group, bool) or group <= 0:
+        raise ValueError(f"group must be a positive int (blocks per group), got {group!r}")
+    if group != 1 and variant != "zyfa-grouped":
+        raise ValueError(f"group={group} applies to variant 'zyfa-grouped' only, got variant {variant!r}")
     return descales, float(softmax_scale)
 
 
@@ -853,15 +891,16 @@ def _score_scale(softmax_scale: float, dq: torch.Tensor, dk: torch.Tensor) -> to
     return c.to(dq.device) * (dq * dk)
 
 
-def _fp8_operands(q8, k8, v8, q_descale, k_descale, v_descale, causal, softmax_scale, variant, rounding, block):
+def _fp8_operands(q8, k8, v8, q_descale, k_descale, v_descale, causal, softmax_scale, variant, rounding, block,
+                  group=1):
     (dq, dk, dv), scale = _check_fp8_inputs(q8, k8, v8, q_descale, k_descale, v_descale,
-                                            softmax_scale, variant, rounding, block)
-    return _Operands(q8, k8, v8, _score_scale(scale, dq, dk), dv, bool(causal), block)
+                                            softmax_scale, variant, rounding, block, group)
+    return _Operands(q8, k8, v8, _score_scale(scale, dq, dk), dv, bool(causal), block, group)
 
 
 def zyfa_fp8_attention(q8, k8, v8, q_descale=None, k_descale=None, v_descale=None, causal=True,
                        softmax_scale=None, variant="zyfa", rounding="trunc", block=KEY_BLOCK,
-                       out_dtype=torch.bfloat16):
+                       out_dtype=torch.bfloat16, group=1):
     """FP8 attention forward with the ZYFA numerics (docs/numerics.md), bit-exact.
 
     Arguments:
@@ -876,13 +915,16 @@ def zyfa_fp8_attention(q8, k8, v8, q_descale=None, k_descale=None, v_descale=Non
             happens at quantisation), "zyfa-folded" (Lean P folded into the QK MFMA: the recipe
             of the gfx950 kernel zyfa-fp8), "zyfa-runmax" (v1's codes against the row's running
             max per block; with ``block=128`` the recipe of the Hopper kernel's ``runmax``
-            variant), "roundedsum", "blockscale", "naive" (the spec's ablations).
+            variant), "zyfa-grouped" (zyfa-runmax inside groups of ``group`` blocks, each group
+            merged like a v1 block; ``group=1`` is v1; with ``block=128`` the recipe of the Hopper
+            kernel's ``grouped`` variant), "roundedsum", "blockscale", "naive" (the spec's ablations).
             The default stays "zyfa" (v1), which the gfx950 kernels and their functional
             emulation implement; ``flash_attn_func`` picks by its ``recipe`` argument.
         rounding: Lean P convert, "trunc" (gfx950) or "magic" (Hopper); zyfa-v2: "trunc" only.
         block: keys per block (64 in the spec).
         out_dtype: torch.bfloat16 (the spec) or torch.float32 (``fp32(acc / l) * dv`` before
             the bf16 rounding, for kernel conformance tests).
+        group: zyfa-grouped only: blocks per group (groups aligned to key 0); 1 elsewhere.
 
     Returns:
         out: (batch, seqlen_q, nheads, headdim_v) ``out_dtype``; softmax_lse: (batch, nheads,
@@ -891,7 +933,7 @@ def zyfa_fp8_attention(q8, k8, v8, q_descale=None, k_descale=None, v_descale=Non
     if out_dtype not in (torch.bfloat16, torch.float32):
         raise ValueError(f"out_dtype must be torch.bfloat16 or torch.float32, got {out_dtype}")
     ops = _fp8_operands(q8, k8, v8, q_descale, k_descale, v_descale, causal, softmax_scale,
-                        variant, rounding, block)
+                        variant, rounding, block, group)
     if variant == "zyfa-folded":
         out, lse, _, _ = _forward_folded(ops)
     else:
@@ -953,16 +995,16 @@ def _reference_log2_probs(q64, k64, ops: _Operands, softmax_scale: float):
 
 def attention_row_kl(q, k, v, q8, k8, v8, q_descale=None, k_descale=None, v_descale=None,
                      causal=True, softmax_scale=None, variant="zyfa", rounding="trunc",
-                     block=KEY_BLOCK) -> float:
+                     block=KEY_BLOCK, group=1) -> float:
     """Mean over rows of the generalised KL divergence D(P_emu || P_ref) of attention rows
     (the ``kl`` of :func:`attention_row_stats`, which documents the arguments)."""
     return attention_row_stats(q, k, v, q8, k8, v8, q_descale, k_descale, v_descale, causal,
-                               softmax_scale, variant, rounding, block)["kl"]
+                               softmax_scale, variant, rounding, block, group)["kl"]
 
 
 def attention_row_stats(q, k, v, q8, k8, v8, q_descale=None, k_descale=None, v_descale=None,
                         causal=True, softmax_scale=None, variant="zyfa", rounding="trunc",
-                        block=KEY_BLOCK) -> dict:
+                        block=KEY_BLOCK, group=1) -> dict:
     """One run of ``variant`` and its attention rows compared with fp64 ones: a dict with
 
     - ``out`` (bfloat16, as :func:`zyfa_fp8_attention` / :func:`bf16_attention` return it),
@@ -985,7 +1027,7 @@ def attention_row_stats(q, k, v, q8, k8, v8, q_descale=None, k_descale=None, v_d
         p_round = _round_bf16
     else:
         ops = _fp8_operands(q8, k8, v8, q_descale, k_descale, v_descale, causal, softmax_scale,
-                            variant, rounding, block)
+                            variant, rounding, block, group)
         p_round = round_e4m3
     _check_bshd("q", q)
     _check_bshd("k", k)

@@ -28,6 +28,9 @@ Ablation rows (``--rows``; each "+" row adds one ingredient to the row above it)
   zyfa-runmax    zyfa-v1 with every code against the row's running max, one scale per 128 keys
                  (the Hopper kernel's runmax recipe: PV accumulates straight into O)
   zyfa-v1-b128   zyfa-v1 with 128-key scaling blocks (the Hopper kernel's t128 recipe)
+  zyfa-grouped-g4, zyfa-grouped-g8
+                 zyfa-runmax inside groups of 4 / 8 blocks of 128 keys, each group merged into O
+                 like one v1 block (the Hopper kernel's grouped recipe; g1 would be zyfa-v1-b128)
   input          fp64 attention of the FP8-quantised inputs (input quantisation error alone)
   input-hadamard the same with Q, K Hadamard-rotated before quantisation
 
@@ -94,6 +97,7 @@ class Recipe:
     hadamard: bool = False     # rotate Q and K before quantisation
     q_per_token: bool = False  # Q scales per (batch, token, head) (folded into the per-row t)
     block: int = numerics.KEY_BLOCK  # keys per scaling block (zyfa-runmax: 128)
+    group: int = 1             # blocks per group (zyfa-grouped only)
 
     def __post_init__(self):
         if self.kind not in ("fp8", "bf16", "input"):
@@ -114,6 +118,9 @@ RECIPES: dict[str, Recipe] = {
     "zyfa-runmax": Recipe("ZYFA v1, codes vs running max per 128 keys", "fp8", "zyfa-runmax", hadamard=True,
                           block=numerics.RUNMAX_BLOCK),
     "zyfa-v1-b128": Recipe("ZYFA v1 with 128-key scaling blocks", "fp8", "zyfa-v1", hadamard=True, block=128),
+    **{f"zyfa-grouped-g{g}": Recipe(f"ZYFA runmax in groups of {g} x 128 keys", "fp8", "zyfa-grouped", hadamard=True,
+                                    block=numerics.RUNMAX_BLOCK, group=g)
+       for g in numerics.GROUP_SIZES if g > 1},
     "bf16": Recipe("BF16", "bf16"),
     "naive-tensor": Recipe("naive FP8, per-tensor scales (AITER v3)", "fp8", "naive", "tensor"),
     "naive": Recipe("naive FP8, per-head scales (FA3)", "fp8", "naive"),
@@ -274,10 +281,11 @@ def run_recipe(key: str, q, k, v, ref: torch.Tensor, causal: bool, kl: bool) -> 
             stats["out"] = zyfa.flash_attn_func(*inputs, causal=causal, backend="oracle")
         elif kl:
             stats = numerics.attention_row_stats(q, k, v, q8, k8, v8, dq, dk, dv, causal=causal, variant=recipe.variant,
-                                                 block=recipe.block)
+                                                 block=recipe.block, group=recipe.group)
         else:
             stats["out"], stats["lse"] = numerics.zyfa_fp8_attention(q8, k8, v8, dq, dk, dv, causal=causal,
-                                                                     variant=recipe.variant, block=recipe.block)
+                                                                     variant=recipe.variant, block=recipe.block,
+                                                                     group=recipe.group)
     out = stats["out"]
     kernel = lse_bias = None
     if recipe.kind != "input":
@@ -340,12 +348,13 @@ def _num(x: Optional[float], fmt: str, width: int) -> str:
 
 def format_table(results: list[RowResult]) -> str:
     base = _baseline(results)
-    header = (f"{'row':<14} {'recipe':<42} {'rel_l2':>9} {'kernel':>9} {'kl':>9} {'flushed':>9} {'lse_bias':>9} "
+    w = max([14] + [len(r.key) for r in results])  # the row keys' column
+    header = (f"{'row':<{w}} {'recipe':<42} {'rel_l2':>9} {'kernel':>9} {'kl':>9} {'flushed':>9} {'lse_bias':>9} "
               f"{'max_abs':>9} {'vs_' + (base.key if base else 'naive'):>12} {'time_s':>7}")
     lines = [header, "-" * len(header)]
     for r in results:
         ratio = f"{r.rel_l2 / base.rel_l2:12.3f}" if base else f"{'-':>12}"
-        lines.append(f"{r.key:<14} {r.label:<42} {r.rel_l2:9.3e} {_num(r.kernel_rel_l2, '9.3e', 9)} "
+        lines.append(f"{r.key:<{w}} {r.label:<42} {r.rel_l2:9.3e} {_num(r.kernel_rel_l2, '9.3e', 9)} "
                      f"{_num(r.kl, '9.2e', 9)} {_num(r.flushed, '9.2e', 9)} {_num(r.lse_bias, '+9.4f', 9)} "
                      f"{r.max_abs:9.3e} {ratio} {r.seconds:7.1f}")
     return "\n".join(lines)
