@@ -372,6 +372,11 @@ class Asm:
 
 
 # -- register allocation ------------------------------------------------------------------------------
+class RegisterFileFull(ValueError):
+    """An allocation ran past the end of its register file (the generator then tries a smaller
+    operand read-ahead, or reports the budget)."""
+
+
 @dataclass
 class Allocator:
     """Bump allocator that names every range (the names go into the README table and build meta)."""
@@ -383,7 +388,10 @@ class Allocator:
         if name in self.named:
             raise ValueError(f"register range {name!r} allocated twice")
         start = -(-self.next[kind] // align) * align
-        reg = Reg(kind, start, count)  # raises when the file is exhausted
+        if kind in FILE_SIZES and start + count > FILE_SIZES[kind]:
+            raise RegisterFileFull(f"register range {name!r} ({count} {kind} registers from {kind}{start}) does not "
+                                   f"fit the {kind} file ({FILE_SIZES[kind]} registers)")
+        reg = Reg(kind, start, count)
         self.next[kind] = start + count
         self.named[name] = reg
         return reg

@@ -19,7 +19,8 @@ from typing import Optional
 from zyfa.gfx950.hazards import required_wait_states
 from zyfa.gfx950.isa import Instruction, classify, is_vector_key, parse_instruction
 
-from zyfa.kernels.gfx950.dsl import Abs, Allocator, Asm, Instr, Label, Neg, Reg, emitter_source, forwards_source
+from zyfa.kernels.gfx950.dsl import (Abs, Allocator, Asm, Instr, Label, Neg, Reg, RegisterFileFull, emitter_source,
+                                     forwards_source)
 from zyfa.kernels.gfx950.kernargs import KERNARG_SIZE, field_offset, metadata_args
 from zyfa.kernels.gfx950.schedule import (AITER_STAGGER, BLOCK_M, BLOCK_N, MFMA_EMITTERS, ROWS_PER_WG, SCALE_BLOCK,
                                           WAVES, Cluster, KernelConfig, barrier_intervals, loads_per_thread, schedule)
@@ -238,6 +239,10 @@ class _Kernel:
             try:
                 self._allocate(ahead)
                 break
+            except RegisterFileFull as exc:
+                if ahead == 2:
+                    where = " with accumulators='vgpr' (try 'agpr')" if self.acc_vgpr else ""
+                    raise RegisterBudgetError(f"{config.name}: registers do not fit{where}: {exc}") from exc
             except RegisterBudgetError:
                 if ahead == 2:
                     raise

@@ -616,3 +616,19 @@ def test_accumulators_in_vgprs_make_the_lazy_rescale_one_op_per_register():
     assert sum(agpr.values()) - sum(vgpr.values()) == 2 * (64 + 4)
     with pytest.raises(ValueError, match="accumulators"):
         KernelConfig("bad", accumulators="sgpr")
+
+
+def test_registered_block_scaled_kernels_accumulate_in_vgprs_also_at_mla():
+    """Every registered block-scaled FP8 kernel keeps O and L in VGPRs (no AGPR), at head dim 128
+    and at MLA 192/128 (there with the operand read-ahead lowered to 2, as with AGPRs); a config
+    whose VGPRs cannot fit them at any read-ahead is a one-line budget error naming the field."""
+    for name in ("zyfa-fp8", "zyfa-fp8-v1", "zyfa-fp8-v2", "zyfa-fp8-valu-rowsum", "zyfa-fp8-exact"):
+        assert VARIANTS[name].accumulators == "vgpr", name
+        for headdim in (128, 192):
+            shape = AttnShape(batch=1, heads=2, heads_k=2, seqlen_q=256, seqlen_k=256, headdim=headdim, dtype="fp8")
+            gen = generate(config_for(name, shape))
+            assert gen.agprs == 0 and gen.registers["O_accumulator"].startswith("v["), (name, headdim)
+            folded = VARIANTS[name].softmax == "folded"  # its VALU row sum leaves room for read-ahead 3
+            assert gen.read_ahead == (3 if headdim == 128 or folded else 2), (name, headdim)
+    with pytest.raises(generator_module.RegisterBudgetError, match="accumulators='vgpr'"):
+        generate(KernelConfig("d256", headdim=256, accumulators="vgpr"))
