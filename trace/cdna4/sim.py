@@ -462,6 +462,7 @@ class CUSim:
         # or None] of its last back-edges, skipped ones included (only with a pattern_period)
         self._marks: dict = {}
         self._plans: dict = {}  # per-wave sequence -> its replay plan (_replay_plan)
+        self._tallies: dict = {}  # per-wave sequence -> what one period of it adds (_tally)
         self.labels_at = [None] * (len(program) + 1)  # instruction index -> the label there (None: none)
         for name, i in program.labels.items():
             self.labels_at[i] = name
@@ -872,6 +873,34 @@ class CUSim:
         self._plans[seq] = out = (plan, *lean_steps(plan))
         return out
 
+    def _tally(self, seq: tuple) -> tuple:
+        """What one period of ``seq`` adds (cached per sequence): (instruction index -> executions,
+        MFMA busy cycles, VALU+TRANS busy cycles, LDS bytes, VMEM bytes, iterations begun: loop
+        iteration starts, else taken back-edges)."""
+        hit = self._tallies.get(seq)
+        if hit is not None:
+            return hit
+        times: dict = {}
+        mfma = valu = lds = vmem = backs = 0
+        for j, index in enumerate(seq):
+            s = self.static[index]
+            nxt_index = seq[j + 1] if j + 1 < len(seq) else seq[0]
+            if self.iteration_starts is not None:
+                backs += index in self.iteration_starts
+            elif s.is_branch and s.target is not None and s.target <= index and nxt_index == s.target:
+                backs += 1
+            if s.is_mfma:
+                mfma += s.cycles
+            elif s.unit in ("VALU", "TRANS"):
+                valu += s.busy_cycles
+            elif s.unit == "LDS":
+                lds += s.opcode_bytes
+            elif s.unit == "VMEM":
+                vmem += s.opcode_bytes
+            times[index] = times.get(index, 0) + 1
+        self._tallies[seq] = out = (times, mfma, valu, lds, vmem, backs)
+        return out
+
     def _replay(self, regs: list, plans: list, counters: Optional[list] = None) -> Optional[list]:
         """Scalar side of one more period for every wave; ``None`` if any branch deviates.
         ``plans``: per wave, :meth:`_replay_plan`'s; ``counters``: per wave, the executions so far
@@ -1027,26 +1056,16 @@ class CUSim:
         count = 0
         busy = [0] * self.simds
         valu = lds = vmem = 0  # what power.activity reads from records: VALU+TRANS busy, LDS/VMEM bytes
-        for wi, w in enumerate(self.waves):
-            seq = seqs[wi]
+        counts = self.counts
+        for w, seq in zip(self.waves, seqs):
+            times, mfma, seq_valu, seq_lds, seq_vmem, backs = self._tally(seq)
             count += len(seq)
-            backs = 0
-            for j, index in enumerate(seq):
-                s = self.static[index]
-                nxt_index = seq[j + 1] if j + 1 < len(seq) else seq[0]
-                if self.iteration_starts is not None:
-                    backs += index in self.iteration_starts
-                elif s.is_branch and s.target is not None and s.target <= index and nxt_index == s.target:
-                    backs += 1
-                if s.is_mfma:
-                    busy[w.simd] += skipped * s.cycles
-                elif s.unit in ("VALU", "TRANS"):
-                    valu += skipped * s.busy_cycles
-                elif s.unit == "LDS":
-                    lds += skipped * s.opcode_bytes
-                elif s.unit == "VMEM":
-                    vmem += skipped * s.opcode_bytes
-                self.counts[index] += skipped
+            busy[w.simd] += skipped * mfma
+            valu += skipped * seq_valu
+            lds += skipped * seq_lds
+            vmem += skipped * seq_vmem
+            for index, n in times.items():
+                counts[index] += skipped * n
             w.iters += skipped * backs
         for simd, b in enumerate(busy):
             self.mfma_busy[simd] += b
