@@ -69,7 +69,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "same kernel, the rest not-taken)")
     p.add_argument("--rescale-rate", type=_rate, default=None, metavar="R",
                    help="gfx950 kernels: their lazy O rescale branches (.L_rescale*) jump on a fraction R in [0, 1] "
-                        "of each wave's executions (deterministic pattern, not the stated never), a decimal or p/q; "
+                        "of each wave's executions (deterministic pattern), a decimal or p/q; 0: never taken (the "
+                        "kernel's stated steady state). Default: the kernel's measured rate where one is measured "
+                        "(kernels.gfx950.MEASURED_RESCALE_RATES: zyfa-fp8 causal 8K and 32K), else never; "
                         "loops extrapolate by periods of its pattern (<= %d executions) or, for a longer one "
                         "(0.0776 = 97/1250), of its nearest short pattern (1/13) while the rate's own jumps repeat it; "
                         "measured rates: benchmarks/v2_rescale_rate.py (README: the rates per kernel and input)"
@@ -97,7 +99,21 @@ def _rate_text(rate: Fraction) -> str:
     """How the notes state a ``--rescale-rate``: the number given, and a short pattern as such."""
     if rate.denominator <= PATTERN_PERIOD_MAX and rate not in (0, 1):
         return f"{rate.numerator}/{rate.denominator} = {100 * float(rate):.2f} %, a pattern of {rate.denominator} executions"
-    return f"{float(rate):g}"
+    return f"{float(rate):g}" + (" (never taken)" if rate == 0 else "")
+
+
+def _rescale_rate(args: argparse.Namespace, kernel: str, shape) -> tuple[Fraction | None, str]:
+    """(rate, why) at which the lazy O rescale branches of ``kernel`` are simulated: --rescale-rate,
+    else the kernel's measured rate at this shape (:func:`gfx950.measured_rescale_rate`, the decimal
+    kept exact), else ``(None, "")``: the kernel's stated never, with :func:`_rescale_caveat`'s line."""
+    if args.rescale_rate is not None:
+        return args.rescale_rate, f"at rate {_rate_text(args.rescale_rate)} (--rescale-rate)"
+    measured = gfx950.measured_rescale_rate(kernel, shape) if kernel in gfx950.VARIANTS else None
+    if measured is None:
+        return None, ""
+    rate, source = measured
+    return Fraction(str(rate)), (f"at their measured rate at this shape, {100 * rate:.2f} % of executions ({source} "
+                                 "inputs, kernels.gfx950.MEASURED_RESCALE_RATES; --rescale-rate 0: never taken)")
 
 
 def _shape(args, kernel: str):
@@ -168,7 +184,8 @@ def _static_counts(kernel: str, shape):
 
 def _rescale_caveat(kernel: str, shape) -> str | None:
     """The line saying that a gfx950 generator kernel's lazy O rescale branches were simulated as
-    never taken (the stated steady state), when --rescale-rate did not set a rate (cached build)."""
+    never taken (the stated steady state), when neither --rescale-rate nor a measured rate set one
+    (cached build)."""
     if kernel not in gfx950.VARIANTS:
         return None
     n = len(gfx950.rescale_branches(gfx950.branch_assumptions(build(gfx950.config_for(kernel, shape)))))
@@ -231,15 +248,15 @@ def _simulate_and_print(args, kernel: str, shape, save: bool) -> float:
 
 def _summarise(args, kernel: str, shape, save: bool) -> dict:
     """Simulate and reduce to what the summary prints (small: it crosses process boundaries)."""
-    measured, branch_text = {}, None
+    measured, branch_text, rescale_text = {}, None, None
     if args.unknown_branch == "emulated":
         measured, branch_text = _emulated_branches(kernel, shape)
-    if args.rescale_rate is not None:
-        rates = prepare(kernel, shape).rescale_rates(args.rescale_rate)
+    rate, why = _rescale_rate(args, kernel, shape)
+    if rate is not None:
+        rates = prepare(kernel, shape).rescale_rates(rate)
         measured = measured | rates
-        branch_text = ((branch_text + "; ") if branch_text else "") + (
-            f"{len(rates)} lazy O rescale branches at rate {_rate_text(args.rescale_rate)} (--rescale-rate)" if rates else
-            "--rescale-rate: this kernel states no lazy O rescale branch (.L_rescale*): not applied")
+        rescale_text = (f"{len(rates)} lazy O rescale branches {why}" if rates else
+                        "--rescale-rate: this kernel states no lazy O rescale branch (.L_rescale*): not applied")
     config = EstimateConfig(samples=args.samples,
                             unknown_branch="not-taken" if args.unknown_branch == "emulated" else args.unknown_branch,
                             branch_policy=tuple(sorted(measured.items())),
@@ -262,7 +279,7 @@ def _summarise(args, kernel: str, shape, save: bool) -> dict:
             "notes": est.notes + ([branch_text] if branch_text else []),
             "saved": saved, "wall": est.wall_seconds, "simulated": est.simulated_instructions,
             "extrapolated": est.extrapolated_instructions, "static": _static_counts(kernel, shape),
-            "caveat": _rescale_caveat(kernel, shape) if args.rescale_rate is None else None,
+            "rescale": rescale_text, "caveat": _rescale_caveat(kernel, shape) if rate is None else None,
             "activity": act}
 
 
@@ -288,8 +305,9 @@ def _print_summary(r: dict, brief: bool = False, label: str = "") -> None:
         print(f"  - {note}")
     if r["saved"] is not None:
         print(f"  trace: {r['saved']}")
-    if r["caveat"]:
-        print(f"  - {r['caveat']}")
+    for line in (r["rescale"], r["caveat"]):  # the brief summary too: they say how a zyfa kernel's rescale ran
+        if line:
+            print(f"  - {line}")
     print(f"  wall time {r['wall']:.2f} s; {r['simulated']} instructions simulated, {r['extrapolated']} extrapolated")
 
 

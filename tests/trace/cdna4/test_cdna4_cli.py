@@ -1,12 +1,14 @@
 """``zyfa-trace kernel``: the cycle-model summary, the saved trace, --list and bad inputs."""
 
+from fractions import Fraction
+
 import pytest
 
 from zyfa.cli.kernel_cmd import _rescale_caveat
 from zyfa.cli.trace_main import main
 from zyfa.kernels import gfx950
 from zyfa.shapes import parse_shape
-from zyfa.trace.cdna4.estimate import EstimateConfig
+from zyfa.trace.cdna4.estimate import EstimateConfig, estimate
 from zyfa.trace.cdna4.launch import prepare
 from zyfa.trace.schema import Trace
 
@@ -104,6 +106,34 @@ def test_never_taken_caveat_names_the_measured_rate_where_there_is_one():
     assert "5-44 %" in _rescale_caveat("zyfa-fp8", parse_shape("2k", heads=2))
     assert gfx950.measured_rescale_rate("zyfa-fp8", parse_shape("8k", heads=2, causal=False)) is None
     assert gfx950.measured_rescale_rate("zyfa-fp8-v1", parse_shape("32k")) is None
+
+
+def test_a_measured_rescale_rate_is_the_default_and_0_is_never(capsys):
+    """Where the rate is measured (kernels.gfx950.MEASURED_RESCALE_RATES: zyfa-fp8 causal 8K) the
+    lazy O rescale runs at it by default, exact (the decimal as a fraction), and the output line
+    says so; --rescale-rate 0 gives the stated never (no caveat: it was asked for)."""
+    shape = parse_shape("8k", heads=2)
+    rate, source = gfx950.measured_rescale_rate("zyfa-fp8", shape)
+    run = ["kernel", "--kernel", "zyfa-fp8", "--shape", "8k", "--heads", "2", "--samples", "1"]
+    assert main(run) == 0
+    default = capsys.readouterr().out
+    assert (f"4 lazy O rescale branches at their measured rate at this shape, {100 * rate:.2f} % of executions "
+            f"({source} inputs") in default and "--rescale-rate 0: never taken" in default
+    assert "caveat: its" not in default and "rate branches: " in default
+    assert main(run + ["--rescale-rate", str(rate)]) == 0
+    given = capsys.readouterr().out
+    assert main(run + ["--rescale-rate", "0"]) == 0
+    never = capsys.readouterr().out
+    assert "4 lazy O rescale branches at rate 0 (never taken) (--rescale-rate)" in never
+    assert "caveat: its" not in never and "rate branches: " not in never
+
+    def cycles(out):
+        return out.split("predicted time")[1].split(" cycles at")[0]
+    assert cycles(default) == cycles(given) != cycles(never)
+    launch = prepare("zyfa-fp8", shape)
+    rates = tuple(sorted(launch.rescale_rates(Fraction(str(rate))).items()))
+    assert f"({estimate(launch, EstimateConfig(samples=1, branch_policy=rates)).cycles} cycles" in default
+    assert f"({estimate(launch, EstimateConfig(samples=1)).cycles} cycles" in never
 
 
 def test_rescale_rate_option_takes_the_lazy_rescale_branches_at_a_rate(capsys):
