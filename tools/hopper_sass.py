@@ -59,6 +59,11 @@ CONFIGS = {
     "runmax_pp": (128, 128, True, dict(n128=True, runmax=True)),
     "runmax_mla_nopp": (192, 128, False, dict(n128=True, runmax=True, pingpong=False)),
     "runmax_exact": (128, 128, True, dict(n128=True, runmax=True, exact=True)),
+    "grouped4_pp": (128, 128, True, dict(n128=True, grouped=4)),
+    "grouped4_nopp": (128, 128, True, dict(n128=True, grouped=4, pingpong=False)),
+    "grouped8_nopp": (128, 128, True, dict(n128=True, grouped=8, pingpong=False)),
+    "grouped4_timeline": (128, 128, True, dict(n128=True, grouped=4, pingpong=False, timeline=True)),
+    "grouped4_mla_exact": (192, 128, False, dict(n128=True, grouped=4, pingpong=False, exact=True)),
 }
 _INSTRUCTION = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+\S")
 

@@ -220,7 +220,7 @@ class LeanPAttentionSm90:
 
     def __init__(self, head_dim: int, head_dim_v: int, causal: bool, pingpong: bool = True,
                  kv_stages: int = 4, timeline: bool = False, n128: bool = False, lpt: bool = True,
-                 exact: bool = False, runmax: bool = False, t128: bool = False):
+                 exact: bool = False, runmax: bool = False, t128: bool = False, grouped: int = 0):
         if head_dim % 32 or head_dim > 256:
             raise ValueError(f"head_dim must be a multiple of 32 up to 256, got {head_dim}")
         if head_dim_v % 8 or head_dim_v + ONES_ROWS > 256:
@@ -246,9 +246,19 @@ class LeanPAttentionSm90:
         self.t128 = t128
         if t128 and (not n128 or runmax):
             raise ValueError("t128 needs n128 and excludes runmax")
+        # grouped = G > 0 (n128 only; recipe zyfa-grouped, docs/numerics.md): codes against the running max
+        # of a group of G tiles, PV accumulated in the tensor core's accumulator over the group, each group
+        # added into an fp32 O in shared memory; S_{j+1} issued before tile j's softmax (FA3's overlap)
+        if not isinstance(grouped, int) or isinstance(grouped, bool) or grouped < 0:
+            raise ValueError(f"grouped must be an int >= 0 (tiles per group; 0 = off), got {grouped!r}")
+        self.grouped = grouped
+        if grouped and (not n128 or runmax or t128):
+            raise ValueError("grouped needs n128 and excludes runmax and t128")
         self.tile_n = 2 * BLOCK_N if n128 else BLOCK_N  # keys per K/V pipeline stage
         if n128 and kv_stages == 4:
-            kv_stages = 2  # the same shared-memory bytes as four 64-key stages
+            # the same shared-memory bytes as four 64-key stages; grouped: three, since K_{j+1} is held
+            # from tile j's turn (S_{j+1} in flight) and the producer loads K and V in turn
+            kv_stages = 3 if grouped else 2
         self.kv_stages = kv_stages
         self.lpt = lpt  # causal: the longest query tiles (most key blocks) first, so the tail is short
         # exact: every wgmma k-step (32 channels of QK^T, 32 keys of PV) from zero, the partial products
@@ -256,6 +266,7 @@ class LeanPAttentionSm90:
         # reduced-precision adder. Waits after every k-step: a conformance mode, not a fast one.
         self.exact = exact
         self.threads = 128 * (NUM_MMA_WG + 1)
+        self.o_words = BLOCK_M * self.vrows // 128  # fp32 O values per consumer thread (68 for d_v 128)
         self.producer_regs = 24
         self.mma_regs = 240
 
@@ -296,6 +307,18 @@ class LeanPAttentionSm90:
             sV: cute.struct.Align[cute.struct.MemRange[fp8, cute.cosize(sV_layout)], 1024]
 
         self.shared_storage = SharedStorage
+        if const_expr(self.grouped):
+            @cute.struct
+            class SharedStorageO:  # SharedStorage and the consumers' fp32 O, each thread's own slots
+                mbar_q: cute.struct.MemRange[cutlass.Int64, 2]
+                mbar_k: cute.struct.MemRange[cutlass.Int64, 2 * self.kv_stages]
+                mbar_v: cute.struct.MemRange[cutlass.Int64, 2 * self.kv_stages]
+                sQ: cute.struct.Align[cute.struct.MemRange[fp8, cute.cosize(sQ_layout)], 1024]
+                sK: cute.struct.Align[cute.struct.MemRange[fp8, cute.cosize(sK_layout)], 1024]
+                sV: cute.struct.Align[cute.struct.MemRange[fp8, cute.cosize(sV_layout)], 1024]
+                sO: cute.struct.Align[cute.struct.MemRange[Float32, self.o_words * 128 * NUM_MMA_WG], 16]
+
+            self.shared_storage = SharedStorageO
         m_blocks = cute.ceil_div(seqlen_q, BLOCK_M * NUM_MMA_WG)
         self.kernel(tiled_mma_qk, tiled_mma_pv, tma_q, mQ_tma, tma_k, mK_tma, tma_v, mV_tma,
                     mO, mLse, mT, mDv, mTL, sQ_layout, sK_layout, sV_layout, seqlen_q, seqlen_k).launch(
@@ -378,9 +401,17 @@ class LeanPAttentionSm90:
                 consumer = self.consumer_runmax
             if const_expr(self.t128):
                 consumer = self.consumer_t128
-            consumer(tiled_mma_qk, tiled_mma_pv, sQ, sK, sV, pipe_q, pipe_k, pipe_v, mO, mLse,
-                          mT[head_k, batch], mDv[head_k, batch], mTL, cta, m_block, head, batch, wg_idx - 1,
-                          n_blocks, offset, seqlen_q, seqlen_k)
+            if const_expr(self.grouped):
+                # thread i of consumer warpgroup w owns words (k, i, w): a warp's 32 threads hit 32 banks
+                sO = storage.sO.get_tensor(cute.make_layout((self.o_words, 128, NUM_MMA_WG),
+                                                            stride=(128, 1, 128 * self.o_words)))
+                self.consumer_grouped(tiled_mma_qk, tiled_mma_pv, sQ, sK, sV, pipe_q, pipe_k, pipe_v, mO, mLse,
+                                      mT[head_k, batch], mDv[head_k, batch], mTL, cta, m_block, head, batch,
+                                      wg_idx - 1, n_blocks, offset, seqlen_q, seqlen_k, sO)
+            else:
+                consumer(tiled_mma_qk, tiled_mma_pv, sQ, sK, sV, pipe_q, pipe_k, pipe_v, mO, mLse,
+                         mT[head_k, batch], mDv[head_k, batch], mTL, cta, m_block, head, batch, wg_idx - 1,
+                         n_blocks, offset, seqlen_q, seqlen_k)
 
     @cute.jit
     def load(self, pipe, tma: cute.CopyAtom, gsrc: cute.Tensor, sdst: cute.Tensor, j: Int32):
@@ -1062,6 +1093,190 @@ class LeanPAttentionSm90:
             scale[h] = self.block_codes(acc_s, p32[0], h, 0, cute.arch.fmax(mxs[0][h], mxs[1][h]), bref, t, t8,
                                         tOrP32_b=p32[1])
 
+    # -- grouped: runmax over groups of G tiles in the tensor core, each group added into O in shared memory --
+    @cute.jit
+    def consumer_grouped(self, tiled_mma_qk: cute.TiledMma, tiled_mma_pv: cute.TiledMma, sQ: cute.Tensor,
+                         sK: cute.Tensor, sV: cute.Tensor, pipe_q, pipe_k, pipe_v, mO: cute.Tensor,
+                         mLse: cute.Tensor, t: Float32, dv: Float32, mTL: cute.Tensor, cta: Int32, m_block: Int32,
+                         head: Int32, batch: Int32, wg: Int32, n_tiles: Int32, offset: Int32, seqlen_q: Int32,
+                         seqlen_k: Int32, sO: cute.Tensor):
+        """Recipe ``zyfa-grouped`` (G = ``self.grouped`` tiles of 128 keys per group): tile j's codes are
+        taken against the running max ``gmax`` of its group, so its PV GEMM accumulates straight into the
+        group's accumulator ``acc_o`` (scaled by ``2^(gmax_old - gmax)`` where a row's max grew); at a
+        group's first tile the finished group is added into this thread's fp32 O in shared memory,
+        ``O = O * 2^(bref - gmax) + acc_o`` (``bref``: the last added group's max; a group more than
+        MAX_DROP below it is dropped, as t128 drops a tile). Two S accumulators: S_{j+1} is issued in
+        the turn with PV_{j-1}, before tile j's softmax, so S's latency leaves the softmax chain."""
+        tidx, _, _ = cute.arch.thread_idx()
+        wg_tidx = tidx % 128
+        thr_qk = tiled_mma_qk.get_slice(wg_tidx)
+        thr_pv = tiled_mma_pv.get_slice(wg_tidx)
+        tSrQ = tiled_mma_qk.make_fragment_A(thr_qk.partition_A(sQ))
+        tSrK = tiled_mma_qk.make_fragment_B(thr_qk.partition_B(sK))
+        tOrV = tiled_mma_pv.make_fragment_B(thr_pv.partition_B(sV))
+        acc_s = [thr_qk.make_fragment_C(thr_qk.partition_shape_C((BLOCK_M, 2 * BLOCK_N))) for _ in range(2)]
+        acc_o = thr_pv.make_fragment_C(thr_pv.partition_shape_C((BLOCK_M, self.vrows)))  # the open group's O
+        p = [cute.make_rmem_tensor(thr_pv.partition_shape_A((BLOCK_M, BLOCK_N)), cutlass.Float8E4M3FN)
+             for _ in range(2)]  # the tile's halves a, b
+        row0 = m_block * (BLOCK_M * NUM_MMA_WG) + wg * BLOCK_M
+        tScS = thr_qk.partition_C(cute.make_identity_tensor((BLOCK_M, 2 * BLOCK_N)))
+        tOcO = thr_pv.partition_C(cute.make_identity_tensor((BLOCK_M, self.vrows)))
+        o_smem = sO[None, wg_tidx, wg]  # this thread's fp32 O, in units of 2^(bref - 8)
+
+        t8 = t * 8.0
+        bref = cute.make_rmem_tensor(cute.make_layout(2), Float32)  # per row half: max of the last added group
+        gmax = cute.make_rmem_tensor(cute.make_layout(2), Float32)  # per row half: the open group's running max
+        scale = cute.make_rmem_tensor(cute.make_layout(2), Float32)  # per row half: acc_o's factor 2^(old - new)
+        tl = self.consumer_begin(mTL, wg, cta, bref, scale, acc_o)
+        for h in cutlass.range_constexpr(2):
+            gmax[h] = -Float32.inf
+        for i in cutlass.range_constexpr(self.o_words):
+            o_smem[i] = Float32(0.0)
+        n_tl = cute.size(mTL.shape[1]) - 2
+        pipe_q.consumer_wait(stage(0, 1, False))
+        q_slice = tSrQ[None, None, None, wg]
+        sm = (tScS, p, acc_o, o_smem, bref, gmax, scale, t, t8, row0, offset, seqlen_k, tl, wg)
+
+        if n_tiles > 0:  # first tile: S_0 waited for, then (S_1 issued) tile 0's softmax, no PV yet
+            self.first_qk(acc_s[0], q_slice, tSrK, pipe_k, wg, tl)
+            mask0 = self.block_needs_mask(0, row0, offset, seqlen_k)
+            if n_tiles > 1:
+                self.grouped_tile(0, acc_s[0], acc_s[1], tSrK, q_slice, tOrV, pipe_k, pipe_v, sm, mask0, pv=False,
+                                  nxt=True)
+            else:
+                self.grouped_tile(0, acc_s[0], acc_s[1], tSrK, q_slice, tOrV, pipe_k, pipe_v, sm, mask0, pv=False,
+                                  nxt=False)
+        n_full = self.first_masked_block(row0, offset, seqlen_k, n_tiles)
+        for j in cutlass.range(1, cutlass.min(n_full, n_tiles - 1), unroll=1):
+            self.grouped_tile_parity(j, acc_s, tSrK, q_slice, tOrV, pipe_k, pipe_v, sm, False, nxt=True)
+        for j in cutlass.range(cutlass.max(n_full, 1), n_tiles - 1, unroll=1):
+            self.grouped_tile_parity(j, acc_s, tSrK, q_slice, tOrV, pipe_k, pipe_v, sm, True, nxt=True)
+        if n_tiles > 1:  # the last tile: no S after it
+            self.grouped_tile_parity(n_tiles - 1, acc_s, tSrK, q_slice, tOrV, pipe_k, pipe_v, sm,
+                                     self.block_needs_mask(n_tiles - 1, row0, offset, seqlen_k), nxt=False)
+        if n_tiles > 0:  # the last tile's PV GEMM, then the open group added to O, in registers
+            if (n_tiles - 1) % self.grouped == 0:
+                self.last_tile_pv(n_tiles, acc_o, p, tOrV, pipe_v, wg, tl, n_tl, zero_init=True)
+            else:
+                self.last_tile_pv(n_tiles, acc_o, p, tOrV, pipe_v, wg, tl, n_tl)
+            self.add_group(acc_o, o_smem, bref, gmax, to_smem=False)
+        self.consumer_end(acc_o, tOcO, bref, dv, mO, mLse, row0, head, batch, seqlen_q, wg)
+
+    @cute.jit
+    def grouped_tile_parity(self, j: Int32, acc_s, tSrK: cute.Tensor, q_slice: cute.Tensor, tOrV: cute.Tensor,
+                            pipe_k, pipe_v, sm, masked, nxt: cutlass.Constexpr):
+        """grouped_tile with tile j's S accumulator (``acc_s[j % 2]``; S_{j+1} into the other); the
+        branch sits between tiles."""
+        if j % 2 == 1:
+            self.grouped_tile(j, acc_s[1], acc_s[0], tSrK, q_slice, tOrV, pipe_k, pipe_v, sm, masked, pv=True, nxt=nxt)
+        else:
+            self.grouped_tile(j, acc_s[0], acc_s[1], tSrK, q_slice, tOrV, pipe_k, pipe_v, sm, masked, pv=True, nxt=nxt)
+
+    @cute.jit
+    def grouped_tile(self, j: Int32, acc_s: cute.Tensor, acc_next: cute.Tensor, tSrK: cute.Tensor,
+                     q_slice: cute.Tensor, tOrV: cute.Tensor, pipe_k, pipe_v, sm, masked, pv: cutlass.Constexpr,
+                     nxt: cutlass.Constexpr):
+        """Tile j, whose S is ready (waited for at the end of tile j-1): in this warpgroup's turn issue
+        ``acc_o += P_{j-1} V_{j-1}`` (``pv``) and S_{j+1} (``nxt``); then tile j's softmax, which waits for
+        that PV GEMM only after its row maxima (then adds a finished group to O or rescales acc_o, then
+        writes its codes); then waits for S_{j+1}, which ran under the softmax. Every GEMM is waited for
+        in the tile that issues it: a wgmma left in flight across the loop's back edge (or the parity
+        branch) made ptxas serialise every wgmma of the kernel (a wait after each, seen in the SASS)."""
+        p, acc_o, tl, wg = sm[1], sm[2], sm[12], sm[13]
+        state_v = stage(j - 1, self.kv_stages, False)
+        state_n = stage(j + 1, self.kv_stages, False)
+        if const_expr(pv):
+            pipe_v.consumer_wait(state_v)
+        if const_expr(nxt):
+            pipe_k.consumer_wait(state_n)
+        if const_expr(pv or nxt):
+            self.turn_begin(wg)
+            self.stamp(tl, 0, j)
+            if const_expr(pv):
+                if (j - 1) % self.grouped == 0:  # tile j-1 opened a group: its PV GEMM from zero
+                    self.tile_pv(acc_o, p, tOrV, state_v, zero_init=True)
+                else:
+                    self.tile_pv(acc_o, p, tOrV, state_v)
+            if const_expr(nxt):
+                self.gemm(False, acc_next, q_slice, tSrK[None, None, None, state_n.index], zero_init=True)
+                warpgroup.commit_group()
+            self.turn_end(wg)
+        self.stamp(tl, 1, j)  # S_j was ready before the turn
+        self.grouped_softmax(j, acc_s, *sm, masked, pv_waits=(1 if nxt else 0) if pv else -1)
+        if const_expr(nxt):
+            warpgroup.wait_group(0)  # S_{j+1}
+            pipe_k.consumer_release(state_n)
+        self.stamp(tl, 3, j)
+        if const_expr(pv):
+            pipe_v.consumer_release(state_v)
+
+    @cute.jit
+    def grouped_softmax(self, j: Int32, acc_s: cute.Tensor, tScS: cute.Tensor, p, acc_o: cute.Tensor,
+                        o_smem: cute.Tensor, bref: cute.Tensor, gmax: cute.Tensor, scale: cute.Tensor, t: Float32,
+                        t8: Float32, row0: Int32, offset: Int32, seqlen_k: Int32, tl: cute.Tensor, wg: Int32,
+                        masked, pv_waits: cutlass.Constexpr):
+        """Lean P of tile j against its group's running max ``gmax = max(gmax, ceil(t * max s))`` (a new
+        group, every G tiles: ``gmax = ceil(t * max s)``), codes ``lowbyte(max(fma(s, 8t, (120 - 8 gmax) +
+        1.5*2^23), 1.5*2^23))`` into ``p``. ``pv_waits`` >= 0: first waits (``wait_group(pv_waits)``,
+        pinned after the row maxima) for the PV GEMM of tile j-1, then at a group's first tile adds the
+        finished group into O (shared memory) and zeroes ``acc_o``, elsewhere scales ``acc_o`` by
+        ``2^(gmax_old - gmax)`` where a row's max grew (exact; 0 below 2^-126)."""
+        if masked:  # a Python bool inside the key loop (no branch), a runtime flag for tiles 0 and n-1
+            self.mask_keys(acc_s, tScS, j * (2 * BLOCK_N), row0, offset, seqlen_k)
+        mxs = [[row_max(acc_s, h, 8 * half) for h in range(2)] for half in range(2)]
+        first = j % self.grouped == 0
+        g_new = [cute.arch.fmax(mxs[0][h], mxs[1][h]) for h in range(2)]
+        for h in cutlass.range_constexpr(2):
+            g_old = gmax[h]
+            if first:
+                g_old = -Float32.inf
+            g_new[h] = cute.arch.fmax(g_old, ceil_mul(t, g_new[h]))
+            scale[h] = pow2_of(g_old - g_new[h])
+        if const_expr(pv_waits >= 0):
+            for h in cutlass.range_constexpr(2):  # the PV wait after the row maxima (see after_max)
+                scale[h] = after_max(scale[h], mxs[0][h], mxs[1][h])
+            arrive_after(FREE_BARRIER + wg, scale[0], scale[1])
+            warpgroup.wait_group(pv_waits)  # PV of tile j-1 done: acc_o and the P registers free
+            self.stamp(tl, 2, j)
+            if first:
+                self.add_group(acc_o, o_smem, bref, gmax, to_smem=True)
+            elif scale[0] < 1.0 or scale[1] < 1.0:  # a row's max grew
+                for i in cutlass.range_constexpr(cute.size(acc_o)):
+                    acc_o[i] = mul_rn(acc_o[i], scale[(i // 2) % 2])
+        p32 = [cute.recast_tensor(x, Uint32) for x in p]
+        for h in cutlass.range_constexpr(2):
+            gmax[h] = g_new[h]
+            c_h = -Float32.inf
+            if g_new[h] > -Float32.inf:
+                c_h = (120.0 - 8.0 * g_new[h]) + 12582912.0
+            for half in cutlass.range_constexpr(2):
+                self.pack_codes(acc_s, p32[half], h, 8 * half, t8, c_h)
+
+    @cute.jit
+    def add_group(self, acc_o: cute.Tensor, o_smem: cute.Tensor, bref: cute.Tensor, gmax: cute.Tensor,
+                  to_smem: cutlass.Constexpr):
+        """O = O * 2^(bref - gmax) + acc_o per row half (one FFMA: exact scaling, one rounding) and
+        bref = gmax; a group with no allowed key or more than MAX_DROP below bref adds nothing (acc_o
+        times 0 first, in a branch taken rarely: a NaN still passes). ``to_smem``: O stays in shared
+        memory (the next group's first PV GEMM starts from zero); else the sum goes into ``acc_o`` (the
+        epilogue's input)."""
+        fac = cute.make_rmem_tensor(cute.make_layout(4), Float32)  # per row half h: keep (0 / 1), O's factor
+        for h in cutlass.range_constexpr(2):
+            fac[h] = 0.0
+            fac[2 + h] = 1.0
+            if gmax[h] > -Float32.inf and gmax[h] >= bref[h] - MAX_DROP:
+                fac[h] = 1.0
+                fac[2 + h] = pow2_of(bref[h] - gmax[h])
+                bref[h] = gmax[h]
+        if fac[0] == 0.0 or fac[1] == 0.0:
+            for i in cutlass.range_constexpr(cute.size(acc_o)):
+                acc_o[i] = mul_rn(acc_o[i], fac[(i // 2) % 2])
+        for i in cutlass.range_constexpr(cute.size(acc_o)):
+            o = fma_rn(o_smem[i], fac[2 + (i // 2) % 2], acc_o[i])
+            if const_expr(to_smem):
+                o_smem[i] = o
+            else:
+                acc_o[i] = o
 
 # -- host side ----
 _COMPILED: dict = {}
@@ -1099,7 +1314,8 @@ def compile_without_gpu(head_dim: int, head_dim_v: int, causal: bool, **variant)
 def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=None, k_descale=None,
                        v_descale=None, out_dtype=None, pingpong: bool = True, v_prepared=None, timeline=None,
                        n128: bool = False, lpt: bool = True,
-                       exact: bool = False, kv_stages: int = 4, runmax: bool = False, t128: bool = False):
+                       exact: bool = False, kv_stages: int = 4, runmax: bool = False, t128: bool = False,
+                       grouped: int = 0):
     """ZYFA FP8 forward on Hopper. q, k, v: float8_e4m3fn ``(b, s, h, d)`` on an sm_90 GPU; descales
     float32 ``(b, h_k)`` (None: 1). Returns ``out`` ``(b, s_q, h, d_v)`` (bfloat16, or ``out_dtype``
     float32 for conformance tests) and ``softmax_lse`` float32 ``(b, h, s_q)``.
@@ -1113,7 +1329,10 @@ def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=No
     (``docs/numerics.md``: codes against the row's running max per 128-key tile, PV accumulated in O).
     ``t128=True`` (with ``n128``) computes recipe ``zyfa-v1`` with 128-key scaling blocks
     (``zyfa.numerics`` ``block=128``): one PV GEMM and one merge per tile.
-    ``kv_stages``: K/V pipeline depth (n128: 4 means two 128-key stages, the same bytes).
+    ``grouped=G`` (G > 0, with ``n128``) computes recipe ``zyfa-grouped`` with ``block=128, group=G``: PV
+    accumulated in the tensor core over G tiles, each group added into an fp32 O in shared memory,
+    S of the next tile issued before each tile's softmax.
+    ``kv_stages``: K/V pipeline depth (n128: 4 means two 128-key stages, the same bytes; grouped: three).
     ``exact=True`` sums every 32-wide tensor-core partial product in IEEE fp32 (slow; conformance:
     equal to :func:`zyfa.numerics.zyfa_fp8_attention` bit for bit where fp32 sums are exact).
     ``timeline``: an int64 tensor ``(ctas, 2, n_blocks + 2, 4)`` (``ctas`` = query tiles x heads x
@@ -1145,12 +1364,12 @@ def attention_fp8_sm90(q, k, v, softmax_scale: float, causal: bool, q_descale=No
             _cute_tensor(t.permute(1, 0), 0), _cute_tensor(dv.permute(1, 0), 0),
             _cute_tensor(tl.permute(3, 2, 1, 0), 0), Int32(s_q), Int32(s_k), cuda.CUstream(torch.cuda.current_stream(q.device).cuda_stream))
     key = (d, d_v, bool(causal), bool(pingpong), timeline is not None, out_dtype,
-           bool(n128), bool(lpt), bool(exact), int(kv_stages), bool(runmax), bool(t128))
+           bool(n128), bool(lpt), bool(exact), int(kv_stages), bool(runmax), bool(t128), int(grouped))
     fn = _COMPILED.get(key)
     if fn is None:
         fn = cute.compile(LeanPAttentionSm90(d, d_v, causal, pingpong=pingpong, timeline=timeline is not None,
                                              n128=n128, lpt=lpt, exact=exact, kv_stages=kv_stages, runmax=runmax,
-                                             t128=t128), *args)
+                                             t128=t128, grouped=grouped), *args)
         _COMPILED[key] = fn
     fn(*args)
     return out, lse

@@ -163,7 +163,7 @@ def _zyfa_fp8_rope(fused: bool):
 
 
 def _zyfa_cute_fp8(pingpong: bool, v_once: bool = False, n128: bool = False, lpt: bool = True, kv_stages: int = 4,
-                   runmax: bool = False, t128: bool = False):
+                   runmax: bool = False, t128: bool = False, grouped: int = 0):
     """The CuTe DSL kernel (variants: see ``attention_fp8_sm90``); ``v_once`` prepares V' once
     outside the timed call (as if the quantiser wrote it): the row times the attention kernel alone."""
     def build(x: Inputs):
@@ -173,7 +173,7 @@ def _zyfa_cute_fp8(pingpong: bool, v_once: bool = False, n128: bool = False, lpt
         vp = prepare_v_triton(x.v8) if v_once else None
         return lambda: attention_fp8_sm90(x.q8, x.k8, x.v8, x.scale, x.shape.causal, x.dq, x.dk, x.dv,
                                           pingpong=pingpong, v_prepared=vp, n128=n128, lpt=lpt, kv_stages=kv_stages,
-                                          runmax=runmax, t128=t128)[0]
+                                          runmax=runmax, t128=t128, grouped=grouped)[0]
     return build
 
 
@@ -192,6 +192,9 @@ CUTE_VARIANTS.update({"zyfa-cute-fp8-runmax" + "-nopp" * (not pp): _zyfa_cute_fp
 # -t128: recipe zyfa-v1 with 128-key scaling blocks (one PV GEMM and one merge per tile)
 CUTE_VARIANTS.update({"zyfa-cute-fp8-t128" + "-nopp" * (not pp): _zyfa_cute_fp8(pp, n128=True, t128=True)
                       for pp in (True, False)})
+# -gG: recipe zyfa-grouped (PV in the tensor core over groups of G 128-key tiles, O in shared memory)
+CUTE_VARIANTS.update({f"zyfa-cute-fp8-g{g}" + "-nopp" * (not pp): _zyfa_cute_fp8(pp, n128=True, grouped=g)
+                      for pp in (True, False) for g in (4, 8)})
 
 
 def _zyfa_bf16(x: Inputs):

@@ -38,6 +38,28 @@ def rel_l2(a, ref):
     return cases.rel_l2(a.cpu(), ref.cpu())
 
 
+def assert_within_bound(tag, shape, variant, out, lse, ref, ref_lse):
+    """The bound of the module docstring (rel. L2 <= 5e-3 before the bf16 cast, lse max abs <= 0.1, the
+    same rows without keys); prints the measured values under ``tag``."""
+    err = rel_l2(out.cpu(), ref)
+    fin = torch.isfinite(ref_lse)
+    lse_err = float((lse.cpu()[fin] - ref_lse[fin]).abs().max())
+    print(f"\n{tag} {shape} {variant} rel_l2={err:.3e} lse_max_abs={lse_err:.3e}")
+    assert err <= 5e-3
+    assert torch.equal(torch.isinf(lse.cpu()), torch.isinf(ref_lse))
+    assert lse_err <= 0.1
+
+
+def assert_bit_exact(tag, out, lse, ref, ref_lse, other=""):
+    """Exact mode on exact inputs: out (fp32) equal bit for bit, lse within 1e-5; prints under ``tag``."""
+    differ = int((out.cpu() != ref).sum())
+    fin = torch.isfinite(ref_lse)
+    lse_err = float((lse.cpu()[fin] - ref_lse[fin]).abs().max())
+    print(f"\n{tag}: exact=True differs in {differ} of {out.numel()}{other}; lse max abs {lse_err:.2e}")
+    assert differ == 0
+    assert torch.equal(torch.isinf(lse.cpu()), torch.isinf(ref_lse)) and lse_err <= 1e-5
+
+
 SPEC_SHAPES = [(1, 333, 333, 4, 2, 128, 128, True), (2, 200, 517, 2, 1, 128, 128, True),
                (1, 256, 129, 2, 2, 64, 64, True), (1, 300, 300, 2, 1, 128, 128, False),
                (1, 190, 190, 2, 2, 192, 128, True), (1, 1024, 1024, 4, 4, 128, 128, True)]
@@ -53,13 +75,7 @@ def test_fp8_matches_spec(b, sq, sk, h, hk, d, dv, causal, variant):
     out, lse = attention_fp8_sm90(q8, k8, v8, d ** -0.5, causal, dq, dk, dv_, out_dtype=torch.float32,
                                   **variant)
     ref, ref_lse = cases.spec_fp8_magic(q8.cpu(), k8.cpu(), v8.cpu(), dq.cpu(), dk.cpu(), dv_.cpu(), d ** -0.5, causal)
-    err = rel_l2(out.cpu(), ref)
-    fin = torch.isfinite(ref_lse)
-    lse_err = float((lse.cpu()[fin] - ref_lse[fin]).abs().max())
-    print(f"\nSPEC {(b, sq, sk, h, hk, d, dv, causal)} {variant} rel_l2={err:.3e} lse_max_abs={lse_err:.3e}")
-    assert err <= 5e-3
-    assert torch.equal(torch.isinf(lse.cpu()), torch.isinf(ref_lse))
-    assert lse_err <= 0.1
+    assert_within_bound("SPEC", (b, sq, sk, h, hk, d, dv, causal), variant, out, lse, ref, ref_lse)
 
 
 # recipe zyfa-runmax (codes against the running max, PV into O) and zyfa-v1 with 128-key scaling blocks (t128)
@@ -83,13 +99,7 @@ def test_tile_variants_match_their_emulator(b, sq, sk, h, hk, d, dv, causal, var
     q8, dq, k8, dk, v8, dv_ = fp8_inputs(b, sq, sk, h, hk, d, dv)
     out, lse = attention_fp8_sm90(q8, k8, v8, d ** -0.5, causal, dq, dk, dv_, out_dtype=torch.float32, **variant)
     ref, ref_lse = tile_emulator(q8, k8, v8, dq, dk, dv_, causal, d, variant.get("runmax", False))
-    err = rel_l2(out.cpu(), ref)
-    fin = torch.isfinite(ref_lse)
-    lse_err = float((lse.cpu()[fin] - ref_lse[fin]).abs().max())
-    print(f"\nTILE {(b, sq, sk, h, hk, d, dv, causal)} {variant} rel_l2={err:.3e} lse_max_abs={lse_err:.3e}")
-    assert err <= 5e-3
-    assert torch.equal(torch.isinf(lse.cpu()), torch.isinf(ref_lse))
-    assert lse_err <= 0.1
+    assert_within_bound("TILE", (b, sq, sk, h, hk, d, dv, causal), variant, out, lse, ref, ref_lse)
 
 
 @pytest.mark.parametrize("variant", [dict(n128=True), dict(n128=True, pingpong=False), dict(lpt=False)],
@@ -153,26 +163,74 @@ def test_tile_variants_exact_mode_equal_their_emulator(b, sq, sk, h, hk, causal,
     args = (gpu[0], gpu[1], gpu[2], 128 ** -0.5, causal, gpu[3], gpu[4], gpu[5])
     out, lse = attention_fp8_sm90(*args, out_dtype=torch.float32, exact=True, n128=True, **{recipe: True})
     hopper, _ = attention_fp8_sm90(*args, out_dtype=torch.float32, n128=True, **{recipe: True})
-    differ, differ_hopper = int((out.cpu() != ref).sum()), int((hopper.cpu() != ref).sum())
-    fin = torch.isfinite(ref_lse)
-    lse_err = float((lse.cpu()[fin] - ref_lse[fin]).abs().max())
-    print(f"\nTILE-EXACT {recipe} {(b, sq, sk, h, hk, causal)}: exact=True differs in {differ} of {out.numel()}, "
-          f"Hopper accumulation in {differ_hopper}; lse max abs {lse_err:.2e}")
-    assert differ == 0
-    assert torch.equal(torch.isinf(lse.cpu()), torch.isinf(ref_lse)) and lse_err <= 1e-5
+    assert_bit_exact(f"TILE-EXACT {recipe} {(b, sq, sk, h, hk, causal)}", out, lse, ref, ref_lse,
+                     f", Hopper accumulation in {int((hopper.cpu() != ref).sum())}")
+
+
+# recipe zyfa-grouped (docs/numerics.md): PV in the tensor core over groups of G tiles, O in shared memory,
+# S_{j+1} issued before tile j's softmax. Written on the CPU box (fifth session), not yet run on a GPU.
+GROUPED_VARIANTS = [dict(n128=True, grouped=2), dict(n128=True, grouped=2, pingpong=False),
+                    dict(n128=True, grouped=4, pingpong=False), dict(n128=True, grouped=8)]
+
+
+def grouped_emulator(q8, k8, v8, dq, dk, dv, causal, d, group):
+    """zyfa-grouped with 128-key blocks and ``group`` tiles per group, magic rounding, fp32 out."""
+    return numerics.zyfa_fp8_attention(q8.cpu(), k8.cpu(), v8.cpu(), dq.cpu(), dk.cpu(), dv.cpu(), causal=causal,
+                                       softmax_scale=d ** -0.5, variant="zyfa-grouped", rounding="magic", block=128,
+                                       group=group, out_dtype=torch.float32)
+
+
+@pytest.mark.parametrize("variant", GROUPED_VARIANTS, ids=lambda v: "-".join(f"{k}={int(x)}" for k, x in v.items()))
+@pytest.mark.parametrize("b,sq,sk,h,hk,d,dv,causal", SPEC_SHAPES)
+def test_grouped_matches_its_emulator(b, sq, sk, h, hk, d, dv, causal, variant):
+    # Hopper accumulation (PV over up to G tiles in the tensor core): the bound of test_fp8_matches_spec
+    q8, dq, k8, dk, v8, dv_ = fp8_inputs(b, sq, sk, h, hk, d, dv)
+    out, lse = attention_fp8_sm90(q8, k8, v8, d ** -0.5, causal, dq, dk, dv_, out_dtype=torch.float32, **variant)
+    ref, ref_lse = grouped_emulator(q8, k8, v8, dq, dk, dv_, causal, d, variant["grouped"])
+    assert_within_bound("GROUPED", (b, sq, sk, h, hk, d, dv, causal), variant, out, lse, ref, ref_lse)
+
+
+@pytest.mark.parametrize("group", [1, 2, 4])
+@pytest.mark.parametrize("b,sq,sk,h,hk,causal", [
+    (1, 333, 333, 4, 2, True), (2, 200, 517, 2, 1, True),
+    pytest.param(1, 1024, 1024, 2, 1, True, marks=pytest.mark.xfail(strict=False, reason=(
+        "expected to differ as runmax and t128 do on this shape (run 28: 384 of 262144 elements; "
+        "test_tile_variants_exact_mode_equal_their_emulator); not run yet")))])
+def test_grouped_exact_mode_equals_its_emulator(b, sq, sk, h, hk, causal, group):
+    # exact inputs and exact=True: the recipe bit for bit (out in fp32, lse)
+    q8, dq, k8, dk, v8, dv_ = cases.exact_fp8_inputs(b, sq, sk, h, hk, 128, seed=11)
+    ref, ref_lse = grouped_emulator(q8, k8, v8, dq, dk, dv_, causal, 128, group)
+    gpu = [x.cuda() for x in (q8, k8, v8, dq, dk, dv_)]
+    args = (gpu[0], gpu[1], gpu[2], 128 ** -0.5, causal, gpu[3], gpu[4], gpu[5])
+    out, lse = attention_fp8_sm90(*args, out_dtype=torch.float32, exact=True, n128=True, grouped=group)
+    assert_bit_exact(f"GROUPED-EXACT G={group} {(b, sq, sk, h, hk, causal)}", out, lse, ref, ref_lse)
+
+
+def test_grouped_of_one_tile_equals_t128_bitwise():
+    # G = 1 is zyfa-v1 with block=128 (the emulators agree bit for bit, tests/zyfa/test_numerics_grouped.py):
+    # with exact inputs and exact=True both kernels must give the same bits
+    q8, dq, k8, dk, v8, dv_ = cases.exact_fp8_inputs(1, 333, 333, 4, 2, 128, seed=11)
+    gpu = [x.cuda() for x in (q8, k8, v8, dq, dk, dv_)]
+    args = (gpu[0], gpu[1], gpu[2], 128 ** -0.5, True, gpu[3], gpu[4], gpu[5])
+    g1, g1_lse = attention_fp8_sm90(*args, out_dtype=torch.float32, exact=True, n128=True, grouped=1)
+    t, t_lse = attention_fp8_sm90(*args, out_dtype=torch.float32, exact=True, n128=True, t128=True)
+    print(f"\nGROUPED-1 vs t128: differing {int((g1 != t).sum())} of {t.numel()}")
+    assert torch.equal(g1, t) and torch.equal(g1_lse, t_lse)
 
 
 def test_rows_without_keys_are_zero():
     # causal with seqlen_q > seqlen_k: the first seqlen_q - seqlen_k rows see no key (out 0, lse +inf)
     q8, dq, k8, dk, v8, dv_ = fp8_inputs(1, 300, 100, 2, 2, 128, 128, seed=5)
-    for variant in (dict(), dict(n128=True, runmax=True, pingpong=False), dict(n128=True, t128=True, pingpong=False)):
+    for variant in (dict(), dict(n128=True, runmax=True, pingpong=False), dict(n128=True, t128=True, pingpong=False),
+                    dict(n128=True, grouped=2, pingpong=False)):
         out, lse = attention_fp8_sm90(q8, k8, v8, 128 ** -0.5, True, dq, dk, dv_, **variant)
         assert torch.all(out[:, :200] == 0) and torch.all(torch.isinf(lse[:, :, :200]))
         assert torch.all(torch.isfinite(lse[:, :, 200:]))
 
 
-@pytest.mark.parametrize("variant", [dict(), dict(n128=True), dict(n128=True, pingpong=False, runmax=True),
-                                     dict(n128=True, pingpong=False, t128=True)],
+@pytest.mark.parametrize("variant", [dict(), dict(n128=True), dict(n128=True, pingpong=False),
+                                     dict(n128=True, pingpong=False, runmax=True),
+                                     dict(n128=True, pingpong=False, t128=True), dict(n128=True, grouped=4)],
                          ids=lambda v: "-".join(f"{k}={int(x)}" for k, x in v.items()) or "default")
 def test_bitwise_deterministic_over_1000_calls(variant):
     q8, dq, k8, dk, v8, dv_ = fp8_inputs(1, 2048, 2048, 8, 2, 128, 128, seed=7)
