@@ -102,12 +102,16 @@ CHUNK = 8  # channels per chunk: one 16-byte bf16 load per thread
 # compare and a select) to keep -0's code 0x80. "lean" (prepared after run 16, not timed yet):
 # run 25's layout, no clamp, SIGN_BITS: two to three instructions fewer per element of the ~42 the
 # per-token kernel executes (ncu, run 16).
-VARIANTS = {"run25": dict(TABLES_X=False, CLAMP=True, SIGN_BITS=False),
-            "tables_x": dict(TABLES_X=True, CLAMP=True, SIGN_BITS=False),
-            "tables_x_noclamp": dict(TABLES_X=True, CLAMP=False, SIGN_BITS=False),
-            "lean": dict(TABLES_X=False, CLAMP=False, SIGN_BITS=True)}
+# "rows" (per token only; built after run 16, counted for sm_90a, not timed): its own kernel, one row
+# per thread, see _hadamard_fp8_token_rows.
+VARIANTS = {"run25": dict(TABLES_X=False, CLAMP=True, SIGN_BITS=False, ROWS=False),
+            "tables_x": dict(TABLES_X=True, CLAMP=True, SIGN_BITS=False, ROWS=False),
+            "tables_x_noclamp": dict(TABLES_X=True, CLAMP=False, SIGN_BITS=False, ROWS=False),
+            "lean": dict(TABLES_X=False, CLAMP=False, SIGN_BITS=True, ROWS=False),
+            "rows": dict(TABLES_X=False, CLAMP=False, SIGN_BITS=False, ROWS=True)}
 DEFAULT_VARIANT = "run25"  # H200 run 16: per token 0.380 ms vs tables_x 0.429 ms (64 rows, Q + K)
 TINY_DESCALE: tl.constexpr = tl.constexpr(2.0 ** -100)  # below it the block divides with div_rn (1 / descale could overflow)
+TINY_SCALE: tl.constexpr = tl.constexpr(2.0 ** 64)  # "rows": such a row divides hn 2^64 by descale 2^64 instead
 _INTERPRET = interpreting()
 
 
@@ -311,6 +315,204 @@ def _rope_kernel(X, Y, COS, SIN, stride_xb, stride_xs, stride_xh, stride_yb, str
         tl.store(ptrs, y.to(Y.dtype.element_ty), mask=offs_s[None, :, None] < S)
 
 
+# -- variant "rows": one (position, head) row per thread, rows position-major ------------------
+# Built after H200 run 16's ncu (176 registers, ~42 instructions per element) from SASS counts for
+# sm_90a on the CPU box (tools/hadamard_sass.py); built and counted, not timed. A row is a tuple of
+# D/4 pieces, each a [rows, 4] fp32 tensor (channels 4p .. 4p + 3), so that:
+# * every piece has the same layout in Triton 3.6 and 3.9 (a [rows, 4] or [rows, 8] load can only put
+#   its rows on the lanes): RoPE pairs piece p with p + D/8, the butterflies across pieces are adds
+#   of whole tensors, the two inside a piece are register renames; no lane shuffle, no shared memory.
+#   (The [D/8, rows, 8] form of the other variants gets one row per thread from 3.9 but its chunks
+#   spread over the lanes from 3.6, the H200's: 45 instructions per element, 255 registers, spills.)
+# * consecutive lanes hold consecutive heads of one position (the row index is position-major), so
+#   a warp's RoPE table loads touch 1-2 table rows instead of 32;
+# * loads are not masked: the last program's extra rows re-read the last row (a masked load zeroes
+#   its registers first); only the stores are masked;
+# * bf16 rows are read as uint32 words: the widening is one shift or one AND per channel, where
+#   Triton's bf16 -> fp32 extracts each half first (two);
+# * the rotation is computed negated (times -1/sqrt(d), exact) and so is the reciprocal, so that
+#   Markstein's correction keeps the sign of zero without a compare and a select: with hn = -h,
+#   nr = RN(-1 / descale), q0 = RN(hn nr) = RN(h r), q' = fma(fma(q0, descale, hn), nr, q0) is
+#   RN(q0 + RN(h - q0 descale) r) as before, and for h = -0 the inner FMA gives +0 and the outer
+#   +0 * nr + -0 = -0 (for h = +0: +0): three instructions per element;
+# * the codes are packed by inline PTX, two cvt.rn.satfinite.e4m3x2.f32 and a mov.b32 per 4 channels
+#   (Triton's own convert unpacks each byte and packs them again, ~2 instructions per element) and
+#   stored 16 bytes at a time. Saturation clamps as quantize_fp8's clamp to +-448 does (finite
+#   input; the wrapper rejects the rest). The interpreter stores the fp32 quotients instead.
+ROWS_PER_WARP = 32
+
+
+@triton.jit
+def _max_nan_rows(x):
+    """max |x| of each row of a piece [rows, 4], NaN if the row holds one."""
+    return tl.reduce(tl.abs(x), 1, _max_nan)
+
+
+@triton.jit
+def _bf16_words_f32(w):
+    """uint32 words of bf16 pairs [rows, n] -> fp32 [rows, 2n] (element 2i is word i's low half): exact,
+    one shift or one AND per element."""
+    lo = (w << 16).to(tl.float32, bitcast=True)
+    hi = (w & 0xFFFF0000).to(tl.float32, bitcast=True)
+    return tl.reshape(tl.join(lo, hi), [w.shape[0], 2 * w.shape[1]])
+
+
+@triton.jit
+def _halves(x):
+    """[rows, 8] -> (channels 0..3, channels 4..7), each [rows, 4] (in-thread)."""
+    return tl.split(tl.permute(tl.reshape(x, [x.shape[0], 2, 4]), (0, 2, 1)))
+
+
+@triton.jit
+def _load_row_pieces(X, xrow, D: tl.constexpr, WORDS: tl.constexpr):
+    """The rows at element offsets xrow [rows, 1] as D/4 fp32 pieces [rows, 4], 16 bytes per load (bf16)."""
+    pieces = ()
+    for c in tl.static_range(D // 8):
+        if WORDS:
+            x = _bf16_words_f32(tl.load(X.to(tl.pointer_type(tl.uint32), bitcast=True) + (xrow >> 1) + 4 * c
+                                        + tl.arange(0, 4)[None, :]))
+        else:
+            x = tl.load(X + xrow + 8 * c + tl.arange(0, 8)[None, :]).to(tl.float32)
+        lo, hi = _halves(x)
+        pieces = pieces + (lo, hi)
+    return pieces
+
+
+@triton.jit
+def _rope_pieces(pieces, COS, SIN, trow, D: tl.constexpr):
+    """RoPE of the pieces (half-split pairing: piece p with p + D/8), ``(a cos - b sin, b cos + a sin)``
+    each product and sum rounded on its own (no FP contraction at launch); tables fp32, row trow."""
+    first = ()
+    second = ()
+    for p in tl.static_range(D // 8):
+        cos = tl.load(COS + trow + 4 * p + tl.arange(0, 4)[None, :])
+        sin = tl.load(SIN + trow + 4 * p + tl.arange(0, 4)[None, :])
+        a = pieces[p]
+        b = pieces[p + D // 8]
+        first = first + (a * cos - b * sin,)
+        second = second + (b * cos + a * sin,)
+    return first + second
+
+
+@triton.jit
+def _butterfly_in_piece(x, HALF: tl.constexpr):
+    """One radix-2 stage on channels (i, i + HALF) of each piece [rows, 4]: (a + b, a - b)."""
+    y = tl.reshape(x, [x.shape[0], 4 // (2 * HALF), 2, HALF])
+    a, b = tl.split(tl.permute(y, (0, 1, 3, 2)))
+    return tl.reshape(tl.permute(tl.join(a + b, a - b), (0, 1, 3, 2)), [x.shape[0], 4])
+
+
+@triton.jit
+def _rotate_pieces(pieces, P: tl.constexpr, ROTATE: tl.constexpr, SCALE: tl.constexpr):
+    """Walsh-Hadamard transform of rows held as P pieces (if ROTATE), Sylvester order, stage by stage as
+    zyfa.numerics.hadamard (half = 1, 2 inside the pieces, then 4, 8, ... across them), times SCALE."""
+    out = pieces
+    if ROTATE:
+        out = ()
+        for p in tl.static_range(P):
+            out = out + (_butterfly_in_piece(_butterfly_in_piece(pieces[p], 1), 2),)
+        for k in tl.static_range(6):  # half = 2^k pieces, while below P: log2(P) stages
+            if (1 << k) < P:
+                prev = out
+                out = ()
+                for p in tl.static_range(P):
+                    if p & (1 << k):
+                        out = out + (prev[p - (1 << k)] - prev[p],)
+                    else:
+                        out = out + (prev[p] + prev[p + (1 << k)],)
+    scaled = ()
+    for p in tl.static_range(P):
+        scaled = scaled + (out[p] * SCALE,)
+    return scaled
+
+
+@triton.jit
+def _e4m3_word(x):
+    """A piece [rows, 4] fp32 -> [rows] uint32: the e4m3 codes (RNE, saturating) of its 4 channels, the
+    first in the lowest byte. cvt.rn.satfinite.e4m3x2.f32 d, a, b puts a's code in d's upper byte
+    (PTX ISA; the operand order Triton's own fp32 -> fp8 lowering uses)."""
+    even, odd = tl.split(tl.reshape(x, [x.shape[0], 2, 2]))  # channel 2i + k: even k = 0, odd k = 1
+    c0, c2 = tl.split(even)
+    c1, c3 = tl.split(odd)
+    return tl.inline_asm_elementwise(
+        "{ .reg .b16 lo, hi; cvt.rn.satfinite.e4m3x2.f32 lo, $2, $1; cvt.rn.satfinite.e4m3x2.f32 hi, $4, $3; "
+        "mov.b32 $0, {lo, hi}; }", "=r,r,r,r,r", [c0, c1, c2, c3], dtype=tl.uint32, is_pure=True, pack=1)
+
+
+@triton.jit
+def _row_origin(S, H, BLOCK_S: tl.constexpr):
+    """(position, head) [rows, 1] of this program's rows (row r of a batch: position r // H, head r % H;
+    the last program's extra rows repeat the last row) and the mask of the real rows."""
+    rows = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
+    last = tl.minimum(rows, S * H - 1)
+    return (last // H)[:, None], (last % H)[:, None], rows[:, None] < S * H
+
+
+@triton.jit
+def _hadamard_fp8_token_rows(X, Y, DS, COS, SIN, stride_xb, stride_xs, stride_xh, stride_yb, stride_ys, stride_yh,
+                             stride_db, stride_ds, stride_cs, H, S, D: tl.constexpr, BLOCK_S: tl.constexpr,
+                             NEG_INV_SQRT_D: tl.constexpr, OUT_F32: tl.constexpr, ROTATE: tl.constexpr,
+                             ROPE: tl.constexpr, WORDS: tl.constexpr):
+    """Per-token codes and descales of BLOCK_S rows of batch program_id(1), one row per thread."""
+    off_b = tl.program_id(1)
+    pos, head, keep = _row_origin(S, H, BLOCK_S)
+    x = _load_row_pieces(X, off_b * stride_xb + pos * stride_xs + head * stride_xh, D, WORDS)
+    if ROPE:
+        x = _rope_pieces(x, COS, SIN, pos * stride_cs, D)
+    hn = _rotate_pieces(x, D // 4, ROTATE, NEG_INV_SQRT_D if ROTATE else -1.0)  # -hadamard(x), or -x
+    # -- per-token descale = amax / 448 (1 for an all-zero row); codes = RNE(h / descale) ------
+    amax = _max_nan_rows(hn[0])
+    for p in tl.static_range(1, D // 4):
+        amax = _max_nan(amax, _max_nan_rows(hn[p]))
+    descale = tl.div_rn(amax, 448.0)[:, None]  # NaN / inf stay: the wrapper checks the descales
+    descale = tl.where(descale == 0.0, 1.0, descale)
+    tl.store(DS + off_b * stride_db + pos * stride_ds + head, descale, mask=keep)
+    # a row whose descale is below TINY_DESCALE divides hn 2^64 by descale 2^64 (both exact, the same
+    # quotient, in the range where Markstein's residual is exact: tests/kernels/triton/test_markstein.py):
+    # one multiply per element in a branch normal data never takes, instead of a div_rn copy
+    scale = tl.where(descale < TINY_DESCALE, TINY_SCALE, 1.0)
+    if tl.min(descale) < TINY_DESCALE:
+        scaled = ()
+        for p in tl.static_range(D // 4):
+            scaled = scaled + (hn[p] * scale,)
+        hn = scaled
+    descale = descale * scale
+    nr = tl.div_rn(-1.0, descale)
+    yrow = off_b * stride_yb + pos * stride_ys + head * stride_yh
+    for c in tl.static_range(D // 16):  # 16 channels (4 pieces) at a time: one 16-byte store
+        words = ()
+        for p in tl.static_range(4 * c, 4 * c + 4):
+            q0 = hn[p] * nr
+            q = tl.fma(tl.fma(q0, descale, hn[p]), nr, q0)  # Markstein on the negated operands: -0 stays -0
+            if OUT_F32:  # interpreter: its fp32 -> fp8 cast is not RNE, the wrapper casts on the host
+                tl.store(Y + yrow + 4 * p + tl.arange(0, 4)[None, :], tl.minimum(tl.maximum(q, -448.0), 448.0),
+                         mask=keep)
+            else:
+                words = words + (_e4m3_word(q),)
+        if not OUT_F32:
+            w = tl.reshape(tl.join(tl.join(words[0], words[2]), tl.join(words[1], words[3])), [BLOCK_S, 4])
+            tl.store(Y.to(tl.pointer_type(tl.uint32), bitcast=True) + (yrow >> 2) + 4 * c + tl.arange(0, 4)[None, :],
+                     w, mask=keep)
+
+
+@triton.jit
+def _rope_rows_kernel(X, Y, COS, SIN, stride_xb, stride_xs, stride_xh, stride_yb, stride_ys, stride_yh, stride_cs,
+                      H, S, D: tl.constexpr, BLOCK_S: tl.constexpr, OUT_F32: tl.constexpr, WORDS: tl.constexpr):
+    """RoPE alone in the "rows" form (the same loads, tables and row order), x's dtype out: the RoPE
+    pass to set the "rows" fused kernel against."""
+    off_b = tl.program_id(1)
+    pos, head, keep = _row_origin(S, H, BLOCK_S)
+    y = _rope_pieces(_load_row_pieces(X, off_b * stride_xb + pos * stride_xs + head * stride_xh, D, WORDS), COS, SIN,
+                     pos * stride_cs, D)
+    yrow = Y + off_b * stride_yb + pos * stride_ys + head * stride_yh
+    for c in tl.static_range(D // 8):
+        chunk = tl.reshape(tl.permute(tl.join(y[2 * c], y[2 * c + 1]), (0, 2, 1)), [BLOCK_S, 8])
+        if OUT_F32:
+            tl.store(yrow + 8 * c + tl.arange(0, 8)[None, :], chunk, mask=keep)
+        else:
+            tl.store(yrow + 8 * c + tl.arange(0, 8)[None, :], chunk.to(Y.dtype.element_ty), mask=keep)
+
+
 def _check_rows(x) -> tuple[int, int, int, int]:
     """(b, s, h, d) of a valid input of the kernels in this module; ValueError / TypeError otherwise."""
     if not isinstance(x, torch.Tensor) or x.dim() != 4:
@@ -346,6 +548,11 @@ def _variant(variant: str | None) -> dict[str, bool]:
     return VARIANTS[name]
 
 
+def _words(x: torch.Tensor) -> bool:
+    """Whether the "rows" kernels may read x as uint32 words: bf16 with even strides (4-byte aligned rows)."""
+    return x.dtype == torch.bfloat16 and all(st % 2 == 0 for st in x.stride()[:3])
+
+
 def _launch(block_s: int | None, num_warps: int | None, default_rows: int) -> tuple[int, int]:
     num_warps = num_warps or NUM_WARPS
     block_s = block_s or (16 if _INTERPRET else default_rows * num_warps // NUM_WARPS)
@@ -366,9 +573,17 @@ def rope_rows(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, block_s: in
     """
     b, s, h, d = _check_rows(x)
     _check_tables(cos, sin, x)
-    tables_x = _variant(variant)["TABLES_X"]
-    block_s, num_warps = _launch(block_s, num_warps, BLOCK_S["token"])
+    flags = _variant(variant)
     y = torch.empty(x.shape, dtype=torch.float32 if _INTERPRET else x.dtype, device=x.device)
+    if flags["ROWS"]:
+        block_s, num_warps = _launch(block_s, num_warps, ROWS_PER_WARP * NUM_WARPS)
+        _rope_rows_kernel[(triton.cdiv(s * h, block_s), b)](
+            x, y, cos, sin, x.stride(0), x.stride(1), x.stride(2), y.stride(0), y.stride(1), y.stride(2),
+            cos.stride(0), h, s, D=d, BLOCK_S=block_s, OUT_F32=_INTERPRET, WORDS=_words(x), num_warps=num_warps,
+            enable_fp_fusion=False)
+        return y.to(x.dtype) if _INTERPRET else y
+    tables_x = flags["TABLES_X"]
+    block_s, num_warps = _launch(block_s, num_warps, BLOCK_S["token"])
     _rope_kernel[(triton.cdiv(s, block_s), b * h)](
         x, y, cos, sin, x.stride(0), x.stride(1), x.stride(2), y.stride(0), y.stride(1), y.stride(2), cos.stride(0),
         h, s, D=d, BLOCK_S=block_s, OUT_F32=_INTERPRET, TABLES_X=tables_x, num_warps=num_warps,
@@ -423,17 +638,26 @@ def hadamard_quantize_fp8(x: torch.Tensor, granularity: str = "head", nheads_k: 
     else:
         cos = sin = x  # never read (ROPE=False)
     flags = _variant(variant)
-    block_s, num_warps = _launch(block_s, num_warps, (BLOCK_S_ROPE if use_rope else BLOCK_S)[granularity])
+    if flags["ROWS"] and granularity != "token":
+        raise ValueError(f"variant 'rows' is per token only, got granularity={granularity!r}")
+    rows_default = ROWS_PER_WARP * NUM_WARPS if flags["ROWS"] else (BLOCK_S_ROPE if use_rope else BLOCK_S)[granularity]
+    block_s, num_warps = _launch(block_s, num_warps, rows_default)
     inv_sqrt_d = float(torch.tensor(1.0 / math.sqrt(d), dtype=torch.float32))  # what torch's x * (1/sqrt(d)) uses
     y = torch.empty(x.shape, dtype=torch.float32 if _INTERPRET else torch.float8_e4m3fn, device=x.device)
     grid = (triton.cdiv(s, block_s), b * h)
     xs, ys = (x.stride(0), x.stride(1), x.stride(2)), (y.stride(0), y.stride(1), y.stride(2))
     if maxnreg is not None and (not isinstance(maxnreg, int) or not 24 <= maxnreg <= 255):
         raise ValueError(f"maxnreg must be an int in [24, 255] or None, got {maxnreg!r}")
+    launch = dict(num_warps=num_warps, enable_fp_fusion=False, **({} if maxnreg is None else {"maxnreg": maxnreg}))
     opts = dict(D=d, BLOCK_S=block_s, INV_SQRT_D=inv_sqrt_d, ROTATE=rotate, ROPE=use_rope, TABLES_X=flags["TABLES_X"],
-                num_warps=num_warps, enable_fp_fusion=False, **({} if maxnreg is None else {"maxnreg": maxnreg}))
+                **launch)
     cs = cos.stride(0) if use_rope else 0
-    if granularity == "token":
+    if flags["ROWS"]:
+        descale = torch.empty(b, s, h, dtype=torch.float32, device=x.device)
+        _hadamard_fp8_token_rows[(triton.cdiv(s * h, block_s), b)](
+            x, y, descale, cos, sin, *xs, *ys, descale.stride(0), descale.stride(1), cs, h, s, D=d, BLOCK_S=block_s,
+            NEG_INV_SQRT_D=-inv_sqrt_d, OUT_F32=_INTERPRET, ROTATE=rotate, ROPE=use_rope, WORDS=_words(x), **launch)
+    elif granularity == "token":
         descale = torch.empty(b, s, h, dtype=torch.float32, device=x.device)
         _hadamard_fp8_token[grid](x, y, descale, cos, sin, *xs, *ys, descale.stride(0), descale.stride(1), cs, h, s,
                                   OUT_F32=_INTERPRET, CLAMP=flags["CLAMP"], SIGN_BITS=flags["SIGN_BITS"], **opts)

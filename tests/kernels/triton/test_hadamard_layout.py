@@ -6,8 +6,10 @@ handful, where the row-major layout of H200 run 10 needed ~500 per thread (a row
 lanes: 41-57 instructions per element). The per-token default (16 rows per warp, two threads per
 row: ~200 shuffles) trades some of that for wider loads; it was the faster one on the H200."""
 
+import importlib.util
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,12 @@ from triton.compiler import ASTSource  # noqa: E402
 
 from zyfa.kernels.triton import hadamard_fp8 as H  # noqa: E402
 from zyfa.numerics import rope_tables  # noqa: E402
+
+# tools/hadamard_sass.py: compile for sm_90a without a GPU, count SASS per element
+_SASS_TOOL = Path(__file__).resolve().parents[3] / "tools" / "hadamard_sass.py"
+_spec = importlib.util.spec_from_file_location("hadamard_sass", _SASS_TOOL)
+hadamard_sass = sys.modules["hadamard_sass"] = importlib.util.module_from_spec(_spec)  # registered: its dataclass
+_spec.loader.exec_module(hadamard_sass)
 
 ARGS = {
     "token": (H._hadamard_fp8_token, ["*bf16", "*fp8e4nv", "*fp32", "*fp32", "*fp32"] + ["i32"] * 11,

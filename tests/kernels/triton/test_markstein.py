@@ -63,3 +63,21 @@ def test_markstein_quotient_is_the_correctly_rounded_one(seed):
         assert markstein(y, d) == rn32(y / d), (float(y), float(d))
         checked += 1
     assert checked > 1000
+
+
+def test_markstein_on_operands_scaled_by_2_64_is_exact_for_tiny_descales():
+    """The "rows" kernel divides a row whose descale is below 2^-100 (subnormal ones included) as
+    markstein(y 2^64, d 2^64): both products are exact and the quotient is y / d, and in that range
+    the correction gives the correctly rounded quotient, next to e4m3 midpoints too."""
+    rng = random.Random(3)
+    checked = 0
+    for dexp in range(-149, -99):
+        for _ in range(40):
+            d = rn32(F(rng.randint(1, 2 ** 24 - 1), 2 ** 23) * TWO ** dexp)
+            if d == 0:
+                continue
+            m = rng.choice([F(1, 2), F(3, 2), F(5, 2), F(7, 2), F(rng.randint(1, 448 * 16), 16)])
+            y = rn32(m * TWO ** rng.randint(-9, 0) * d * (1 + F(rng.randint(-6, 6), 2 ** 24)))
+            assert markstein(y * TWO ** 64, d * TWO ** 64) == rn32(y / d), (float(y), float(d))
+            checked += 1
+    assert checked > 1500

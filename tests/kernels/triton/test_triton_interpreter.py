@@ -131,6 +131,10 @@ HADAMARD_CASES += [f"quantise_only_{c}_{g}" for c in ("hadamard_gqa_d64_fp32", "
 # RoPE + Hadamard + quantise and RoPE + quantise in one pass against quantize_fp8([hadamard](rope(x)))
 HADAMARD_CASES += [f"rope_{r}_{c}_{g}" for r in ("hadamard", "quantise", "hadamard_tables_x", "hadamard_lean")
                    for c in ("hadamard_gqa_d64_fp32", "hadamard_d128_bf16", "hadamard_d256_fp16") for g in ("head", "token")]
+# variant "rows" (per token only, its own kernel): with and without RoPE, rotated or not, tiny rows
+HADAMARD_CASES += [f"rows_{r}_{c}_token" for r in ("hadamard", "quantise", "rope_hadamard", "rope_quantise")
+                   for c in ("hadamard_gqa_d64_fp32", "hadamard_d128_bf16", "hadamard_d256_fp16")]
+HADAMARD_CASES += ["rows_hadamard_tiny_token"]
 
 
 @pytest.mark.parametrize("case", HADAMARD_CASES)
@@ -140,7 +144,7 @@ def test_fused_hadamard_quantise_equals_torch_path(results, case):
     r = results[case]
     assert r["codes_equal"] and r["descale_equal"], r
     assert r["dtype"] == "torch.float8_e4m3fn"
-    if case.startswith("hadamard_tiny"):  # the case reaches the kernel's div_rn branch
+    if "hadamard_tiny" in case:  # the case reaches the kernel's div_rn branch
         assert r["min_descale"] < 2.0 ** -100, r
 
 
@@ -150,9 +154,11 @@ def test_rope_pass_equals_torch_path(results, case):
     # and equals numerics.rope rounded once to it (the cast on the host here, as above)
     assert results[f"rope_only_{case}"] == {"equal": True, "dtype_kept": True}
     assert results[f"rope_only_tables_x_{case}"] == {"equal": True, "dtype_kept": True}  # tables in x's layout
+    assert results[f"rope_only_rows_{case}"] == {"equal": True, "dtype_kept": True}  # the "rows" form
 
 
-@pytest.mark.parametrize("case", [f"hadamard_nonfinite_{g}_{k}" for g in ("head", "token") for k in ("nan", "inf")])
+@pytest.mark.parametrize("case", [f"hadamard_nonfinite_{g}_{k}" for g in ("head", "token") for k in ("nan", "inf")]
+                         + [f"rows_hadamard_nonfinite_token_{k}" for k in ("nan", "inf")])
 def test_fused_hadamard_quantise_rejects_non_finite(results, case):
     # one NaN / inf in the last token of the last head: seen through that row's (group's) descale
     assert "non-finite" in results[case]["raised"], results[case]

@@ -208,7 +208,19 @@ def main():
                     "descale_equal": bool(torch.equal(ds, ref_ds)),
                     "dtype": str(x8.dtype),
                 }
-        for variant in (None, "tables_x"):
+        # "rows" (per token only): its own kernel; without and with RoPE, rotated or not
+        for rope in (False, True):
+            for rot in (True, False):
+                tables = dict(cos=cos, sin=sin) if rope else {}
+                x8, ds = hadamard_quantize_fp8(x, "token", rotate=rot, variant="rows", **tables)
+                r = numerics.rope(x, cos, sin) if rope else x
+                ref8, ref_ds = numerics.quantize_fp8(numerics.hadamard(r) if rot else r, "token")
+                results[f"rows_{'rope_' * rope}{'hadamard' if rot else 'quantise'}_{name}_token"] = {
+                    "codes_equal": bool(torch.equal(x8.view(torch.uint8), ref8.view(torch.uint8))),
+                    "descale_equal": bool(torch.equal(ds, ref_ds)),
+                    "dtype": str(x8.dtype),
+                }
+        for variant in (None, "tables_x", "rows"):
             y = rope_rows(x, cos, sin, variant=variant)
             results[f"rope_only{'_' + variant if variant else ''}_{name}"] = {
                 "equal": bool(torch.equal(y, numerics.rope(x, cos, sin).to(dtype))), "dtype_kept": y.dtype == dtype}
@@ -218,25 +230,27 @@ def main():
         x = torch.randn(1, 40, 2, 64, generator=g)
         x[:, :20] *= 2.0 ** -120   # token rows (and, per head, nothing: the group amax stays large)
         x[:, 20:, 1] *= 2.0 ** -125  # head 1: a whole tiny group for "head"
-        x8, ds = hadamard_quantize_fp8(x, gran)
         ref8, ref_ds = numerics.quantize_fp8(numerics.hadamard(x), gran)
-        results[f"hadamard_tiny_{gran}"] = {
-            "codes_equal": bool(torch.equal(x8.view(torch.uint8), ref8.view(torch.uint8))),
-            "descale_equal": bool(torch.equal(ds, ref_ds)),
-            "dtype": str(x8.dtype),
-            "min_descale": float(ref_ds.min()),
-        }
+        for variant in (None, "rows") if gran == "token" else (None,):
+            x8, ds = hadamard_quantize_fp8(x, gran, variant=variant)
+            results[f"{'rows_' if variant else ''}hadamard_tiny_{gran}"] = {
+                "codes_equal": bool(torch.equal(x8.view(torch.uint8), ref8.view(torch.uint8))),
+                "descale_equal": bool(torch.equal(ds, ref_ds)),
+                "dtype": str(x8.dtype),
+                "min_descale": float(ref_ds.min()),
+            }
     # a NaN or inf anywhere in x: ValueError (found through the descales, no separate pass over x)
     for gran in ("head", "token"):
         for kind, value in (("nan", math.nan), ("inf", math.inf)):
             x = torch.randn(1, 33, 4, 64)
             x[0, 30, 3, 5] = value
-            try:
-                hadamard_quantize_fp8(x, gran, nheads_k=2)
-                raised = ""
-            except ValueError as exc:
-                raised = str(exc)
-            results[f"hadamard_nonfinite_{gran}_{kind}"] = {"raised": raised}
+            for variant in (None, "rows") if gran == "token" else (None,):
+                try:
+                    hadamard_quantize_fp8(x, gran, nheads_k=2, variant=variant)
+                    raised = ""
+                except ValueError as exc:
+                    raised = str(exc)
+                results[f"{'rows_' if variant else ''}hadamard_nonfinite_{gran}_{kind}"] = {"raised": raised}
     bf16_cases = {"bf16_full_gqa": (1, 40, 40, 4, 2, 32, False), "bf16_causal_sk_gt_sq": (1, 24, 90, 2, 1, 32, True),
                   "bf16_causal_sq_gt_sk": (1, 70, 40, 2, 2, 32, True)}
     for name, (b, sq, sk, h, hk, d, causal) in bf16_cases.items():

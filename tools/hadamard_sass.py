@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""SASS counts of the fused RoPE + Hadamard + FP8 quantise kernels, compiled for sm_90a without a GPU.
+
+Usage: ``python3 tools/hadamard_sass.py [--headdim 128] [--out DIR] [--force]``
+
+Compiles each kernel variant of ``zyfa.kernels.triton.hadamard_fp8`` (per token, RoPE tables on,
+bf16 input, the launch the wrapper makes) with the installed Triton (3.9 on the CPU box, 3.6 on the
+H200: run it under both), disassembles the cubin with the ``nvdisasm`` the triton wheel ships, and
+prints per kernel: SASS instructions per element (static count / elements per thread; the kernels
+are straight-line code but for the per-row divisions' slow paths and the rare-data branches, so the
+static count bounds what a thread executes on normal data from above), registers and spill bytes
+(``ptxas -v``), shared-memory instructions and barriers, lane shuffles, and the largest instruction
+classes. ``--out DIR`` also writes ``NAME.sass``. Nothing is timed: these are counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.backends.nvidia.compiler import get_ptxas
+from triton.compiler import ASTSource
+
+from zyfa.kernels.triton import hadamard_fp8 as H
+
+NVDISASM = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "nvdisasm"
+SHARED, BARRIER, SHUFFLE = r"(LDS|STS|LDSM|STSM)\b", r"BAR\b", r"SHFL\b"  # opcode patterns for Counts.count
+_INSTRUCTION = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)")
+# argument types of the kernels' runtime arguments (bf16 x, fp8 codes), in order; the rest constexpr
+_TYPES = {
+    "_hadamard_fp8_token": ["*bf16", "*fp8e4nv", "*fp32", "*fp32", "*fp32"] + ["i32"] * 11,
+    "_hadamard_fp8_token_rows": ["*bf16", "*fp8e4nv", "*fp32", "*fp32", "*fp32"] + ["i32"] * 11,
+    "_hadamard_amax_head": ["*bf16", "*fp32", "*fp32", "*fp32"] + ["i32"] * 7,
+    "_hadamard_fp8_head": ["*bf16", "*fp8e4nv", "*fp32", "*fp32", "*fp32", "*fp32"] + ["i32"] * 10,
+    "_rope_kernel": ["*bf16", "*bf16", "*fp32", "*fp32"] + ["i32"] * 9,
+    "_rope_rows_kernel": ["*bf16", "*bf16", "*fp32", "*fp32"] + ["i32"] * 9,
+}
+
+
+@dataclass(frozen=True)
+class Counts:
+    """What one compiled kernel does per element (static SASS) and what it holds per thread."""
+    instructions: int
+    elements_per_thread: int
+    registers: int
+    spill_bytes: int
+    classes: dict[str, int]
+
+    @property
+    def per_element(self) -> float:
+        return self.instructions / self.elements_per_thread
+
+    def count(self, pattern: str) -> int:
+        """Instructions whose opcode matches the regular expression ``pattern`` (from its start)."""
+        return sum(n for op, n in self.classes.items() if re.match(pattern, op))
+
+
+def compile_sm90(kernel: str, constexprs: dict, num_warps: int = H.NUM_WARPS, fp_fusion: bool = False,
+                 maxnreg: int | None = None):
+    """``triton.compile`` of hadamard_fp8's ``kernel`` for sm_90a (no GPU needed), as the wrapper
+    launches it: 16-divisible pointers and strides, no FP contraction unless ``fp_fusion``."""
+    fn = getattr(H, kernel)
+    names = fn.arg_names
+    runtime = [n for n in names if n not in constexprs]
+    signature = dict(zip(runtime, _TYPES[kernel]), **{n: "constexpr" for n in names if n in constexprs})
+    signature = {n: signature[n] for n in names}
+    attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(names)
+             if signature[n].startswith("*") or n.startswith("stride")}
+    src = ASTSource(fn=fn, signature=signature, constexprs=dict(constexprs), attrs=attrs)
+    options = {"num_warps": num_warps, "enable_fp_fusion": fp_fusion, **({"maxnreg": maxnreg} if maxnreg else {})}
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
+
+
+def sass(compiled) -> str:
+    with tempfile.TemporaryDirectory() as tmp:
+        cubin = Path(tmp) / "k.cubin"
+        cubin.write_bytes(compiled.asm["cubin"])
+        return subprocess.run([str(NVDISASM), "-c", str(cubin)], check=True, capture_output=True, text=True).stdout
+
+
+def ptxas_usage(ptx: str) -> tuple[int, int]:
+    """(registers, spill store bytes) that ptxas -v reports for sm_90a."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "k.ptx"
+        src.write_text(ptx)
+        out = subprocess.run([get_ptxas(90).path, "-arch=sm_90a", "-v", str(src), "-o", str(Path(tmp) / "k.cubin")],
+                             capture_output=True, text=True, check=True).stderr
+    return (int(re.search(r"Used (\d+) registers", out).group(1)),
+            int(re.search(r"(\d+) bytes spill stores", out).group(1)))
+
+
+def counts(compiled, elements_per_thread: int) -> Counts:
+    classes = collections.Counter(m.group(1) for line in sass(compiled).splitlines()
+                                  if (m := _INSTRUCTION.match(line)))
+    registers, spills = ptxas_usage(compiled.asm["ptx"])
+    return Counts(sum(classes.values()), elements_per_thread, registers, spills, dict(classes))
+
+
+def token_kernels(d: int = 128, rope: bool = True, num_warps: int = H.NUM_WARPS) -> dict[str, tuple[str, dict, int]]:
+    """name -> (kernel, constexprs, elements per thread) of the per-token launches the wrapper makes
+    (bf16 x, RoPE tables if ``rope``): every variant, and the two RoPE passes alone."""
+    threads = 32 * num_warps
+    out = {}
+    for name, flags in H.VARIANTS.items():
+        if flags["ROWS"]:
+            rows = H.ROWS_PER_WARP * num_warps
+            const = dict(D=d, BLOCK_S=rows, NEG_INV_SQRT_D=-(d ** -0.5), OUT_F32=False, ROTATE=True, ROPE=rope,
+                         WORDS=True)
+            out[name] = ("_hadamard_fp8_token_rows", const, rows * d // threads)
+        else:
+            rows = (H.BLOCK_S_ROPE if rope else H.BLOCK_S)["token"] * num_warps // H.NUM_WARPS
+            const = dict(D=d, BLOCK_S=rows, INV_SQRT_D=d ** -0.5, OUT_F32=False, ROTATE=True, ROPE=rope,
+                         TABLES_X=flags["TABLES_X"], CLAMP=flags["CLAMP"], SIGN_BITS=flags["SIGN_BITS"])
+            out[name] = ("_hadamard_fp8_token", const, rows * d // threads)
+    rows = H.BLOCK_S["token"] * num_warps // H.NUM_WARPS
+    out["rope_pass_run25"] = ("_rope_kernel", dict(D=d, BLOCK_S=rows, OUT_F32=False, TABLES_X=False),
+                              rows * d // threads)
+    rows = H.ROWS_PER_WARP * num_warps
+    out["rope_pass_rows"] = ("_rope_rows_kernel", dict(D=d, BLOCK_S=rows, OUT_F32=False, WORDS=True),
+                             rows * d // threads)
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--headdim", type=int, default=128, choices=(16, 32, 64, 128, 256))
+    ap.add_argument("--no-rope", action="store_true", help="the kernels without RoPE tables")
+    ap.add_argument("--out", type=Path, help="also write NAME.sass here (created)")
+    ap.add_argument("--force", action="store_true", help="overwrite existing NAME.sass in --out")
+    a = ap.parse_args(argv)
+    kernels = token_kernels(a.headdim, not a.no_rope)
+    if a.out is not None:
+        a.out.mkdir(parents=True, exist_ok=True)
+        exists = [n for n in kernels if (a.out / f"{n}.sass").exists()]
+        if exists and not a.force:
+            ap.error(f"--out: {a.out} already holds {exists[0]}.sass (--force overwrites)")
+    print(f"triton {triton.__version__}, sm_90a, per token, bf16 x, d{a.headdim}, RoPE {'off' if a.no_rope else 'on'}; "
+          "static SASS per element")
+    print(f"{'kernel':<20} {'instr/elem':>10} {'regs':>5} {'spill B':>8} {'smem ld/st':>10} {'bar':>4} {'shfl':>5}  "
+          "largest classes")
+    for name, (kernel, const, per_thread) in kernels.items():
+        compiled = compile_sm90(kernel, const)
+        c = counts(compiled, per_thread)
+        top = ", ".join(f"{op} {n}" for op, n in sorted(c.classes.items(), key=lambda kv: -kv[1])[:5])
+        smem, bar, shfl = c.count(SHARED), c.count(BARRIER), c.count(SHUFFLE)
+        print(f"{name:<20} {c.per_element:>10.2f} {c.registers:>5} {c.spill_bytes:>8} {smem:>10} {bar:>4} {shfl:>5}  {top}")
+        if a.out is not None:
+            (a.out / f"{name}.sass").write_text(sass(compiled))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
