@@ -18,9 +18,11 @@ clock drift hits all alike:
 - ``cast``: a bf16 -> fp8 cast (the bytes one pass must move: a floor);
 - ``fused_{head,token}_{variant}_rows{32,64,128}_nosync``: every kernel variant
   (``hadamard_fp8.VARIANTS``) at 32, 64 and 128 rows per 4 warps, ``check_finite=False`` (no host
-  synchronisation, like ``rope_triton`` and ``cast``); ``rope_triton_{variant}_rows{32,64,128}``: the
-  RoPE pass with run 25's table layout and with x's; ``fused_*_rows64_maxnreg{168,128}_nosync``:
-  run25 and lean under a register cap (``maxnreg``). Every variant is checked bit for bit first.
+  synchronisation, like ``rope_triton`` and ``cast``); variant ``rows`` (per token only, one row per
+  thread) at 32 rows per warp with 2, 4 and 8 warps (``..._rows{64,128,256}_nosync``);
+  ``rope_triton_{variant}_rows{...}``: the RoPE pass with run 25's table layout, with x's, and in the
+  ``rows`` form; ``fused_*_rows64_maxnreg{168,128}_nosync``: run25 and lean under a register cap
+  (``maxnreg``). Every variant is checked bit for bit first.
 
 The attention times are zyfa-bench's rows measured here: ``zyfa-triton-fp8`` (recipe zyfa-v1, its
 default) and ``zyfa-triton-fp8-v2``. (Whole-pipeline rows, ``zyfa-triton-fp8-rope`` and
@@ -53,6 +55,18 @@ BENCH_ROWS = ("zyfa-triton-fp8", "zyfa-triton-fp8-v2")
 # rows per program at 4 warps: four threads per row (94 registers per token, sm_90a on the CPU box:
 # 5 programs per SM, not timed yet), two (the default), one
 LAUNCH_ROWS = (32, 64, 128)
+ROWS_WARPS = (2, 4, 8)  # variant "rows": one row per thread, 32 rows per warp
+
+
+def launches(variant: str) -> list[tuple[int, int]]:
+    """(rows per program, warps) timed for a kernel variant."""
+    if VARIANTS[variant]["ROWS"]:
+        return [(32 * w, w) for w in ROWS_WARPS]
+    return [(r, 4) for r in LAUNCH_ROWS]
+
+
+def granularities(variant: str) -> tuple[str, ...]:
+    return ("token",) if VARIANTS[variant]["ROWS"] else GRANULARITIES
 MAXNREG = (168, 128)  # register caps per thread: 3 / 4 programs of 4 warps per SM (65536 registers)
 
 
@@ -101,9 +115,10 @@ def main(argv=None) -> int:
             ref = numerics.quantize_fp8(numerics.hadamard(numerics.rope(t, cos, sin)), gran, nheads_k=h)
             got = hadamard_quantize_fp8(t, gran, h, cos=cos, sin=sin)
             equal[f"fused_{gran}_{name}"] = same_bits(got[0], ref[0]) and same_bits(got[1], ref[1])
-            for variant in VARIANTS:
-                for nrows in LAUNCH_ROWS:
-                    got = hadamard_quantize_fp8(t, gran, h, block_s=nrows, cos=cos, sin=sin, variant=variant)
+            for variant in (v for v in VARIANTS if gran in granularities(v)):
+                for nrows, warps in launches(variant):
+                    got = hadamard_quantize_fp8(t, gran, h, block_s=nrows, num_warps=warps, cos=cos, sin=sin,
+                                                variant=variant)
                     equal[f"fused_{gran}_{variant}_rows{nrows}_{name}"] = (same_bits(got[0], ref[0])
                                                                          and same_bits(got[1], ref[1]))
             for variant in ("run25", "lean"):
@@ -111,8 +126,9 @@ def main(argv=None) -> int:
                     got = hadamard_quantize_fp8(t, gran, h, block_s=64, cos=cos, sin=sin, variant=variant, maxnreg=cap)
                     equal[f"fused_{gran}_{variant}_rows64_maxnreg{cap}_{name}"] = (same_bits(got[0], ref[0])
                                                                                   and same_bits(got[1], ref[1]))
-        equal[f"rope_triton_tables_x_{name}"] = same_bits(rope_rows(t, cos, sin, variant="tables_x"),
-                                                          numerics.rope(t, cos, sin).to(t.dtype))
+        for variant in ("tables_x", "rows"):
+            equal[f"rope_triton_{variant}_{name}"] = same_bits(rope_rows(t, cos, sin, variant=variant),
+                                                               numerics.rope(t, cos, sin).to(t.dtype))
     print("bit-identical to the torch path (codes and descales; RoPE pass vs rope(x).to(bf16)): "
           + ", ".join(f"{k} {v}" for k, v in equal.items()))
 
@@ -136,19 +152,20 @@ def main(argv=None) -> int:
     # descales (check_finite=False: no synchronisation, as rope_rows and the cast); "nosync" is the
     # default kernel so, i.e. what the check costs; and the RoPE pass with its tables in x's layout
     for gran in GRANULARITIES:
-        for variant in VARIANTS:
-            for nrows in LAUNCH_ROWS:
+        for variant in (v for v in VARIANTS if gran in granularities(v)):
+            for nrows, warps in launches(variant):
                 ops[f"fused_{gran}_{variant}_rows{nrows}_nosync"] = (
-                    lambda t, g=gran, v=variant, r=nrows: hadamard_quantize_fp8(
-                        t, g, h, block_s=r, cos=cos, sin=sin, variant=v, check_finite=False))
+                    lambda t, g=gran, v=variant, r=nrows, w=warps: hadamard_quantize_fp8(
+                        t, g, h, block_s=r, num_warps=w, cos=cos, sin=sin, variant=v, check_finite=False))
         for variant in ("run25", "lean"):  # a register cap: 3 (168) or 4 (128) programs of 4 warps per SM
             for cap in MAXNREG:
                 ops[f"fused_{gran}_{variant}_rows64_maxnreg{cap}_nosync"] = (
                     lambda t, g=gran, v=variant, m=cap: hadamard_quantize_fp8(
                         t, g, h, block_s=64, cos=cos, sin=sin, variant=v, check_finite=False, maxnreg=m))
-    for variant in ("run25", "tables_x"):
-        for nrows in LAUNCH_ROWS:
-            ops[f"rope_triton_{variant}_rows{nrows}"] = lambda t, v=variant, r=nrows: rope_rows(t, cos, sin, r, variant=v)
+    for variant in ("run25", "tables_x", "rows"):
+        for nrows, warps in launches(variant):
+            ops[f"rope_triton_{variant}_rows{nrows}"] = (
+                lambda t, v=variant, r=nrows, w=warps: rope_rows(t, cos, sin, r, w, variant=v))
     times: dict[str, list[float]] = {}
     for _ in range(2):
         for name, op in ops.items():

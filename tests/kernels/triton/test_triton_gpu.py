@@ -157,9 +157,9 @@ def test_fp8_v2_equals_emulator_bitwise_with_exact_accumulation():
     assert float((lse.cpu() - ref_lse).abs().max()) <= 1e-5  # the kernel's fp32 log2 vs float64 rounded once
 
 
-@pytest.mark.parametrize("gran", ["head", "token"])
 @pytest.mark.parametrize("block_s", [None, 128])
-@pytest.mark.parametrize("variant", list(hadamard_fp8.VARIANTS))
+@pytest.mark.parametrize("gran, variant", [(g, v) for v in hadamard_fp8.VARIANTS for g in ("head", "token")
+                                           if g == "token" or not hadamard_fp8.VARIANTS[v]["ROWS"]])
 def test_fused_rope_hadamard_quantise_equals_torch_path(gran, block_s, variant):
     # on the GPU's fp32 units and its RNE e4m3 convert (the interpreter tests convert on the host),
     # against the torch path on the CPU: codes and descales bit for bit; GQA, a seqlen no block
@@ -177,3 +177,35 @@ def test_fused_rope_hadamard_quantise_equals_torch_path(gran, block_s, variant):
     assert torch.equal(ds.cpu(), ref_ds)
     assert torch.equal(rope_rows(x.cuda(), cos.cuda(), sin.cuda(), variant=variant).cpu(),
                        numerics.rope(x, cos, sin).bfloat16())
+
+
+@pytest.mark.parametrize("case", ["tiny_rows", "negative_zeros", "odd_strides", "fp16", "d64_k_heads"])
+def test_rows_variant_edge_rows_equal_torch_path(case):
+    # variant "rows" (per token): rows whose descale is below 2^-100 (the 2^64 scaling branch), -0
+    # inputs quantised without rotation (codes 0x80: the negated Markstein keeps the sign), a bf16
+    # view with odd strides (read as bf16, not as words), fp16, and K-like few heads at d64
+    g = torch.Generator().manual_seed(11)
+    b, s, h, d = (1, 200, 2, 64) if case == "d64_k_heads" else (1, 150, 4, 128)
+    x = torch.randn(b, s, h, d, generator=g)
+    if case == "tiny_rows":
+        x[:, :40] *= 2.0 ** -118
+    if case == "negative_zeros":
+        x[:, 5:9, :, ::3] = -0.0
+    x = x.half() if case == "fp16" else x.bfloat16()
+    xd = x.cuda()
+    if case == "odd_strides":  # row strides d + 1: odd (sliced on the GPU: .cuda() of a view would compact it)
+        xd = torch.randn(b, s, h, d + 1, generator=g).bfloat16().cuda()[..., 1:]
+        x = xd.cpu()
+        assert xd.stride(2) % 2 == 1
+    rotate = rope = case != "negative_zeros"  # -0 inputs stay -0 without RoPE and rotation
+    cos, sin = numerics.rope_tables(s, d, offset=3000)
+    r = numerics.rope(x, cos, sin) if rope else x
+    ref8, ref_ds = numerics.quantize_fp8(numerics.hadamard(r) if rotate else r, "token")
+    tables = dict(cos=cos.cuda(), sin=sin.cuda()) if rope else {}
+    x8, ds = hadamard_quantize_fp8(xd, "token", rotate=rotate, variant="rows", **tables)
+    assert torch.equal(x8.cpu().view(torch.uint8), ref8.view(torch.uint8))
+    assert torch.equal(ds.cpu(), ref_ds)
+    if case == "tiny_rows":
+        assert float(ref_ds.min()) < 2.0 ** -100  # the case reaches the scaling branch
+    if case == "negative_zeros":
+        assert int((ref8.view(torch.uint8) == 0x80).sum()) > 0  # -0 codes in rows whose amax is not 0
