@@ -49,6 +49,19 @@ instruction count bind, not bandwidth. The ``tables_x`` variants (below) were sl
 0.429 ms (64 rows) and 0.73 ms (128 rows, 255 registers), per head 0.62 / 4.3 ms; dropping the
 clamp saved 0.011 ms.
 
+Variant ``"rows"`` (per token; built and counted, not timed: ``benchmarks/results/scripts/h200_run32.sh``
+is the device run that would time it): one row per thread, held as D/4 pieces of 4 channels, so that
+every op is elementwise on tensors of one layout in Triton 3.6 (the H200's) and 3.9 alike; details at
+``_hadamard_fp8_token_rows``. ``tools/hadamard_sass.py`` (sm_90a, compiled on the CPU box, static SASS
+per element, d128, RoPE): 20.0 per element with 168 registers, no spill, no shuffle, no shared-memory
+conversion, under both versions, where the default's kernel counts 60.5 with 180 registers under 3.6
+(its static count holds the per-element div_rn copy for tiny descales; ncu measured ~42 executed).
+The floor for this arithmetic bit for bit is 16.5 per element (RoPE 3, butterflies 7 and the scale
+1, amax 1, Markstein 3, widening 1, convert 0.5). The rotation stays butterflies: one MMA with a +-1
+matrix (H_128 = H_8 (x) H_16) would not be bit-identical, as the butterflies round between stages
+(tests/zyfa/test_numerics.py shows a bf16 row where they differ from the exact sum), and after RoPE
+the operands are fp32, which no tensor-core input type holds.
+
 Non-finite input is found without a pass of its own: the maxima propagate NaN, so a NaN or inf
 makes its row's (group's) descale non-finite, and the wrapper checks the small descale tensor.
 Divisions are IEEE, as ``quantize_fp8`` divides on every device: the descale by ``div_rn``; the

@@ -220,6 +220,26 @@ def test_hadamard_orthonormal_and_block_policy(d, block):
     assert torch.all(spread[block:] == 0)
 
 
+def test_hadamard_rounds_between_stages_so_no_single_dot_product_reproduces_it():
+    """Why the fused kernel keeps the butterflies instead of one MMA with a +-1 matrix (H_128 as
+    H_8 (x) H_16): the reference rounds every stage to fp32, and on bf16 inputs that is not exact. Row
+    (1, 2^-24, 2^-24, 0, ...): the butterflies give 1 + 2^-24 -> 1 (a tie, to even) and then 1 again,
+    the exact sum 1 + 2^-23 is an fp32 number, so an accumulation more exact than the stage order
+    differs in the last bit; one that truncates instead of rounding would differ on other rows. Only
+    when a row's values span at most 9 binades is every partial sum of 128 bf16 values exact (8 + 9 + 7
+    bits <= 24), and then the order does not matter."""
+    x = torch.zeros(16, dtype=torch.bfloat16)
+    x[0], x[1], x[2] = 1.0, 2.0 ** -24, 2.0 ** -24
+    h = N.hadamard(x)  # fp32, 1/sqrt(16) = 1/4 exact
+    exact = (torch.ones(16, 16, dtype=torch.float64) @ x.double()) / 4  # row 0 of H_16: all ones
+    assert float(h[0]) == 0.25 and float(exact[0]) == 0.25 * (1 + 2.0 ** -23) == float(exact[0].float())
+    # rows whose values span at most 9 binades: every partial sum is exact (d16: 1/sqrt(16) exact too),
+    # so the butterflies equal the fp64 transform rounded once
+    narrow = randn(500, 16, seed=9).abs().clamp(2.0 ** -4, 2.0 ** 5 - 1) * torch.sign(randn(500, 16, seed=10))
+    narrow = narrow.bfloat16()
+    assert torch.equal(N.hadamard(narrow), N.hadamard(narrow.double()).float())
+
+
 def test_rope_is_a_relative_rotation():
     """RoPE turns scores into functions of the position difference: q_i . k_j after RoPE at positions
     (i, j) equals the same pair at (i + 500, j + 500) (fp64 tables, to rounding), and the rotation
