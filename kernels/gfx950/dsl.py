@@ -138,6 +138,7 @@ SIGNATURES: dict[str, tuple] = {
     "v_cmp_lt_i32": (("k", 2), VSC, V1), "v_cmp_gt_f32": (("k", 2), VSC, V1),
     "v_cmp_eq_f32": (("k", 2), VSC, V1), "v_cmp_gt_u32": (("k", 2), VSC, V1), "v_cmp_eq_u32": (("k", 2), VSC, V1),
     "v_cmp_lt_f32": (("k", 2), VSC, V1), "v_cmp_nlt_f32": (("k", 2), VSC, V1),
+    "v_cmp_ngt_f32": (("k", 2), VSC, V1),
     "v_cmp_ne_u32": (("k", 2), VSC, V1), "v_ffbl_b32": (V1, VSC), "v_min_u32": (V1, VSC, V1),
     "v_min_u32_dpp": (V1, V1, V1), "v_or3_b32": (V1, VC, VC, VC), "v_bfi_b32": (V1, VC, VC, VC), "v_add3_u32": (V1, VC, VC, VC),
     "v_min3_f32": (V1, VC, VC, VC), "v_maximum3_f32": (V1, VC, VC, VC),

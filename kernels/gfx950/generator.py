@@ -72,6 +72,10 @@ READ_AHEAD = {"fp8": 3, "bf16": 4}
 FOLD_REF0 = -3.0 * 2.0 ** 12  # initial reference exponent: every row's first tile overflows (a fix-up)
 FOLD_OFF0 = 120.5 - 8 * FOLD_REF0  # its accumulator start, exact in fp32
 FOLD_MID, FOLD_HALF = 127.0 - 2.0 ** 15, 2.0 ** 15  # a tile is accepted when |fp32(max y - MID)| < HALF
+# ... which, for a max the v_maximum3 chain floors at -HALF, is max < FOLD_CHECK_MIN (and not NaN):
+# fp32(max - MID) rounds to the 2^-9 grid below 2^15 and reaches HALF from max = 127 - 2^-10 up (the
+# tie rounds to the even 2^15), never -HALF; so the kernel tests it with one compare (fold_check)
+FOLD_CHECK_MIN = 127.0 - 2.0 ** -10
 FOLD_FIX_BIAS = 112.5  # the fix-up's target 120.5 - 8 headroom, headroom 1 doubling (numerics.FOLD_FIX_BIAS)
 # softmax="lean-v2" (numerics zyfa-v2, docs/numerics.md spec v2): the fp32 values zyfa.numerics defines
 # (LEANP_BIAS_V2, ALPHA_POLY c1..c6, ALPHA_MIN_EXP), as bit patterns; kept here because importing
@@ -1223,10 +1227,10 @@ class _Kernel:
         """Folded Lean P (docs/numerics.md, Folded Lean P): S already holds ``y = 8 t s + 120.5 -
         8 ref`` (the QK MFMAs started from ``qk_offset_block``). One ``v_maximum3_f32`` chain over
         the lane's 64 values (32 ops, NaN-propagating), then the check ``|fp32(max - MID)| < HALF``
-        (2 ops), the chain floored at ``-HALF`` (its spare operand); lanes that fail it (a code would
-        pass 126, which includes a row still at the initial reference ``-3 2^12``, or NaN; a fully
-        masked lane's ``-HALF`` passes) branch to the out-of-line fix-up
-        (:meth:`fold_fixup`), the common path falls through; then 64 SDWA converts. 98 VALU ops
+        (1 compare, :meth:`fold_check`), the chain floored at ``-HALF`` (its spare operand); lanes
+        that fail it (a code would pass 126, which includes a row still at the initial reference
+        ``-3 2^12``, or NaN; a fully masked lane's ``-HALF`` passes) branch to the out-of-line fix-up
+        (:meth:`fold_fixup`), the common path falls through; then 64 SDWA converts. 97 VALU ops
         per tile, no FMA, no block exponent, no scale byte (P is unscaled: PV and the row sum use
         plain MFMAs, and the epilogue's lse takes ``ref - 8``)."""
         e, mx = self.e, self.v.mx0
@@ -1234,11 +1238,17 @@ class _Kernel:
         # -HALF fills the chain's spare operand (64 values, 32 ops either way): a fully masked lane's
         # max is -HALF, which the check accepts, so diagonal tiles branch only for real overflows
         self.reduce3("v_maximum3_f32", [self.S[i] for i in range(self.S.count)] + [Neg(self.fold_half)], mx)
-        e("v_add_f32", self.v.tmp, -FOLD_MID, mx)
-        e("v_cmp_nlt_f32", "vcc", Abs(self.v.tmp), self.fold_half)
+        self.fold_check(mx)
         self.branch_out_of_line(nested, label_id, self.fold_fixup)
         for beta in range(BLOCK_N // SCALE_BLOCK):
             self.code_bytes(beta)
+
+    def fold_check(self, mx: Reg):
+        """VCC = the lanes whose floored max ``mx`` fails the folded check ``|fp32(mx - MID)| <
+        HALF`` (a code would pass 126, a row still at ``REF0``, or NaN): ``!(FOLD_CHECK_MIN > mx)``,
+        one VOPC compare with a literal, the same decision for every ``mx >= -HALF`` and NaN
+        (FOLD_CHECK_MIN; the subtraction and the |.| compare it replaces were 2 ops)."""
+        self.e("v_cmp_ngt_f32", "vcc", FOLD_CHECK_MIN, mx)
 
     def rowsum_valu(self):
         """rowsum="valu" (folded only): ``l += sum P`` per 64-key block on the VALU instead of a
@@ -1306,8 +1316,7 @@ class _Kernel:
         e("v_maximum3_f32", mx, tmp, mx, mx)  # row max in both halves
         e("v_maximum3_f32", tmp, self.s.neg_big, mx, mx)  # NaN stays NaN, -inf becomes finite
         e("v_fma_f32", self.nan_flag, tmp, 0, self.nan_flag)
-        e("v_add_f32", tmp, -FOLD_MID, mx)
-        e("v_cmp_nlt_f32", "vcc", Abs(tmp), self.fold_half)
+        self.fold_check(mx)
         e("s_and_saveexec_b64", self.s.scratch_pair, "vcc")
         # every failing row is fixed, NaN rows too (mx is never -inf: the chain's floor): their d,
         # ref and y become NaN, so their codes are 0 (a first tile's unfixed y ~ 2^17 would make

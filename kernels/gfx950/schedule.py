@@ -375,7 +375,7 @@ def barrier_intervals(table: tuple[Cluster, ...]) -> list[tuple[Cluster, ...]]:
 
 
 # -- the registered variants -------------------------------------------------------------------------
-# zyfa-fp8 is the write-up's kernel: Lean P folded into the QK MFMA (392 VALU cycles per tile; the
+# zyfa-fp8 is the write-up's kernel: Lean P folded into the QK MFMA (388 VALU cycles per tile; the
 # spec-v1 Lean P cannot go below 512: one FMA + one convert per probability), the rounded row sum
 # on the MFMA pipe (one 16x16x128 per 64-key block: in the power model 32 MFMA cycles cost less
 # energy than rowsum="split"'s 51 VALU ops, kernels/gfx950/README.md), O and the row sum in VGPRs

@@ -332,12 +332,12 @@ def test_static_counts_per_tile(generated):
 def test_zyfa_fp8_lean_p_static_count_is_within_the_write_ups_budget(generated):
     """zyfa-fp8 (folded Lean P): the FMA lives in the QK MFMA (scaled, Q's power of two as its E8M0
     scale, C = the offset block on each S tile's first MFMA); per tile 32 v_maximum3 (one chain over
-    the lane's 64 values) + 2 for the check + 64 SDWA converts = 98 VALU ops = 392 cycles <= 400.
+    the lane's 64 values) + 1 compare for the check + 64 SDWA converts = 97 VALU ops = 388 cycles <= 400.
     The rounded row sum: two unscaled 16x16x128 MFMAs (32 cycles each) into 4 AGPRs, or on the VALU
     (zyfa-fp8-valu-rowsum: 2 x (16 converts + 31 adds) + 6 = 100 ops, no row-sum MFMA)."""
     counts = tile_counts(generate(replace(VARIANTS["zyfa-fp8"], name="split-rowsum", rowsum="split")))
-    assert counts.valu_cycles == 4 * (32 + 2 + 64) == 392 <= 400
-    assert counts.valu_by_opcode == {"v_maximum3_f32": 4 * 32, "v_add_f32": 4, "v_cmp_nlt_f32": 4,
+    assert counts.valu_cycles == 4 * (32 + 1 + 64) == 388 <= 400
+    assert counts.valu_by_opcode == {"v_maximum3_f32": 4 * 32, "v_cmp_ngt_f32": 4,
                                      "v_cvt_u32_f32_sdwa": 4 * 64}
     # rowsum="split": block 0 by one 16x16x128 MFMA, block 1 on the VALU (16 converts + 31 adds + 3 to
     # join the lane halves) and carried into l one tile later (one add: the accumulator is a VGPR)
@@ -346,11 +346,11 @@ def test_zyfa_fp8_lean_p_static_count_is_within_the_write_ups_budget(generated):
     # zyfa-fp8 (rowsum="mfma"): both blocks by a 16x16x128 MFMA, no row-sum VALU op
     assert generated["zyfa-fp8"].registers["rowsum_accumulator"].startswith("v[") and generated["zyfa-fp8"].read_ahead == 3
     both = tile_counts(generated["zyfa-fp8"])
-    assert both.valu_cycles == 392 and both.valu_by_opcode == counts.valu_by_opcode
+    assert both.valu_cycles == 388 and both.valu_by_opcode == counts.valu_by_opcode
     assert (both.mfma, both.mfma_rowsum, both.mfma_cycles, both.rowsum_cycles, both.rowsum_valu_cycles) == (
         18, 2, 16 * 64 + 64, 64, 0)
     valu = tile_counts(generated["zyfa-fp8-valu-rowsum"])
-    assert valu.valu_cycles == 392
+    assert valu.valu_cycles == 388
     assert (valu.mfma, valu.mfma_rowsum, valu.mfma_cycles, valu.rowsum_valu_cycles) == (16, 0, 16 * 64, 400)
     gen = generated["zyfa-fp8-valu-rowsum"]
     pv = [i for i in gen.instructions if i.cluster == "PV_j-1" and i.opcode.startswith("v_mfma")]
@@ -632,3 +632,23 @@ def test_registered_block_scaled_kernels_accumulate_in_vgprs_also_at_mla():
             assert gen.read_ahead == (3 if headdim == 128 or folded else 2), (name, headdim)
     with pytest.raises(generator_module.RegisterBudgetError, match="accumulators='vgpr'"):
         generate(KernelConfig("d256", headdim=256, accumulators="vgpr"))
+
+
+def test_fold_check_is_one_compare_with_the_same_decisions():
+    """The folded check |fp32(mx - MID)| < HALF (docs/numerics.md) on a max floored at -HALF is
+    mx < FOLD_CHECK_MIN: every float32 in [-HALF, 2^20] around the threshold and a random sample
+    (and +-inf, NaN) decide the same both ways; the kernel emits it as one v_cmp_ngt_f32."""
+    f32 = np.float32
+    mid, half, lim = f32(generator_module.FOLD_MID), f32(generator_module.FOLD_HALF), f32(generator_module.FOLD_CHECK_MIN)
+    near = np.arange(-4096, 4096, dtype=np.int64) + int(np.array(lim).view(np.int32))
+    xs = np.concatenate([near.astype(np.int32).view(np.float32),
+                         np.random.RandomState(0).uniform(-2.0 ** 15, 2.0 ** 20, 200000).astype(np.float32),
+                         np.array([-2.0 ** 15, 126.0, 127.0, 2.0 ** 17, np.inf, np.nan], dtype=np.float32)])
+    with np.errstate(invalid="ignore"):
+        spec_fails = ~(np.abs((xs - mid).astype(np.float32)) < half)
+        one_compare = ~(lim > xs)
+    assert (spec_fails == one_compare).all()
+    assert spec_fails[xs == lim].all() and not spec_fails[xs == np.nextafter(lim, f32(0))].any()
+    gen = generate(VARIANTS["zyfa-fp8"])
+    softmax = [i for i in gen.instructions if i.cluster == "softmax_j"]
+    assert [i for i in softmax if i.opcode.startswith("v_cmp")][0].operands[1] == generator_module.FOLD_CHECK_MIN
