@@ -247,14 +247,17 @@ def log_errors(rows: list[Result], grid: dict, params: Optional[dict] = None, in
     return np.log(peak * mhz / base["f_peak_mhz"] / published)
 
 
-def fit(results: list[Result], e_mfma=(100.0, 8000.0), steps: int = 41, rounds: int = 3) -> dict:
+def fit(results: list[Result], e_mfma=(100.0, 8000.0), steps: int = 41, rounds: int = 3,
+        params: Optional[dict] = None) -> dict:
     """Fit ``e_mfma_pj`` minimising the sum of squared log errors of the predicted TFLOP/s over
     every simulated in-band row (the calibration set less the out-of-band rows; nothing per row): a
     ``steps``-point grid over the range, then ``rounds - 1`` finer grids around the best point,
     rounded to 1 pJ. ``e_valu_pj`` is not free: at each grid point it is tied to ``e_mfma_pj`` by the
     public Gluon loops (:func:`power.tied_valu_energy`), and it is returned with it (rounded to 1 pJ).
     ``p_static_w`` stays the table's stated guess: the set cannot separate it from ``e_mfma_pj``
-    (150 W or 250 W give tables within 0.5% of each other once ``e_mfma_pj`` is refitted)."""
+    (150 W or 250 W give tables within 0.5% of each other once ``e_mfma_pj`` is refitted).
+    ``params``: other coefficients for the fit (e.g. the per-byte LDS and memory energies of a
+    sensitivity sweep, benchmarks/power_sensitivity.py), in the tie and in every prediction."""
     rows = [r for r in results if r.activity is not None and not r.row.out_of_band]
     if not rows:
         raise ValueError("fit needs at least one simulated in-band row")
@@ -262,8 +265,8 @@ def fit(results: list[Result], e_mfma=(100.0, 8000.0), steps: int = 41, rounds: 
     best = None
     for _ in range(rounds):
         grid = np.round(np.linspace(lo, hi, steps))
-        valu = np.round(power.tied_valu_energy(grid))
-        loss = (log_errors(rows, {"e_mfma_pj": grid, "e_valu_pj": valu}) ** 2).sum(axis=1)
+        valu = np.round(power.tied_valu_energy(grid, params))
+        loss = (log_errors(rows, {"e_mfma_pj": grid, "e_valu_pj": valu}, params) ** 2).sum(axis=1)
         i = int(np.argmin(loss))  # the first of equal minima, as the former point-by-point scan
         if best is None or loss[i] < best[0]:
             best = (float(loss[i]), {"e_mfma_pj": float(grid[i]), "e_valu_pj": float(valu[i])})
@@ -294,7 +297,8 @@ class CrossValidation:
 
 def leave_one_out(results: list[Result], **fit_kw) -> CrossValidation:
     """Leave-one-out cross-validation of the clock model's fit on the in-band rows: how well the
-    model predicts a published figure it was not fitted on (the held-back figures' situation)."""
+    model predicts a published figure it was not fitted on (the held-back figures' situation).
+    ``fit_kw`` go to :func:`fit` (its ``params`` also to each held-out prediction)."""
     rows = [r for r in results if r.activity is not None and not r.row.out_of_band]
     if len(rows) < 2:
         raise ValueError("leave-one-out needs at least two simulated in-band rows")
@@ -302,7 +306,8 @@ def leave_one_out(results: list[Result], **fit_kw) -> CrossValidation:
     for i, held in enumerate(rows):
         params = fit(rows[:i] + rows[i + 1:], **fit_kw)
         key = f"{held.row.source}: {held.row.kernel} {held.row.label}"
-        errors[key] = math.expm1(float(log_errors([held], {k: [v] for k, v in params.items()})[0, 0]))
+        held_err = log_errors([held], {k: [v] for k, v in params.items()}, fit_kw.get("params"))
+        errors[key] = math.expm1(float(held_err[0, 0]))
         fitted[key] = params["e_mfma_pj"]
     return CrossValidation(errors, fitted)
 

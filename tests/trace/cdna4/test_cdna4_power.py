@@ -329,3 +329,19 @@ def test_energy_terms_are_the_equation_term_by_term():
     more = power.energy_terms(power.Activity(mfma=3.0, valu=4.0, lds_bytes=100.0, vmem_bytes=10.0, cycles=1), 0.4, dtype="fp8")
     assert more["valu"] == pytest.approx(2 * terms["valu"])
     assert {k: v for k, v in more.items() if k != "valu"} == {k: v for k, v in terms.items() if k != "valu"}
+
+
+def test_fit_takes_other_per_byte_energies_in_the_tie_and_the_predictions():
+    # benchmarks/power_sensitivity.py refits e_mfma at other e_lds / e_vmem: the tie (which prices the
+    # fav4 loop's LDS and global bytes) and every prediction must use them, or the refit answers the
+    # default point's question
+    point = {"e_lds_pj_per_byte": 0.5, "e_vmem_pj_per_byte": 5.0}
+    e_valu = float(np.round(power.tied_valu_energy([1800.0], point)[0]))
+    assert e_valu > power.tied_valu_energy([1800.0])[0]  # less priced per byte: more left to the VALU
+    truth = point | {"e_mfma_pj": 1800.0, "e_valu_pj": e_valu}
+    results = _synthetic(truth)
+    kw = dict(e_mfma=(1000.0, 2600.0), steps=17, rounds=1)
+    assert point | fidelity.fit(results, params=point, **kw) == truth
+    assert fidelity.fit(results, **kw)["e_mfma_pj"] != 1800.0  # the default per-byte energies fit elsewhere
+    cv = fidelity.leave_one_out(results, params=point, **kw)
+    assert set(cv.fitted.values()) == {1800.0} and max(abs(e) for e in cv.errors.values()) < 1e-9
