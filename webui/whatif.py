@@ -70,6 +70,8 @@ def simulate(request: WhatIf) -> Trace:
     the path ``zyfa-trace kernel`` and the sweeps take).
 
     The shape takes the kernel's own dtype and, where compiled in, its mask (facts of its spec).
+    A generator kernel's lazy O rescale runs at its measured rate where one exists for the shape
+    (:func:`zyfa.trace.cdna4.tracer.measured_rescale`, as in ``zyfa-trace kernel``), else never.
     Parameter overrides apply to a gfx950 generator variant's configuration (which validates
     them); the trace is then named ``kernel[param=value,...]``.
     """
@@ -77,8 +79,11 @@ def simulate(request: WhatIf) -> Trace:
         raise TypeError(f"simulate: request must be a WhatIf, got {type(request).__name__}")
     spec = registry.spec_of(request.kernel)  # None: a code-object file, nothing known about it
     shape = request.shape if spec is None else spec.fit(request.shape)
-    trace, _ = tracer.simulate(request.kernel, shape, dict(request.params),
-                               command=f"zyfa-ui what-if: {request.label}")
+    measured = tracer.measured_rescale(request.kernel, shape)  # as zyfa-trace kernel runs it
+    rate = None if measured is None else measured[0]
+    at = "" if measured is None else f" (lazy O rescale at its measured {100 * float(rate):.2f} %, {measured[1]} inputs)"
+    trace, _ = tracer.simulate(request.kernel, shape, dict(request.params), rescale_rate=rate,
+                               command=f"zyfa-ui what-if: {request.label}{at}")
     return trace
 
 

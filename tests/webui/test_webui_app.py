@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,7 @@ import pandas as pd
 import pytest
 
 from zyfa import analyzer
-from zyfa.kernels import baseline
+from zyfa.kernels import baseline, gfx950, registry
 from zyfa.webui import app as app_module
 from zyfa.webui import metrics
 from zyfa.shapes import AttnShape
@@ -23,6 +24,7 @@ from zyfa.webui.figures import Panel, decode, encode, schedule_figure, stall_fig
 from zyfa.webui.store import TraceStore
 from zyfa.webui.timeline import View
 from zyfa.webui.timeline import markers as timeline_markers
+from zyfa.webui import whatif
 from zyfa.webui.whatif import WhatIf
 
 
@@ -190,6 +192,21 @@ def test_fmt(value, unit, text):
 
 
 # -- what-if requests ------------------------------------------------------------------------------
+
+def test_whatif_runs_the_lazy_rescale_at_its_measured_rate(monkeypatch):
+    """Where a generator kernel's rescale rate is measured for the shape, the what-if simulates it
+    there, as zyfa-trace kernel does (a stand-in measurement at s2048 keeps the test small)."""
+    monkeypatch.setitem(gfx950.MEASURED_RESCALE_RATES, ("zyfa-fp8", 2048), {"gaussian": 0.25, "sink": 0.125})
+    request = WhatIf("zyfa-fp8", seqlen=2048, heads=1)
+    trace = whatif.simulate(request)
+    shape = registry.spec_of("zyfa-fp8").fit(request.shape)
+    assert tracer.measured_rescale("zyfa-fp8", shape) == (Fraction(1, 4), "gaussian")
+    at_rate = tracer.simulate("zyfa-fp8", shape, rescale_rate=Fraction(1, 4))[1].cycles
+    never = tracer.simulate("zyfa-fp8", shape)[1].cycles
+    assert trace.meta.extra["predicted_cycles"] == at_rate != never
+    assert "lazy O rescale at its measured 25.00 %, gaussian inputs" in trace.meta.provenance["command"]
+    assert tracer.measured_rescale("aiter-like-fp8", shape) is None
+
 
 def test_whatif_request():
     r = WhatIf("zyfa-fp8", seqlen=2048, heads=2, params={"softmax": "exact", "schedule": "serial"})

@@ -13,11 +13,13 @@ The trace holds the detailed records of one CU running the representative workgr
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime
 import functools
 import gc
 import subprocess
 import sys
+from fractions import Fraction
 from pathlib import Path
 from typing import Callable, Mapping, Optional
 
@@ -26,6 +28,7 @@ import pyarrow as pa
 
 from zyfa.shapes import AttnShape
 from zyfa.gfx950 import timing
+from zyfa.kernels import gfx950
 from zyfa.trace.cdna4.estimate import Estimate, EstimateConfig, estimate
 from zyfa.trace.cdna4.launch import Launch, prepare
 from zyfa.trace.schema import ARROW_SCHEMA, MEMORY, Trace, TraceError, TraceMeta
@@ -84,16 +87,34 @@ def to_trace(launch: Launch, est: Estimate, command: Optional[str] = None) -> Tr
 
 def simulate(kernel, shape: AttnShape, overrides: Optional[Mapping] = None,
              config: EstimateConfig = EstimateConfig(), progress: Optional[Callable] = None,
-             command: Optional[str] = None) -> tuple[Trace, Estimate]:
+             command: Optional[str] = None, rescale_rate: Optional[Fraction] = None) -> tuple[Trace, Estimate]:
     """Run ``kernel`` on ``shape`` through the cycle model: ``(trace, estimate)``.
 
     ``kernel`` and ``overrides`` as :func:`zyfa.kernels.registry.resolve` takes them;
     ``config``: samples, clock, branch policy; ``progress(iterable)`` may wrap the sampled
-    workgroups (e.g. ``tqdm``); ``command``: the provenance command line (default ``sys.argv``)."""
+    workgroups (e.g. ``tqdm``); ``command``: the provenance command line (default ``sys.argv``);
+    ``rescale_rate``: the share of executions on which each lazy O rescale branch the build states
+    (``.L_rescale*``) jumps, over ``config``'s policy for those branches (None: as ``config`` says;
+    :func:`measured_rescale` gives a generator kernel's measured rate)."""
     with gc_paused():
         launch = prepare(kernel, shape, overrides)
+        if rescale_rate is not None:
+            policy = dict(config.branch_policy) | launch.rescale_rates(rescale_rate)
+            config = dataclasses.replace(config, branch_policy=tuple(sorted(policy.items())))
         est = estimate(launch, config, progress=progress)
         return to_trace(launch, est, command=command), est
+
+
+def measured_rescale(kernel, shape: AttnShape) -> Optional[tuple[Fraction, str]]:
+    """``(rate, input)`` at which a gfx950 generator kernel's lazy O rescale was measured on
+    ``shape`` (:func:`zyfa.kernels.gfx950.measured_rescale_rate`; the decimal kept exact, since its
+    denominator is the simulated jump pattern's length), or None (another kernel, or no measurement
+    at this shape: the model then takes the kernel's stated never). ``zyfa-trace kernel`` and the web
+    UI's simulations run at this rate unless told otherwise."""
+    if not isinstance(kernel, str) or kernel not in gfx950.VARIANTS:
+        return None
+    measured = gfx950.measured_rescale_rate(kernel, shape)
+    return None if measured is None else (Fraction(str(measured[0])), measured[1])
 
 
 @contextlib.contextmanager

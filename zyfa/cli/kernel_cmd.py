@@ -104,16 +104,16 @@ def _rate_text(rate: Fraction) -> str:
 
 def _rescale_rate(args: argparse.Namespace, kernel: str, shape) -> tuple[Fraction | None, str]:
     """(rate, why) at which the lazy O rescale branches of ``kernel`` are simulated: --rescale-rate,
-    else the kernel's measured rate at this shape (:func:`gfx950.measured_rescale_rate`, the decimal
+    else the kernel's measured rate at this shape (:func:`tracer.measured_rescale`, the decimal
     kept exact), else ``(None, "")``: the kernel's stated never, with :func:`_rescale_caveat`'s line."""
     if args.rescale_rate is not None:
         return args.rescale_rate, f"at rate {_rate_text(args.rescale_rate)} (--rescale-rate)"
-    measured = gfx950.measured_rescale_rate(kernel, shape) if kernel in gfx950.VARIANTS else None
+    measured = tracer.measured_rescale(kernel, shape)
     if measured is None:
         return None, ""
     rate, source = measured
-    return Fraction(str(rate)), (f"at their measured rate at this shape, {100 * rate:.2f} % of executions ({source} "
-                                 "inputs, kernels.gfx950.MEASURED_RESCALE_RATES; --rescale-rate 0: never taken)")
+    return rate, (f"at their measured rate at this shape, {100 * float(rate):.2f} % of executions ({source} "
+                  "inputs, kernels.gfx950.MEASURED_RESCALE_RATES; --rescale-rate 0: never taken)")
 
 
 def _shape(args, kernel: str):
@@ -262,16 +262,15 @@ def _summarise(args, kernel: str, shape, save: bool) -> dict:
         measured, branch_text = _emulated_branches(kernel, shape)
     rate, why = _rescale_rate(args, kernel, shape)
     if rate is not None:
-        rates = dict.fromkeys(_rescale_pcs(kernel, shape), rate)
-        measured = measured | rates
-        rescale_text = (f"{len(rates)} lazy O rescale branches {why}" if rates else
+        n = len(_rescale_pcs(kernel, shape))
+        rescale_text = (f"{n} lazy O rescale branches {why}" if n else
                         "--rescale-rate: this kernel states no lazy O rescale branch (.L_rescale*): not applied")
     config = EstimateConfig(samples=args.samples,
                             unknown_branch="not-taken" if args.unknown_branch == "emulated" else args.unknown_branch,
                             branch_policy=tuple(sorted(measured.items())),
                             **({"clock_mhz": args.clock} if args.clock else {}))
     progress = lambda xs: tqdm(xs, desc="cycle model: workgroups", unit="wg", leave=False, disable=None)
-    trace, est = tracer.simulate(kernel, shape, config=config, progress=progress)
+    trace, est = tracer.simulate(kernel, shape, config=config, progress=progress, rescale_rate=rate)
     saved = tracer.save(trace, args.out) if save and args.out else None
     values, origin = _summary_values(trace)
     act = power.activity(est.cu_result.records, est.cu_result.skipped_periods())
