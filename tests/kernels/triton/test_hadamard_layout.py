@@ -151,3 +151,16 @@ def test_maxnreg_is_checked_before_any_launch():
         H.hadamard_quantize_fp8(x, maxnreg=300)
     with pytest.raises(ValueError, match="variant must be one of"):
         H.hadamard_quantize_fp8(x, variant="fast")
+
+
+def test_sass_tool_prints_every_variant_and_keeps_its_files(tmp_path, capsys):
+    """tools/hadamard_sass.py: one table line per variant and RoPE pass, NAME.sass written to --out,
+    and a second run into the same folder refuses without --force (one line naming the option)."""
+    assert hadamard_sass.main(["--headdim", "16", "--out", str(tmp_path)]) == 0
+    table = capsys.readouterr().out
+    for name in list(H.VARIANTS) + ["rope_pass_run25", "rope_pass_rows"]:
+        assert re.search(rf"^{name}\s+\d+\.\d\d\s+\d+\s+\d+", table, re.M), (name, table)
+        assert "F" in (tmp_path / f"{name}.sass").read_text()  # a disassembly, not an empty file
+    with pytest.raises(SystemExit):
+        hadamard_sass.main(["--headdim", "16", "--out", str(tmp_path)])
+    assert "--force overwrites" in capsys.readouterr().err
