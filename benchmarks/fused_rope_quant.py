@@ -18,8 +18,8 @@ clock drift hits all alike:
 - ``cast``: a bf16 -> fp8 cast (the bytes one pass must move: a floor);
 - ``fused_{head,token}_{variant}_rows{32,64,128}_nosync``: every kernel variant
   (``hadamard_fp8.VARIANTS``) at 32, 64 and 128 rows per 4 warps, ``check_finite=False`` (no host
-  synchronisation, like ``rope_triton`` and ``cast``); variant ``rows`` (per token only, one row per
-  thread) at 32 rows per warp with 2, 4 and 8 warps (``..._rows{64,128,256}_nosync``);
+  synchronisation, like ``rope_triton`` and ``cast``); variant ``rows`` (one row per thread) at 32
+  rows per warp with 2, 4 and 8 warps (``..._rows{64,128,256}_nosync``);
   ``rope_triton_{variant}_rows{...}``: the RoPE pass with run 25's table layout, with x's, and in the
   ``rows`` form; ``fused_*_rows64_maxnreg{168,128}_nosync``: run25 and lean under a register cap
   (``maxnreg``). Every variant is checked bit for bit first.
@@ -64,9 +64,6 @@ def launches(variant: str) -> list[tuple[int, int]]:
         return [(32 * w, w) for w in ROWS_WARPS]
     return [(r, 4) for r in LAUNCH_ROWS]
 
-
-def granularities(variant: str) -> tuple[str, ...]:
-    return ("token",) if VARIANTS[variant]["ROWS"] else GRANULARITIES
 MAXNREG = (168, 128)  # register caps per thread: 3 / 4 programs of 4 warps per SM (65536 registers)
 
 
@@ -115,7 +112,7 @@ def main(argv=None) -> int:
             ref = numerics.quantize_fp8(numerics.hadamard(numerics.rope(t, cos, sin)), gran, nheads_k=h)
             got = hadamard_quantize_fp8(t, gran, h, cos=cos, sin=sin)
             equal[f"fused_{gran}_{name}"] = same_bits(got[0], ref[0]) and same_bits(got[1], ref[1])
-            for variant in (v for v in VARIANTS if gran in granularities(v)):
+            for variant in VARIANTS:
                 for nrows, warps in launches(variant):
                     got = hadamard_quantize_fp8(t, gran, h, block_s=nrows, num_warps=warps, cos=cos, sin=sin,
                                                 variant=variant)
@@ -152,7 +149,7 @@ def main(argv=None) -> int:
     # descales (check_finite=False: no synchronisation, as rope_rows and the cast); "nosync" is the
     # default kernel so, i.e. what the check costs; and the RoPE pass with its tables in x's layout
     for gran in GRANULARITIES:
-        for variant in (v for v in VARIANTS if gran in granularities(v)):
+        for variant in VARIANTS:
             for nrows, warps in launches(variant):
                 ops[f"fused_{gran}_{variant}_rows{nrows}_nosync"] = (
                     lambda t, g=gran, v=variant, r=nrows, w=warps: hadamard_quantize_fp8(

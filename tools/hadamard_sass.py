@@ -3,8 +3,8 @@
 
 Usage: ``python3 tools/hadamard_sass.py [--headdim 128] [--out DIR] [--force]``
 
-Compiles each kernel variant of ``zyfa.kernels.triton.hadamard_fp8`` (per token, RoPE tables on,
-bf16 input, the launch the wrapper makes) with the installed Triton (3.9 on the CPU box, 3.6 on the
+Compiles each kernel variant of ``zyfa.kernels.triton.hadamard_fp8`` (per token or, with
+``--granularity head``, its two passes; RoPE tables on, bf16 input, the launch the wrapper makes) with the installed Triton (3.9 on the CPU box, 3.6 on the
 H200: run it under both), disassembles the cubin with the ``nvdisasm`` the triton wheel ships, and
 prints per kernel: SASS instructions per element (static count / elements per thread; the kernels
 are straight-line code but for the per-row divisions' slow paths and the rare-data branches, so the
@@ -40,6 +40,8 @@ _TYPES = {
     "_hadamard_fp8_token_rows": ["*bf16", "*fp8e4nv", "*fp32", "*fp32", "*fp32"] + ["i32"] * 11,
     "_hadamard_amax_head": ["*bf16", "*fp32", "*fp32", "*fp32"] + ["i32"] * 7,
     "_hadamard_fp8_head": ["*bf16", "*fp8e4nv", "*fp32", "*fp32", "*fp32", "*fp32"] + ["i32"] * 10,
+    "_hadamard_amax_head_rows": ["*bf16", "*fp32", "*fp32", "*fp32"] + ["i32"] * 7,
+    "_hadamard_fp8_head_rows": ["*bf16", "*fp8e4nv", "*fp32", "*fp32", "*fp32", "*fp32"] + ["i32"] * 10,
     "_rope_kernel": ["*bf16", "*bf16", "*fp32", "*fp32"] + ["i32"] * 9,
     "_rope_rows_kernel": ["*bf16", "*bf16", "*fp32", "*fp32"] + ["i32"] * 9,
 }
@@ -104,56 +106,77 @@ def counts(compiled, elements_per_thread: int) -> Counts:
     return Counts(sum(classes.values()), elements_per_thread, registers, spills, dict(classes))
 
 
-def token_kernels(d: int = 128, rope: bool = True, num_warps: int = H.NUM_WARPS) -> dict[str, tuple[str, dict, int]]:
-    """name -> (kernel, constexprs, elements per thread) of the per-token launches the wrapper makes
-    (bf16 x, RoPE tables if ``rope``): every variant, and the two RoPE passes alone."""
+def kernels(d: int = 128, rope: bool = True, granularity: str = "token",
+            num_warps: int = H.NUM_WARPS) -> dict[str, list[tuple[str, dict, int]]]:
+    """name -> [(kernel, constexprs, elements per thread), ...] of the launches the wrapper makes for
+    ``granularity`` (bf16 x, RoPE tables if ``rope``; per head: the amax pass, then the quantise pass):
+    every variant, and (per token) the two RoPE passes alone."""
     threads = 32 * num_warps
     out = {}
     for name, flags in H.VARIANTS.items():
         if flags["ROWS"]:
             rows = H.ROWS_PER_WARP * num_warps
-            const = dict(D=d, BLOCK_S=rows, NEG_INV_SQRT_D=-(d ** -0.5), OUT_F32=False, ROTATE=True, ROPE=rope,
-                         WORDS=True)
-            out[name] = ("_hadamard_fp8_token_rows", const, rows * d // threads)
+            const = dict(D=d, BLOCK_S=rows, ROTATE=True, ROPE=rope, WORDS=True)
+            quantise = dict(const, NEG_INV_SQRT_D=-(d ** -0.5), OUT_F32=False)
+            out[name] = ([("_hadamard_fp8_token_rows", quantise, rows * d // threads)] if granularity == "token" else
+                         [("_hadamard_amax_head_rows", dict(const, INV_SQRT_D=d ** -0.5), rows * d // threads),
+                          ("_hadamard_fp8_head_rows", quantise, rows * d // threads)])
         else:
-            rows = (H.BLOCK_S_ROPE if rope else H.BLOCK_S)["token"] * num_warps // H.NUM_WARPS
-            const = dict(D=d, BLOCK_S=rows, INV_SQRT_D=d ** -0.5, OUT_F32=False, ROTATE=True, ROPE=rope,
-                         TABLES_X=flags["TABLES_X"], CLAMP=flags["CLAMP"], SIGN_BITS=flags["SIGN_BITS"])
-            out[name] = ("_hadamard_fp8_token", const, rows * d // threads)
-    rows = H.BLOCK_S["token"] * num_warps // H.NUM_WARPS
-    out["rope_pass_run25"] = ("_rope_kernel", dict(D=d, BLOCK_S=rows, OUT_F32=False, TABLES_X=False),
-                              rows * d // threads)
-    rows = H.ROWS_PER_WARP * num_warps
-    out["rope_pass_rows"] = ("_rope_rows_kernel", dict(D=d, BLOCK_S=rows, OUT_F32=False, WORDS=True),
-                             rows * d // threads)
+            rows = (H.BLOCK_S_ROPE if rope else H.BLOCK_S)[granularity] * num_warps // H.NUM_WARPS
+            const = dict(D=d, BLOCK_S=rows, INV_SQRT_D=d ** -0.5, ROTATE=True, ROPE=rope, TABLES_X=flags["TABLES_X"])
+            quantise = dict(const, OUT_F32=False, CLAMP=flags["CLAMP"], SIGN_BITS=flags["SIGN_BITS"])
+            out[name] = ([("_hadamard_fp8_token", quantise, rows * d // threads)] if granularity == "token" else
+                         [("_hadamard_amax_head", const, rows * d // threads),
+                          ("_hadamard_fp8_head", quantise, rows * d // threads)])
+    if granularity == "token":
+        rows = H.BLOCK_S["token"] * num_warps // H.NUM_WARPS
+        out["rope_pass_run25"] = [("_rope_kernel", dict(D=d, BLOCK_S=rows, OUT_F32=False, TABLES_X=False),
+                                   rows * d // threads)]
+        rows = H.ROWS_PER_WARP * num_warps
+        out["rope_pass_rows"] = [("_rope_rows_kernel", dict(D=d, BLOCK_S=rows, OUT_F32=False, WORDS=True),
+                                  rows * d // threads)]
     return out
+
+
+def total(launches: list[tuple[str, dict, int]]) -> Counts:
+    """Counts of a sequence of launches over the same elements: instructions and classes added,
+    registers and spills the largest of them."""
+    parts = [counts(compile_sm90(kernel, const), n) for kernel, const, n in launches]
+    classes = collections.Counter()
+    for c in parts:
+        classes.update(c.classes)
+    per_thread = {c.elements_per_thread for c in parts}
+    assert len(per_thread) == 1, "launches over different elements per thread"
+    return Counts(sum(c.instructions for c in parts), per_thread.pop(), max(c.registers for c in parts),
+                  max(c.spill_bytes for c in parts), dict(classes))
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--headdim", type=int, default=128, choices=(16, 32, 64, 128, 256))
     ap.add_argument("--no-rope", action="store_true", help="the kernels without RoPE tables")
+    ap.add_argument("--granularity", choices=H.GRANULARITIES, default="token",
+                    help="per token (one kernel) or per head (amax pass + quantise pass, counted together)")
     ap.add_argument("--out", type=Path, help="also write NAME.sass here (created)")
     ap.add_argument("--force", action="store_true", help="overwrite existing NAME.sass in --out")
     a = ap.parse_args(argv)
-    kernels = token_kernels(a.headdim, not a.no_rope)
+    launches = kernels(a.headdim, not a.no_rope, a.granularity)
     if a.out is not None:
         a.out.mkdir(parents=True, exist_ok=True)
-        exists = [n for n in kernels if (a.out / f"{n}.sass").exists()]
+        exists = [n for n in launches if (a.out / f"{n}.sass").exists()]
         if exists and not a.force:
             ap.error(f"--out: {a.out} already holds {exists[0]}.sass (--force overwrites)")
-    print(f"triton {triton.__version__}, sm_90a, per token, bf16 x, d{a.headdim}, RoPE {'off' if a.no_rope else 'on'}; "
-          "static SASS per element")
+    print(f"triton {triton.__version__}, sm_90a, per {a.granularity}, bf16 x, d{a.headdim}, "
+          f"RoPE {'off' if a.no_rope else 'on'}; static SASS per element (per head: both passes)")
     print(f"{'kernel':<20} {'instr/elem':>10} {'regs':>5} {'spill B':>8} {'smem ld/st':>10} {'bar':>4} {'shfl':>5}  "
           "largest classes")
-    for name, (kernel, const, per_thread) in kernels.items():
-        compiled = compile_sm90(kernel, const)
-        c = counts(compiled, per_thread)
+    for name, parts in launches.items():
+        c = total(parts)
         top = ", ".join(f"{op} {n}" for op, n in sorted(c.classes.items(), key=lambda kv: -kv[1])[:5])
         smem, bar, shfl = c.count(SHARED), c.count(BARRIER), c.count(SHUFFLE)
         print(f"{name:<20} {c.per_element:>10.2f} {c.registers:>5} {c.spill_bytes:>8} {smem:>10} {bar:>4} {shfl:>5}  {top}")
         if a.out is not None:
-            (a.out / f"{name}.sass").write_text(sass(compiled))
+            (a.out / f"{name}.sass").write_text("".join(sass(compile_sm90(k, const)) for k, const, _ in parts))
     return 0
 
 

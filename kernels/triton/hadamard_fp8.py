@@ -115,8 +115,8 @@ CHUNK = 8  # channels per chunk: one 16-byte bf16 load per thread
 # compare and a select) to keep -0's code 0x80. "lean" (prepared after run 16, not timed yet):
 # run 25's layout, no clamp, SIGN_BITS: two to three instructions fewer per element of the ~42 the
 # per-token kernel executes (ncu, run 16).
-# "rows" (per token only; built after run 16, counted for sm_90a, not timed): its own kernel, one row
-# per thread, see _hadamard_fp8_token_rows.
+# "rows" (built after run 16, counted for sm_90a, not timed): its own kernels, one row per thread, see
+# _hadamard_fp8_token_rows and _hadamard_amax_head_rows.
 VARIANTS = {"run25": dict(TABLES_X=False, CLAMP=True, SIGN_BITS=False, ROWS=False),
             "tables_x": dict(TABLES_X=True, CLAMP=True, SIGN_BITS=False, ROWS=False),
             "tables_x_noclamp": dict(TABLES_X=True, CLAMP=False, SIGN_BITS=False, ROWS=False),
@@ -462,27 +462,20 @@ def _row_origin(S, H, BLOCK_S: tl.constexpr):
 
 
 @triton.jit
-def _hadamard_fp8_token_rows(X, Y, DS, COS, SIN, stride_xb, stride_xs, stride_xh, stride_yb, stride_ys, stride_yh,
-                             stride_db, stride_ds, stride_cs, H, S, D: tl.constexpr, BLOCK_S: tl.constexpr,
-                             NEG_INV_SQRT_D: tl.constexpr, OUT_F32: tl.constexpr, ROTATE: tl.constexpr,
-                             ROPE: tl.constexpr, WORDS: tl.constexpr):
-    """Per-token codes and descales of BLOCK_S rows of batch program_id(1), one row per thread."""
-    off_b = tl.program_id(1)
-    pos, head, keep = _row_origin(S, H, BLOCK_S)
-    x = _load_row_pieces(X, off_b * stride_xb + pos * stride_xs + head * stride_xh, D, WORDS)
-    if ROPE:
-        x = _rope_pieces(x, COS, SIN, pos * stride_cs, D)
-    hn = _rotate_pieces(x, D // 4, ROTATE, NEG_INV_SQRT_D if ROTATE else -1.0)  # -hadamard(x), or -x
-    # -- per-token descale = amax / 448 (1 for an all-zero row); codes = RNE(h / descale) ------
-    amax = _max_nan_rows(hn[0])
-    for p in tl.static_range(1, D // 4):
-        amax = _max_nan(amax, _max_nan_rows(hn[p]))
-    descale = tl.div_rn(amax, 448.0)[:, None]  # NaN / inf stay: the wrapper checks the descales
-    descale = tl.where(descale == 0.0, 1.0, descale)
-    tl.store(DS + off_b * stride_db + pos * stride_ds + head, descale, mask=keep)
-    # a row whose descale is below TINY_DESCALE divides hn 2^64 by descale 2^64 (both exact, the same
-    # quotient, in the range where Markstein's residual is exact: tests/kernels/triton/test_markstein.py):
-    # one multiply per element in a branch normal data never takes, instead of a div_rn copy
+def _rows_amax(z, P: tl.constexpr):
+    """max |z| over each row of the P pieces z, [rows] (NaN if the row holds one)."""
+    amax = _max_nan_rows(z[0])
+    for p in tl.static_range(1, P):
+        amax = _max_nan(amax, _max_nan_rows(z[p]))
+    return amax
+
+
+@triton.jit
+def _store_codes_rows(Y, yrow, hn, descale, keep, D: tl.constexpr, BLOCK_S: tl.constexpr, OUT_F32: tl.constexpr):
+    """Codes RNE(h / descale) of the pieces hn = -h (rows at element offsets yrow [rows, 1]); descale
+    [rows, 1] or one value. A descale below TINY_DESCALE divides hn 2^64 by descale 2^64 (both exact,
+    the same quotient, in the range where Markstein's residual is exact: test_markstein.py): one
+    multiply per element in a branch normal data never takes, instead of a div_rn copy."""
     scale = tl.where(descale < TINY_DESCALE, TINY_SCALE, 1.0)
     if tl.min(descale) < TINY_DESCALE:
         scaled = ()
@@ -491,7 +484,6 @@ def _hadamard_fp8_token_rows(X, Y, DS, COS, SIN, stride_xb, stride_xs, stride_xh
         hn = scaled
     descale = descale * scale
     nr = tl.div_rn(-1.0, descale)
-    yrow = off_b * stride_yb + pos * stride_ys + head * stride_yh
     for c in tl.static_range(D // 16):  # 16 channels (4 pieces) at a time: one 16-byte store
         words = ()
         for p in tl.static_range(4 * c, 4 * c + 4):
@@ -506,6 +498,69 @@ def _hadamard_fp8_token_rows(X, Y, DS, COS, SIN, stride_xb, stride_xs, stride_xh
             w = tl.reshape(tl.join(tl.join(words[0], words[2]), tl.join(words[1], words[3])), [BLOCK_S, 4])
             tl.store(Y.to(tl.pointer_type(tl.uint32), bitcast=True) + (yrow >> 2) + 4 * c + tl.arange(0, 4)[None, :],
                      w, mask=keep)
+
+
+@triton.jit
+def _hadamard_fp8_token_rows(X, Y, DS, COS, SIN, stride_xb, stride_xs, stride_xh, stride_yb, stride_ys, stride_yh,
+                             stride_db, stride_ds, stride_cs, H, S, D: tl.constexpr, BLOCK_S: tl.constexpr,
+                             NEG_INV_SQRT_D: tl.constexpr, OUT_F32: tl.constexpr, ROTATE: tl.constexpr,
+                             ROPE: tl.constexpr, WORDS: tl.constexpr):
+    """Per-token codes and descales of BLOCK_S rows of batch program_id(1), one row per thread."""
+    off_b = tl.program_id(1)
+    pos, head, keep = _row_origin(S, H, BLOCK_S)
+    x = _load_row_pieces(X, off_b * stride_xb + pos * stride_xs + head * stride_xh, D, WORDS)
+    if ROPE:
+        x = _rope_pieces(x, COS, SIN, pos * stride_cs, D)
+    hn = _rotate_pieces(x, D // 4, ROTATE, NEG_INV_SQRT_D if ROTATE else -1.0)  # -hadamard(x), or -x
+    # -- per-token descale = amax / 448 (1 for an all-zero row); codes = RNE(h / descale) ------
+    descale = tl.div_rn(_rows_amax(hn, D // 4), 448.0)[:, None]  # NaN / inf stay: the wrapper checks the descales
+    descale = tl.where(descale == 0.0, 1.0, descale)
+    tl.store(DS + off_b * stride_db + pos * stride_ds + head, descale, mask=keep)
+    _store_codes_rows(Y, off_b * stride_yb + pos * stride_ys + head * stride_yh, hn, descale, keep, D, BLOCK_S,
+                      OUT_F32)
+
+
+@triton.jit
+def _hadamard_amax_head_rows(X, AMAX, COS, SIN, stride_xb, stride_xs, stride_xh, stride_cs, H, GROUP, S,
+                             D: tl.constexpr, BLOCK_S: tl.constexpr, INV_SQRT_D: tl.constexpr,
+                             ROTATE: tl.constexpr, ROPE: tl.constexpr, WORDS: tl.constexpr):
+    """Per-head pass 1 in the "rows" form: rows = BLOCK_S positions of (batch, head) program_id(1), one
+    per thread (the last program's extra rows repeat the last position: same max). The amax is taken
+    of the butterflies before the scale and scaled once: max |RN(z c)| = RN(max |z| c), RN being
+    monotone and odd (a NaN stays NaN), so pass 1 skips the per-element multiply."""
+    off_b = tl.program_id(1) // H
+    off_h = tl.program_id(1) % H
+    pos = tl.minimum(tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S), S - 1)[:, None]
+    x = _load_row_pieces(X, off_b * stride_xb + off_h * stride_xh + pos * stride_xs, D, WORDS)
+    if ROPE:
+        x = _rope_pieces(x, COS, SIN, pos * stride_cs, D)
+    amax = tl.reduce(_rows_amax(_rotate_pieces(x, D // 4, ROTATE, 1.0), D // 4), 0, _max_nan) * INV_SQRT_D
+    # NaN -> inf before the atomic (its float max is an integer max on the bits): the wrapper
+    # rejects a non-finite amax
+    tl.atomic_max(AMAX + off_b * (H // GROUP) + off_h // GROUP, tl.where(amax == amax, amax, float("inf")))
+
+
+@triton.jit
+def _hadamard_fp8_head_rows(X, Y, AMAX, DS, COS, SIN, stride_xb, stride_xs, stride_xh, stride_yb, stride_ys,
+                            stride_yh, stride_cs, H, GROUP, S, D: tl.constexpr, BLOCK_S: tl.constexpr,
+                            NEG_INV_SQRT_D: tl.constexpr, OUT_F32: tl.constexpr, ROTATE: tl.constexpr,
+                            ROPE: tl.constexpr, WORDS: tl.constexpr):
+    """Per-head pass 2 in the "rows" form: the same rows, codes with the (batch, kv head) descale."""
+    off_b = tl.program_id(1) // H
+    off_h = tl.program_id(1) % H
+    offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
+    pos = tl.minimum(offs_s, S - 1)[:, None]
+    x = _load_row_pieces(X, off_b * stride_xb + off_h * stride_xh + pos * stride_xs, D, WORDS)
+    if ROPE:
+        x = _rope_pieces(x, COS, SIN, pos * stride_cs, D)
+    hn = _rotate_pieces(x, D // 4, ROTATE, NEG_INV_SQRT_D if ROTATE else -1.0)
+    group = off_b * (H // GROUP) + off_h // GROUP
+    descale = tl.div_rn(tl.load(AMAX + group), 448.0)
+    descale = tl.where(descale == 0.0, 1.0, descale)
+    if (tl.program_id(0) == 0) & (off_h % GROUP == 0):  # one program per (batch, kv head) writes it
+        tl.store(DS + group, descale)
+    _store_codes_rows(Y, off_b * stride_yb + off_h * stride_yh + pos * stride_ys, hn,
+                      tl.full([1, 1], descale, tl.float32), offs_s[:, None] < S, D, BLOCK_S, OUT_F32)
 
 
 @triton.jit
@@ -651,8 +706,6 @@ def hadamard_quantize_fp8(x: torch.Tensor, granularity: str = "head", nheads_k: 
     else:
         cos = sin = x  # never read (ROPE=False)
     flags = _variant(variant)
-    if flags["ROWS"] and granularity != "token":
-        raise ValueError(f"variant 'rows' is per token only, got granularity={granularity!r}")
     rows_default = ROWS_PER_WARP * NUM_WARPS if flags["ROWS"] else (BLOCK_S_ROPE if use_rope else BLOCK_S)[granularity]
     block_s, num_warps = _launch(block_s, num_warps, rows_default)
     inv_sqrt_d = float(torch.tensor(1.0 / math.sqrt(d), dtype=torch.float32))  # what torch's x * (1/sqrt(d)) uses
@@ -665,11 +718,19 @@ def hadamard_quantize_fp8(x: torch.Tensor, granularity: str = "head", nheads_k: 
     opts = dict(D=d, BLOCK_S=block_s, INV_SQRT_D=inv_sqrt_d, ROTATE=rotate, ROPE=use_rope, TABLES_X=flags["TABLES_X"],
                 **launch)
     cs = cos.stride(0) if use_rope else 0
-    if flags["ROWS"]:
+    rows = dict(D=d, BLOCK_S=block_s, ROTATE=rotate, ROPE=use_rope, WORDS=_words(x), **launch)
+    if flags["ROWS"] and granularity == "token":
         descale = torch.empty(b, s, h, dtype=torch.float32, device=x.device)
         _hadamard_fp8_token_rows[(triton.cdiv(s * h, block_s), b)](
-            x, y, descale, cos, sin, *xs, *ys, descale.stride(0), descale.stride(1), cs, h, s, D=d, BLOCK_S=block_s,
-            NEG_INV_SQRT_D=-inv_sqrt_d, OUT_F32=_INTERPRET, ROTATE=rotate, ROPE=use_rope, WORDS=_words(x), **launch)
+            x, y, descale, cos, sin, *xs, *ys, descale.stride(0), descale.stride(1), cs, h, s,
+            NEG_INV_SQRT_D=-inv_sqrt_d, OUT_F32=_INTERPRET, **rows)
+    elif flags["ROWS"]:
+        amax = torch.zeros(b, hk, dtype=torch.float32, device=x.device)
+        descale = torch.empty(b, hk, dtype=torch.float32, device=x.device)
+        _hadamard_amax_head_rows[grid](x, amax, cos, sin, *xs, cs, h, h // hk, s,
+                                       INV_SQRT_D=inv_sqrt_d if rotate else 1.0, **rows)
+        _hadamard_fp8_head_rows[grid](x, y, amax, descale, cos, sin, *xs, *ys, cs, h, h // hk, s,
+                                      NEG_INV_SQRT_D=-inv_sqrt_d, OUT_F32=_INTERPRET, **rows)
     elif granularity == "token":
         descale = torch.empty(b, s, h, dtype=torch.float32, device=x.device)
         _hadamard_fp8_token[grid](x, y, descale, cos, sin, *xs, *ys, descale.stride(0), descale.stride(1), cs, h, s,

@@ -164,3 +164,45 @@ def test_sass_tool_prints_every_variant_and_keeps_its_files(tmp_path, capsys):
     with pytest.raises(SystemExit):
         hadamard_sass.main(["--headdim", "16", "--out", str(tmp_path)])
     assert "--force overwrites" in capsys.readouterr().err
+
+
+# -- variant "rows": the per-element budget, counted in SASS for sm_90a (tools/hadamard_sass.py) ----
+
+@pytest.mark.parametrize("d, rope", [(128, True), (128, False), (64, True)])
+def test_rows_variant_meets_its_instruction_budget(d, rope):
+    """The "rows" kernel (one row per thread, pieces of 4 channels), per token, bf16 x, the wrapper's
+    launch, compiled for sm_90a: its arithmetic per element is RoPE 3 (2 products, 1 sum), 7 (d128)
+    butterfly stages + 1 scale, the amax 1, Markstein 3 (one FMUL, two FFMA), the widening 1 and half a
+    convert, i.e. 16.5 (13.5 without RoPE) at d128; the budget allows 512 instructions per row (4 per
+    element at d128, 8 at d64) for the per-row divisions and addresses, and 1 per element for the
+    tiny-row branch (one FMUL, not executed on normal data). Registers stay below 176 (H200 run 16's default: 2 programs per SM; here 3), with
+    no spill, no shared memory beyond the block-wide min (a few words) and no lane shuffle in the
+    element path."""
+    c = hadamard_sass.total(hadamard_sass.kernels(d, rope)["rows"])
+    per_thread = c.elements_per_thread
+    stages = d.bit_length() - 1
+    assert c.per_element <= (3 if rope else 0) + stages + 1 + 1 + 3 + 1 + 0.5 + 512 / d + 1, (c.per_element, c.classes)
+    # the element path is all there (the count is not low because something was dropped)
+    assert c.count(r"FADD\b") >= (stages + rope) * per_thread
+    assert c.count(r"FFMA\b") >= 2 * per_thread and c.count(r"F2FP\.SATFINITE\.E4M3") == per_thread // 2
+    assert c.registers < 176 and c.spill_bytes == 0, (c.registers, c.spill_bytes)
+    assert c.count(hadamard_sass.SHUFFLE) <= 8 and c.count(hadamard_sass.SHARED) <= 4, c.classes
+
+
+def test_rows_variant_counts_far_below_the_default():
+    """Against the default (run25) per-token kernel compiled the same way: less than half the SASS per
+    element (static; H200 run 16's ncu: ~42 executed per element for the default)."""
+    kernels = hadamard_sass.kernels(128, True)
+    rows, old = (hadamard_sass.total(kernels[v]) for v in ("rows", H.DEFAULT_VARIANT))
+    assert rows.per_element < 0.5 * old.per_element, (rows.per_element, old.per_element)
+
+
+def test_rows_variant_per_head_budget():
+    """Per head the "rows" form reads and rotates x twice (amax pass, then quantise pass): the amax pass
+    does RoPE 3, butterflies 7, amax 1, widening 1 per element (the scale applied once to the max);
+    the quantise pass as per token without the amax. Budget: that arithmetic (27.5) + 6 for the two
+    passes' per-row work, no spill, no shuffle in the element path, registers below run 16's 176."""
+    c = hadamard_sass.total(hadamard_sass.kernels(128, True, "head")["rows"])
+    assert c.per_element <= (3 + 7 + 1 + 1) + (3 + 7 + 1 + 3 + 1 + 0.5) + 6, (c.per_element, c.classes)
+    assert c.registers < 176 and c.spill_bytes == 0, (c.registers, c.spill_bytes)
+    assert c.count(hadamard_sass.SHUFFLE) <= 16, c.classes  # the amax pass's block max: a few per thread

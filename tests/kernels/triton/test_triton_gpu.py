@@ -158,8 +158,8 @@ def test_fp8_v2_equals_emulator_bitwise_with_exact_accumulation():
 
 
 @pytest.mark.parametrize("block_s", [None, 128])
-@pytest.mark.parametrize("gran, variant", [(g, v) for v in hadamard_fp8.VARIANTS for g in ("head", "token")
-                                           if g == "token" or not hadamard_fp8.VARIANTS[v]["ROWS"]])
+@pytest.mark.parametrize("gran", ["head", "token"])
+@pytest.mark.parametrize("variant", list(hadamard_fp8.VARIANTS))
 def test_fused_rope_hadamard_quantise_equals_torch_path(gran, block_s, variant):
     # on the GPU's fp32 units and its RNE e4m3 convert (the interpreter tests convert on the host),
     # against the torch path on the CPU: codes and descales bit for bit; GQA, a seqlen no block
@@ -179,9 +179,10 @@ def test_fused_rope_hadamard_quantise_equals_torch_path(gran, block_s, variant):
                        numerics.rope(x, cos, sin).bfloat16())
 
 
+@pytest.mark.parametrize("gran", ["head", "token"])
 @pytest.mark.parametrize("case", ["tiny_rows", "negative_zeros", "odd_strides", "fp16", "d64_k_heads"])
-def test_rows_variant_edge_rows_equal_torch_path(case):
-    # variant "rows" (per token): rows whose descale is below 2^-100 (the 2^64 scaling branch), -0
+def test_rows_variant_edge_rows_equal_torch_path(case, gran):
+    # variant "rows": rows (per head: a group) whose descale is below 2^-100 (the 2^64 scaling branch), -0
     # inputs quantised without rotation (codes 0x80: the negated Markstein keeps the sign), a bf16
     # view with odd strides (read as bf16, not as words), fp16, and K-like few heads at d64
     g = torch.Generator().manual_seed(11)
@@ -189,6 +190,7 @@ def test_rows_variant_edge_rows_equal_torch_path(case):
     x = torch.randn(b, s, h, d, generator=g)
     if case == "tiny_rows":
         x[:, :40] *= 2.0 ** -118
+        x[:, :, 1] *= 2.0 ** -118  # per head: head 1's whole group (nheads_k = h) is tiny
     if case == "negative_zeros":
         x[:, 5:9, :, ::3] = -0.0
     x = x.half() if case == "fp16" else x.bfloat16()
@@ -200,9 +202,9 @@ def test_rows_variant_edge_rows_equal_torch_path(case):
     rotate = rope = case != "negative_zeros"  # -0 inputs stay -0 without RoPE and rotation
     cos, sin = numerics.rope_tables(s, d, offset=3000)
     r = numerics.rope(x, cos, sin) if rope else x
-    ref8, ref_ds = numerics.quantize_fp8(numerics.hadamard(r) if rotate else r, "token")
+    ref8, ref_ds = numerics.quantize_fp8(numerics.hadamard(r) if rotate else r, gran)
     tables = dict(cos=cos.cuda(), sin=sin.cuda()) if rope else {}
-    x8, ds = hadamard_quantize_fp8(xd, "token", rotate=rotate, variant="rows", **tables)
+    x8, ds = hadamard_quantize_fp8(xd, gran, rotate=rotate, variant="rows", **tables)
     assert torch.equal(x8.cpu().view(torch.uint8), ref8.view(torch.uint8))
     assert torch.equal(ds.cpu(), ref_ds)
     if case == "tiny_rows":

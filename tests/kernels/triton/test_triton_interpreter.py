@@ -131,10 +131,10 @@ HADAMARD_CASES += [f"quantise_only_{c}_{g}" for c in ("hadamard_gqa_d64_fp32", "
 # RoPE + Hadamard + quantise and RoPE + quantise in one pass against quantize_fp8([hadamard](rope(x)))
 HADAMARD_CASES += [f"rope_{r}_{c}_{g}" for r in ("hadamard", "quantise", "hadamard_tables_x", "hadamard_lean")
                    for c in ("hadamard_gqa_d64_fp32", "hadamard_d128_bf16", "hadamard_d256_fp16") for g in ("head", "token")]
-# variant "rows" (per token only, its own kernel): with and without RoPE, rotated or not, tiny rows
-HADAMARD_CASES += [f"rows_{r}_{c}_token" for r in ("hadamard", "quantise", "rope_hadamard", "rope_quantise")
-                   for c in ("hadamard_gqa_d64_fp32", "hadamard_d128_bf16", "hadamard_d256_fp16")]
-HADAMARD_CASES += ["rows_hadamard_tiny_token"]
+# variant "rows" (its own kernels): with and without RoPE, rotated or not, tiny rows / groups
+HADAMARD_CASES += [f"rows_{r}_{c}_{g}" for r in ("hadamard", "quantise", "rope_hadamard", "rope_quantise")
+                   for c in ("hadamard_gqa_d64_fp32", "hadamard_d128_bf16", "hadamard_d256_fp16") for g in ("head", "token")]
+HADAMARD_CASES += [f"rows_hadamard_tiny_{g}" for g in ("head", "token")]
 
 
 @pytest.mark.parametrize("case", HADAMARD_CASES)
@@ -158,7 +158,7 @@ def test_rope_pass_equals_torch_path(results, case):
 
 
 @pytest.mark.parametrize("case", [f"hadamard_nonfinite_{g}_{k}" for g in ("head", "token") for k in ("nan", "inf")]
-                         + [f"rows_hadamard_nonfinite_token_{k}" for k in ("nan", "inf")])
+                         + [f"rows_hadamard_nonfinite_{g}_{k}" for g in ("head", "token") for k in ("nan", "inf")])
 def test_fused_hadamard_quantise_rejects_non_finite(results, case):
     # one NaN / inf in the last token of the last head: seen through that row's (group's) descale
     assert "non-finite" in results[case]["raised"], results[case]

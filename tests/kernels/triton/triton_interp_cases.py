@@ -5,6 +5,7 @@ must be set before triton is imported). Compares against ``spec_fp8_magic`` (a d
 transcription of docs/numerics.md, magic rounding) and the fp64 oracle backend.
 """
 
+import itertools
 import json
 import math
 import os
@@ -208,18 +209,17 @@ def main():
                     "descale_equal": bool(torch.equal(ds, ref_ds)),
                     "dtype": str(x8.dtype),
                 }
-        # "rows" (per token only): its own kernel; without and with RoPE, rotated or not
-        for rope in (False, True):
-            for rot in (True, False):
-                tables = dict(cos=cos, sin=sin) if rope else {}
-                x8, ds = hadamard_quantize_fp8(x, "token", rotate=rot, variant="rows", **tables)
-                r = numerics.rope(x, cos, sin) if rope else x
-                ref8, ref_ds = numerics.quantize_fp8(numerics.hadamard(r) if rot else r, "token")
-                results[f"rows_{'rope_' * rope}{'hadamard' if rot else 'quantise'}_{name}_token"] = {
-                    "codes_equal": bool(torch.equal(x8.view(torch.uint8), ref8.view(torch.uint8))),
-                    "descale_equal": bool(torch.equal(ds, ref_ds)),
-                    "dtype": str(x8.dtype),
-                }
+        # "rows": its own kernels; without and with RoPE, rotated or not
+        for gran, rope, rot in itertools.product(("head", "token"), (False, True), (True, False)):
+            tables = dict(cos=cos, sin=sin) if rope else {}
+            x8, ds = hadamard_quantize_fp8(x, gran, nheads_k=hk, rotate=rot, variant="rows", **tables)
+            r = numerics.rope(x, cos, sin) if rope else x
+            ref8, ref_ds = numerics.quantize_fp8(numerics.hadamard(r) if rot else r, gran, nheads_k=hk)
+            results[f"rows_{'rope_' * rope}{'hadamard' if rot else 'quantise'}_{name}_{gran}"] = {
+                "codes_equal": bool(torch.equal(x8.view(torch.uint8), ref8.view(torch.uint8))),
+                "descale_equal": bool(torch.equal(ds, ref_ds)),
+                "dtype": str(x8.dtype),
+            }
         for variant in (None, "tables_x", "rows"):
             y = rope_rows(x, cos, sin, variant=variant)
             results[f"rope_only{'_' + variant if variant else ''}_{name}"] = {
@@ -231,7 +231,7 @@ def main():
         x[:, :20] *= 2.0 ** -120   # token rows (and, per head, nothing: the group amax stays large)
         x[:, 20:, 1] *= 2.0 ** -125  # head 1: a whole tiny group for "head"
         ref8, ref_ds = numerics.quantize_fp8(numerics.hadamard(x), gran)
-        for variant in (None, "rows") if gran == "token" else (None,):
+        for variant in (None, "rows"):
             x8, ds = hadamard_quantize_fp8(x, gran, variant=variant)
             results[f"{'rows_' if variant else ''}hadamard_tiny_{gran}"] = {
                 "codes_equal": bool(torch.equal(x8.view(torch.uint8), ref8.view(torch.uint8))),
@@ -244,7 +244,7 @@ def main():
         for kind, value in (("nan", math.nan), ("inf", math.inf)):
             x = torch.randn(1, 33, 4, 64)
             x[0, 30, 3, 5] = value
-            for variant in (None, "rows") if gran == "token" else (None,):
+            for variant in (None, "rows"):
                 try:
                     hadamard_quantize_fp8(x, gran, nheads_k=2, variant=variant)
                     raised = ""
