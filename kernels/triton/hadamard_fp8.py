@@ -49,13 +49,14 @@ instruction count bind, not bandwidth. The ``tables_x`` variants (below) were sl
 0.429 ms (64 rows) and 0.73 ms (128 rows, 255 registers), per head 0.62 / 4.3 ms; dropping the
 clamp saved 0.011 ms.
 
-Variant ``"rows"`` (per token; built and counted, not timed: ``benchmarks/results/scripts/h200_run32.sh``
-is the device run that would time it): one row per thread, held as D/4 pieces of 4 channels, so that
-every op is elementwise on tensors of one layout in Triton 3.6 (the H200's) and 3.9 alike; details at
-``_hadamard_fp8_token_rows``. ``tools/hadamard_sass.py`` (sm_90a, compiled on the CPU box, static SASS
+Variant ``"rows"`` (built and counted, not timed: ``benchmarks/results/scripts/h200_run32.sh`` is the
+device run that would time it): one row per thread, held as D/4 pieces of 4 channels, so that every op
+is elementwise on tensors of one layout in Triton 3.6 (the H200's) and 3.9 alike; details at
+``_hadamard_fp8_token_rows`` (per token) and ``_hadamard_amax_head_rows`` (per head, two passes). ``tools/hadamard_sass.py`` (sm_90a, compiled on the CPU box, static SASS
 per element, d128, RoPE): 20.0 per element with 168 registers, no spill, no shuffle, no shared-memory
 conversion, under both versions, where the default's kernel counts 60.5 with 180 registers under 3.6
-(its static count holds the per-element div_rn copy for tiny descales; ncu measured ~42 executed).
+(its static count holds the per-element div_rn copy for tiny descales; ncu measured ~42 executed);
+per head, both passes together, 32.7 against 73.4 (3.9).
 The floor for this arithmetic bit for bit is 16.5 per element (RoPE 3, butterflies 7 and the scale
 1, amax 1, Markstein 3, widening 1, convert 0.5). The rotation stays butterflies: one MMA with a +-1
 matrix (H_128 = H_8 (x) H_16) would not be bit-identical, as the butterflies round between stages
@@ -337,8 +338,9 @@ def _rope_kernel(X, Y, COS, SIN, stride_xb, stride_xs, stride_xh, stride_yb, str
 #   of whole tensors, the two inside a piece are register renames; no lane shuffle, no shared memory.
 #   (The [D/8, rows, 8] form of the other variants gets one row per thread from 3.9 but its chunks
 #   spread over the lanes from 3.6, the H200's: 45 instructions per element, 255 registers, spills.)
-# * consecutive lanes hold consecutive heads of one position (the row index is position-major), so
-#   a warp's RoPE table loads touch 1-2 table rows instead of 32;
+# * per token, consecutive lanes hold consecutive heads of one position (the row index is
+#   position-major), so a warp's RoPE table loads touch 1-2 table rows instead of 32 (per head the
+#   rows are positions of one head: the group's max is then one block reduction and one atomic);
 # * loads are not masked: the last program's extra rows re-read the last row (a masked load zeroes
 #   its registers first); only the stores are masked;
 # * bf16 rows are read as uint32 words: the widening is one shift or one AND per channel, where
