@@ -444,8 +444,9 @@ def _rotate_pieces(pieces, P: tl.constexpr, ROTATE: tl.constexpr, SCALE: tl.cons
 @triton.jit
 def _e4m3_word(x):
     """A piece [rows, 4] fp32 -> [rows] uint32: the e4m3 codes (RNE, saturating) of its 4 channels, the
-    first in the lowest byte. cvt.rn.satfinite.e4m3x2.f32 d, a, b puts a's code in d's upper byte
-    (PTX ISA; the operand order Triton's own fp32 -> fp8 lowering uses)."""
+    first in the lowest byte. cvt.rn.satfinite.e4m3x2.f32 d, a, b stores a's code in the upper 8 bits
+    of d and b's in the lower (PTX ISA, cvt; the operand order Triton's own fp32 -> fp8 lowering
+    uses); mov.b32 d, {lo, hi} puts lo in the low half. Checked on a GPU only by h200_run32.sh."""
     even, odd = tl.split(tl.reshape(x, [x.shape[0], 2, 2]))  # channel 2i + k: even k = 0, odd k = 1
     c0, c2 = tl.split(even)
     c1, c3 = tl.split(odd)

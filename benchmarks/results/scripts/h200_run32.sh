@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Issue 20, H200 run 32: NOT RUN (prepared on the CPU box, 2026-12-03; no device time that session).
 # The fused RoPE + Hadamard + FP8 quantise variant "rows" (one row per thread; built and counted for
-# sm_90a on the CPU box: 20.0 static SASS per element, 168 registers, no spill, against the default's
-# 60.5 / 180, tools/hadamard_sass.py) on the GPU, in this order, one device call (~4-6 min warm):
-# 1. the device's own Triton (3.6 in runs 16-27) compiles the same counts: tools/hadamard_sass.py;
+# sm_90a on the CPU box under Triton 3.6 and 3.9: per token 20.0 static SASS per element, 168
+# registers, no spill, against the default's 60.5 / 180; per head, both passes, 32.8 against 74.1;
+# tools/hadamard_sass.py) on the GPU, in this order, one device call (~5-8 min warm):
+# 1. the device's own Triton (3.6 in runs 16-27) compiles the same counts: tools/hadamard_sass.py, per
+#    token and per head;
 # 2. bit identity on the GPU: every variant x launch against the torch path (GQA, seqlen 333, a zero
-#    token, positions from 1000), and "rows" on its edge rows (descales below 2^-100, -0 codes, odd
-#    strides, fp16, d64): tests/kernels/triton/test_triton_gpu.py;
+#    token, positions from 1000), and "rows" on its edge rows, per token and per head (descales below
+#    2^-100, -0 codes, odd strides, fp16, d64): tests/kernels/triton/test_triton_gpu.py;
 # 3. benchmarks/fused_rope_quant.py, one process: every variant and launch (check_finite=False), the
 #    RoPE passes (run 25's form and the "rows" form), the cast and zyfa-bench's v1 / v2 attention rows,
-#    each op bit-checked first; its "fastest per token" line is the figure for the <= 0.5 % target
-#    (fused minus the fastest RoPE pass, over v1's attention);
+#    each op bit-checked first; its "fastest per head / per token" lines are the figures for the
+#    <= 0.5 % target (fused minus the fastest RoPE pass, over v1's attention);
 # 4. ncu on one launch each (scripts/fused_ncu.py): registers, occupancy, issue, DRAM of "rows" vs run25
 #    and of both RoPE passes.
 # Run from the repository root with $OUT set; carries nothing.
@@ -18,7 +20,8 @@ set -u -o pipefail
 source benchmarks/results/scripts/h200_setup.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw --format=csv | tee "$OUT/env.txt"
 python3 -c 'import sys, torch, triton; print(sys.version.split()[0], torch.__version__, triton.__version__)' | tee -a "$OUT/env.txt"
-timeout 120 python3 -P tools/hadamard_sass.py --out "$OUT/sass" > "$OUT/sass.txt" 2>&1
+{ timeout 90 python3 -P tools/hadamard_sass.py --out "$OUT/sass"
+  timeout 90 python3 -P tools/hadamard_sass.py --granularity head; } > "$OUT/sass.txt" 2>&1
 echo "rc sass: $? at ${SECONDS} s"; cat "$OUT/sass.txt"
 timeout 120 python3 -P -m pytest -q -p no:cacheprovider -m gpu tests/kernels/triton/test_triton_gpu.py \
   -k "fused_rope or rows_variant" -rA 2>&1 | tail -40 > "$OUT/gpu_test.log"
