@@ -686,7 +686,9 @@ def hadamard_quantize_fp8(x: torch.Tensor, granularity: str = "head", nheads_k: 
     contraction so that RoPE's products and sums round as the torch path's. Pass un-rotated
     (pre-RoPE) Q and K: the RoPE pass a model makes anyway becomes this one.
     ``variant``: a name in ``VARIANTS`` (default ``DEFAULT_VARIANT``), the kernel's code shape; all
-    give the same bits. ``check_finite=False`` skips the check of the descales for NaN / inf (a
+    give the same bits. ``"rows"`` puts one row per thread (``block_s`` defaults to 32 per warp; at
+    headdim 256 a row does not fit the registers and spills): counted, not timed, see above.
+    ``check_finite=False`` skips the check of the descales for NaN / inf (a
     host synchronisation: the caller checks, a non-finite row or group has a non-finite descale).
     ``maxnreg``: a register cap per thread for the GPU compiler (ptxas spills above it): 168 lets 3
     programs of 4 warps share an SM where the per-token RoPE kernel's 176 registers (H200 run 16)
