@@ -620,8 +620,8 @@ def _variant(variant: str | None) -> dict[str, bool]:
 
 
 def _words(x: torch.Tensor) -> bool:
-    """Whether the "rows" kernels may read x as uint32 words: bf16 with even strides (4-byte aligned rows)."""
-    return x.dtype == torch.bfloat16 and all(st % 2 == 0 for st in x.stride()[:3])
+    """Whether the "rows" kernels may read x as uint32 words: bf16, 4-byte aligned start, even strides."""
+    return x.dtype == torch.bfloat16 and x.data_ptr() % 4 == 0 and all(st % 2 == 0 for st in x.stride()[:3])
 
 
 def _launch(block_s: int | None, num_warps: int | None, default_rows: int) -> tuple[int, int]:

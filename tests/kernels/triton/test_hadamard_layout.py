@@ -216,3 +216,13 @@ def test_default_variant_stays_within_its_counted_budget(granularity, bound):
     no spill. Static, with the per-element div_rn copy for tiny descales that normal data skips."""
     c = hadamard_sass.total(hadamard_sass.kernels(128, True, granularity)[H.DEFAULT_VARIANT])
     assert c.per_element <= bound and c.spill_bytes == 0, (c.per_element, c.spill_bytes)
+
+
+def test_rows_variant_reads_words_only_from_aligned_bf16():
+    """The "rows" kernels read bf16 rows as uint32 words only when every row starts 4-byte aligned: a
+    view one element into its storage (even strides, odd start) or with odd strides reads bf16."""
+    base = torch.zeros(1, 4, 2, 130, dtype=torch.bfloat16)
+    assert H._words(base[..., :128])
+    assert not H._words(base[..., 1:129])  # even strides, the start 2 bytes off
+    assert not H._words(torch.zeros(1, 4, 2, 129, dtype=torch.bfloat16)[..., 1:])  # odd strides
+    assert not H._words(torch.zeros(1, 4, 2, 128, dtype=torch.float16))

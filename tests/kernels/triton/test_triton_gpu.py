@@ -180,11 +180,11 @@ def test_fused_rope_hadamard_quantise_equals_torch_path(gran, block_s, variant):
 
 
 @pytest.mark.parametrize("gran", ["head", "token"])
-@pytest.mark.parametrize("case", ["tiny_rows", "negative_zeros", "odd_strides", "fp16", "d64_k_heads"])
+@pytest.mark.parametrize("case", ["tiny_rows", "negative_zeros", "odd_strides", "odd_start", "fp16", "d64_k_heads"])
 def test_rows_variant_edge_rows_equal_torch_path(case, gran):
     # variant "rows": rows (per head: a group) whose descale is below 2^-100 (the 2^64 scaling branch), -0
-    # inputs quantised without rotation (codes 0x80: the negated Markstein keeps the sign), a bf16
-    # view with odd strides (read as bf16, not as words), fp16, and K-like few heads at d64
+    # inputs quantised without rotation (codes 0x80: the negated Markstein keeps the sign), bf16 views
+    # with odd strides or an odd start (read as bf16, not as words), fp16, and K-like few heads at d64
     g = torch.Generator().manual_seed(11)
     b, s, h, d = (1, 200, 2, 64) if case == "d64_k_heads" else (1, 150, 4, 128)
     x = torch.randn(b, s, h, d, generator=g)
@@ -199,6 +199,10 @@ def test_rows_variant_edge_rows_equal_torch_path(case, gran):
         xd = torch.randn(b, s, h, d + 1, generator=g).bfloat16().cuda()[..., 1:]
         x = xd.cpu()
         assert xd.stride(2) % 2 == 1
+    if case == "odd_start":  # even strides, the rows 2 bytes off a 4-byte boundary: read as bf16, not words
+        xd = torch.randn(b, s, h, d + 2, generator=g).bfloat16().cuda()[..., 1:d + 1]
+        x = xd.cpu()
+        assert xd.data_ptr() % 4 == 2
     rotate = rope = case != "negative_zeros"  # -0 inputs stay -0 without RoPE and rotation
     cos, sin = numerics.rope_tables(s, d, offset=3000)
     r = numerics.rope(x, cos, sin) if rope else x
