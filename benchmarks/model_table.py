@@ -35,7 +35,6 @@ from zyfa.kernels.registry import kernels, spec_of
 from zyfa.shapes import parse_shape
 from zyfa.trace.cdna4 import power
 from zyfa.trace.cdna4.estimate import EstimateConfig
-from zyfa.trace.cdna4.launch import prepare
 from zyfa.trace.cdna4.tracer import simulate
 
 V4 = "aiter:fmha_v4_fwd/fwd_hd128_fp8"  # AITER v4 FP8 forward: non-causal only
@@ -66,17 +65,17 @@ def _mfma_bound(shape, work: float) -> dict:
     return {"tflops": shape.tflops(cycles / (mhz * 1e6)), "tflops_2400": shape.tflops(cycles / 2.4e9), "mhz": mhz}
 
 
-def _row(name: str, shape, forced_clock=None, rescale_rate=None, label=None):
+def simulate_row(name: str, shape, forced_clock=None, rescale_rate=None, label=None):
     """Simulate ``name`` on ``shape`` (fitted to the kernel's spec): a dict with the markdown row
-    (first column ``label``, default ``name``) and the TFLOP/s at the predicted (or forced) clock,
+    (first column ``label``, default ``name``), the TFLOP/s at the predicted (or forced) clock and
+    at 2400 MHz, the clock, the whole-run ``power.Activity``, the cycles and the energy per tile;
     or the one-line reason it is unavailable. ``rescale_rate``: the kernel's lazy O rescale
-    branches jump at that rate (else never)."""
+    branches jump at that rate (else never). Also used by benchmarks/power_sensitivity.py."""
     start = time.perf_counter()
     try:
         spec = spec_of(name)
         shape = spec.fit(shape)
-        rates = () if rescale_rate is None else tuple(sorted(prepare(name, shape).rescale_rates(rescale_rate).items()))
-        trace, est = simulate(name, shape, config=EstimateConfig(clock_mhz=2400.0, branch_policy=rates))
+        trace, est = simulate(name, shape, config=EstimateConfig(clock_mhz=2400.0), rescale_rate=rescale_rate)
     except Exception as exc:  # a missing wheel or an unsupported shape is a row, not a crash
         return str(exc).splitlines()[0][:160]
     s = summary(trace, "steady")
@@ -218,13 +217,13 @@ def main():
         shape = parse_shape(args.shape, heads=args.heads)
         measured = gfx950.measured_rescale_rate(name, shape) if name in gfx950.VARIANTS else None
         if measured is not None:  # the stated never first (optimistic), then the kernel's row at its measured rate
-            never = _row(name, shape, args.clock, label=f"{name}, lazy rescale never (optimistic)")
+            never = simulate_row(name, shape, args.clock, label=f"{name}, lazy rescale never (optimistic)")
             if not isinstance(never, str):
                 rows[f"{name} (rescale never)"] = never
                 print(never["markdown"])
         rate = None if measured is None else measured[0]
         label = None if measured is None else f"{name}, lazy rescale {100 * rate:.1f} % ({measured[1]}, measured)"
-        row = _row(name, shape, args.clock, rate, label)
+        row = simulate_row(name, shape, args.clock, rate, label)
         if isinstance(row, str):
             print(f"| {name} | - | unavailable: {row} | | | | | | | | |")
             continue
@@ -245,7 +244,7 @@ def main():
         shape = parse_shape(args.shape, heads=args.heads)
         counts = tile_counts(generate(gfx950.config_for("zyfa-fp8", shape)))
         for name, rate, source in rescale:
-            row = _row(name, shape, args.clock, rate)
+            row = simulate_row(name, shape, args.clock, rate)
             if isinstance(row, str):
                 print(f"- {name} with the rescale at rate {rate:g} ({source}): unavailable: {row}")
                 continue
@@ -279,7 +278,7 @@ def main():
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     rows = {}
     for name in ("zyfa-fp8", *FP8_ABLATIONS, V4):
-        row = _row(name, noncausal, args.clock)
+        row = simulate_row(name, noncausal, args.clock)
         print(f"| {name} | - | unavailable: {row} | | | | | | | | |" if isinstance(row, str) else row["markdown"])
         if not isinstance(row, str):
             rows[name] = row

@@ -29,7 +29,7 @@ from zyfa.kernels import gfx950
 from zyfa.shapes import parse_shape
 from zyfa.trace.cdna4 import fidelity, power
 
-from model_table import V4, _row
+from model_table import V4, simulate_row
 
 V3 = "aiter:fwd_hd128_fp8_causal"
 
@@ -79,10 +79,10 @@ def main():
     start = time.perf_counter()
     causal = parse_shape(args.shape, heads=args.heads)
     rate = gfx950.measured_rescale_rate("zyfa-fp8", causal)
-    rows = {"ours": _row("zyfa-fp8", causal, rescale_rate=None if rate is None else rate[0]),
-            "v3": _row(V3, causal)}
+    rows = {"ours": simulate_row("zyfa-fp8", causal, rescale_rate=None if rate is None else rate[0]),
+            "v3": simulate_row(V3, causal)}
     dense = parse_shape(args.shape, heads=args.heads, causal=False)
-    rows |= {"ours_nc": _row("zyfa-fp8", dense), "v4": _row(V4, dense)}
+    rows |= {"ours_nc": simulate_row("zyfa-fp8", dense), "v4": simulate_row(V4, dense)}
     for name, row in rows.items():
         if isinstance(row, str):
             sys.exit(f"power_sensitivity.py: {name}: {row}")
