@@ -56,11 +56,13 @@ def _global_bytes(row: dict, shape) -> str:
     (BF16) bytes."""
     counted = row["activity"].vmem_bytes * row["cycles"] * timing.param("cus")
     s = shape
-    unique = s.batch * (s.heads * s.seqlen_q * s.headdim + 2 * s.heads_k * s.seqlen_k * s.headdim
+    unique = s.batch * (s.heads * s.seqlen_q * s.headdim + s.heads_k * s.seqlen_k * (s.headdim + s.headdim_v)
                         + 2 * s.heads * s.seqlen_q * s.headdim_v)
+    blocks = -(-s.seqlen_q // gfx950.ROWS_PER_WG)
     return (f"{counted / 2**30:.1f} GiB of global traffic counted (every buffer load/store, L2 hit or not); the "
             f"shape's unique Q/K/V/O bytes are {unique / 2**20:.0f} MiB = {100 * unique / counted:.1f} % of it: the "
-            f"rest are K/V tiles re-read by the other query blocks of the same head (128 per head), which L2 "
+            f"rest are K/V tiles re-read by the other query blocks of the same head ({blocks} blocks of "
+            f"{gfx950.ROWS_PER_WG} rows per head in zyfa-fp8), which L2 "
             f"(4 MB per XCD) or the Infinity Cache can serve; the model prices every counted byte at one "
             f"e_vmem_pj_per_byte")
 
