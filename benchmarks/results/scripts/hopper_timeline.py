@@ -1,8 +1,9 @@
 """Per-warpgroup timeline of the CuTe DSL FP8 kernel (b1 h32 s16k d128 causal) from clock64 stamps.
 
-Usage: python3 hopper_timeline.py OUT_DIR [n128 | runmax | t128]. With ``n128`` the kernel variant with
-128-key S tiles (a stamp column per 128-key tile); ``runmax``, ``t128``: n128 with that flag of
-``attention_fp8_sm90``. Since removed variants ran here too, and stay in history: ``lag`` (runs 22-23,
+Usage: python3 hopper_timeline.py OUT_DIR [n128 | runmax | t128 | g4 | g8]. With ``n128`` the kernel
+variant with 128-key S tiles (a stamp column per 128-key tile); ``runmax``, ``t128``: n128 with that flag
+of ``attention_fp8_sm90``; ``g4``, ``g8``: n128 with ``grouped=4`` / ``8`` (tile j's event 1, "S ready",
+is stamped after its turn: its S GEMM was issued and waited for in tile j-1). Since removed variants ran here too, and stay in history: ``lag`` (runs 22-23,
 f5401d3), ``bfirst`` (run 24's script, 1f21526), ``late`` / ``split`` (t128 with ``late_merge`` /
 ``split_pv``, runs 29-30, 1aff593 / 91e39ae).
 For ping-pong on and off: runs the stamped kernel, checks
@@ -25,8 +26,9 @@ from zyfa.trace.cute_clock import trace_from_stamps
 from zyfa.trace.proton import phase_cycles, tensor_core_overlap, tensor_core_phase_busy
 
 out_dir = Path(sys.argv[1])
-flag = sys.argv[2] if sys.argv[2:] in (["runmax"], ["t128"]) else None
-opts = {flag: True} if flag else {}
+FLAGS = {"runmax": dict(runmax=True), "t128": dict(t128=True), "g4": dict(grouped=4), "g8": dict(grouped=8)}
+flag = sys.argv[2] if len(sys.argv) == 3 and sys.argv[2] in FLAGS else None
+opts = FLAGS[flag] if flag else {}
 n128 = flag is not None or sys.argv[2:] == ["n128"]
 shape = AttnShape(batch=1, heads=32, heads_k=32, seqlen_q=16384, seqlen_k=16384, headdim=128, headdim_v=128,
                   causal=True, dtype="fp8")
