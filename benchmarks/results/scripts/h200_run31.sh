@@ -11,7 +11,8 @@
 # 3. the whole GPU test file, not run since #23b's removals (fc81fcc), with the grouped tests and the
 #    1000-call determinism test's n128-without-ping-pong case back.
 # Read first: bench.log (ratios to FA3-fp8), accuracy.log (g4/g8 "kernel vs its emulator": t128's level,
-# ~4e-3 Gaussian / ~9e-3 sink in run 28, or runmax's 0.34?), gpu_tests.log (GROUPED*, failures).
+# ~4e-3 Gaussian / ~9e-3 sink in run 28, or runmax's 0.34? The CPU model benchmarks/wgmma_accumulator_model.py
+# predicts PV adding ~1.3e-3 / 2.4e-3 for g4 and ~5.8e-3 / 4.9e-3 for g8), gpu_tests.log (GROUPED*, failures).
 set -o pipefail
 source benchmarks/results/scripts/hopper_setup.sh "$1" || exit 1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw --format=csv | tee $OUT/gpu_tests.log
