@@ -18,7 +18,7 @@
 set -o pipefail
 source benchmarks/results/scripts/hopper_setup.sh "$1" || exit 1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw --format=csv | tee $OUT/gpu_tests.log
-B=fa3-fp8,zyfa-cute-fp8-t128-nopp,zyfa-cute-fp8-g4-nopp,zyfa-cute-fp8-g8-nopp,zyfa-cute-fp8-g8
+B=fa3-fp8,zyfa-cute-fp8-t128-nopp,zyfa-cute-fp8-g4-nopp,zyfa-cute-fp8-g8-nopp,zyfa-cute-fp8-g4
 timeout 150 python3 -P -m zyfa.cli.bench_main --models mha,mistral-7b --seqlens 16k,32k --backends $B \
   --rep-ms 250 --out $OUT/bench 2>&1 | grep -v Warn | tee $OUT/bench.log
 cp $OUT/bench/bench.csv $OUT/bench.csv && rm -r $OUT/bench
