@@ -1219,8 +1219,8 @@ class LeanPAttentionSm90:
         group, every G tiles: ``gmax = ceil(t * max s)``), codes ``lowbyte(max(fma(s, 8t, (120 - 8 gmax) +
         1.5*2^23), 1.5*2^23))`` into ``p``. ``pv_waits`` >= 0: first waits (``wait_group(pv_waits)``,
         pinned after the row maxima) for the PV GEMM of tile j-1, then at a group's first tile adds the
-        finished group into O (shared memory) and zeroes ``acc_o``, elsewhere scales ``acc_o`` by
-        ``2^(gmax_old - gmax)`` where a row's max grew (exact; 0 below 2^-126)."""
+        finished group into O (shared memory; this tile's PV GEMM will start from zero), elsewhere
+        scales ``acc_o`` by ``2^(gmax_old - gmax)`` where a row's max grew (exact; 0 below 2^-126)."""
         if masked:  # a Python bool inside the key loop (no branch), a runtime flag for tiles 0 and n-1
             self.mask_keys(acc_s, tScS, j * (2 * BLOCK_N), row0, offset, seqlen_k)
         mxs = [[row_max(acc_s, h, 8 * half) for h in range(2)] for half in range(2)]
@@ -1277,6 +1277,7 @@ class LeanPAttentionSm90:
                 o_smem[i] = o
             else:
                 acc_o[i] = o
+
 
 # -- host side ----
 _COMPILED: dict = {}
