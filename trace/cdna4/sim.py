@@ -305,8 +305,8 @@ def lean_steps(steps: list) -> tuple[list, frozenset]:
             if forgets is not None:
                 if drop is not None and none.issuperset(forgets):
                     drop.add(j)
-                none.update(k for k in forgets if k <= _VECTOR_KEY)
-            elif lane0 is not None and lane0[0] <= _VECTOR_KEY:
+                none.update(k for k in forgets if k <= scalar.VECTOR_KEY0)
+            elif lane0 is not None and lane0[0] <= scalar.VECTOR_KEY0:
                 dst, sources = lane0
                 if none.intersection(sources):
                     if drop is not None and dst in none:
@@ -315,7 +315,7 @@ def lean_steps(steps: list) -> tuple[list, frozenset]:
                 else:
                     none.discard(dst)
             else:
-                none.difference_update(_VECTOR_KEY - k for k in s.inst.defs if k < SGPR_BASE)
+                none.difference_update(scalar.VECTOR_KEY0 - k for k in s.inst.defs if k < SGPR_BASE)
         return none
 
     need = frozenset(scan(set(), None))
@@ -325,8 +325,6 @@ def lean_steps(steps: list) -> tuple[list, frozenset]:
         return steps, frozenset()
     return [step for j, step in enumerate(steps) if j not in drop], need
 
-
-_VECTOR_KEY = -1000  # scalar.State's register key of v0; vector register k is -1000 - k (AGPRs after VGPRs)
 
 
 # -- waves ---------------------------------------------------------------------------------------

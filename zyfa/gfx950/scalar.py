@@ -18,6 +18,7 @@ from zyfa.gfx950.isa import AGPR_BASE, SGPR_BASE, Instruction
 M32 = 0xFFFFFFFF
 KERNARG_BASE = 0x7F00_0000_0000  # address the model gives the kernel-argument segment
 SCC = -1  # key of SCC in the register dict
+VECTOR_KEY0 = -1000  # key of v0 in the register dict: vector register k (AGPRs after VGPRs) is VECTOR_KEY0 - k
 
 
 class ScalarUnknown(RuntimeError):
@@ -63,7 +64,7 @@ def _parse_operand(text: str) -> tuple:
         return True, _SPECIAL[t]
     m = _VREG.match(t)
     if m:
-        return True, -1000 - (int(m.group(2)) + (AGPR_BASE if m.group(1) == "a" else 0))
+        return True, VECTOR_KEY0 - (int(m.group(2)) + (AGPR_BASE if m.group(1) == "a" else 0))
     if t in _INLINE_FLOAT:
         return False, _INLINE_FLOAT[t]
     try:
@@ -118,7 +119,7 @@ class State:
         m = _VREG.match(t)
         if m:
             key = int(m.group(2)) + (AGPR_BASE if m.group(1) == "a" else 0)
-            self.regs[-1000 - key] = None if value is None else value & M32
+            self.regs[VECTOR_KEY0 - key] = None if value is None else value & M32
 
     def write64(self, text: str, value: Optional[int]) -> None:
         t = text.strip()
@@ -131,14 +132,14 @@ class State:
         self.regs[base + 1] = None if value is None else (value >> 32) & M32
 
     def set_vgpr(self, index: int, value: Optional[int]) -> None:
-        self.regs[-1000 - index] = value
+        self.regs[VECTOR_KEY0 - index] = value
 
     def forget_vector(self, keys) -> None:
         for key in keys:
             if key < SGPR_BASE:
-                self.regs[-1000 - key] = None
+                self.regs[VECTOR_KEY0 - key] = None
                 if self.laned:
-                    self.clear_lanes(-1000 - key)
+                    self.clear_lanes(VECTOR_KEY0 - key)
             else:
                 self.regs[key - SGPR_BASE] = None
 
@@ -529,8 +530,8 @@ def _fast_salu(op: str, ops: tuple[str, ...]) -> Optional[Callable[[State], None
 
 def _forgetter(keys: tuple[int, ...]) -> Callable[[State], None]:
     """``st.forget_vector(keys)`` with the register-dict keys worked out once."""
-    unknown = dict.fromkeys(-1000 - k if k < SGPR_BASE else k - SGPR_BASE for k in keys)
-    vector = tuple(-1000 - k for k in keys if k < SGPR_BASE)
+    unknown = dict.fromkeys(VECTOR_KEY0 - k if k < SGPR_BASE else k - SGPR_BASE for k in keys)
+    vector = tuple(VECTOR_KEY0 - k for k in keys if k < SGPR_BASE)
 
     def forget(st: State) -> None:
         st.regs.update(unknown)
