@@ -140,8 +140,8 @@ def _valu_class(opcode: str, unit: str, region, fixup: frozenset) -> str:
 
 def _energy_per_tile(est, act, shape, fixup: frozenset, toggle: float) -> dict:
     """The power model's energy (nJ at peak voltage, :func:`power.energy_terms`) per 32x128 tile of
-    the shape's work: E_cycle's terms x predicted cycles x CUs / (FLOPs / a tile's 4 x 32 x 128 x
-    d FLOPs), the whole-run activity the clock model reads. The VALU term is split by op class (and
+    the shape's work: E_cycle's terms x predicted cycles x CUs / (FLOPs / a tile's 2 x 32 x 128 x
+    (d + d_v) FLOPs), the whole-run activity the clock model reads. The VALU term is split by op class (and
     the lazy O rescale's out-of-line fix-up clusters, ``fixup``) in the proportions of the detailed
     records' VALU+TRANS busy cycles (extrapolated loop periods repeat detailed ones)."""
     tiles = shape.flops / (2 * TILE_ROWS * TILE_KEYS * (shape.headdim + shape.headdim_v))
@@ -257,7 +257,6 @@ def main():
             print(f"- bound for any schedule, MFMA work = {label} ({work:.4f}x) with no idle: "
                   f"{bound['tflops_2400']:.0f} TFLOP/s at 2400 MHz, {bound['tflops']:.0f} at the pure-MFMA clock "
                   f"{bound['mhz']:.0f} MHz; / {base}: {_ratios(bound, rows[base])}")
-    if base in rows and "zyfa-fp8" in rows:
         columns = {f"zyfa-fp8{' (measured rescale)' if 'zyfa-fp8 (rescale never)' in rows else ''}": rows["zyfa-fp8"]["energy"]}
         if "zyfa-fp8 (rescale never)" in rows:
             columns["zyfa-fp8 (rescale never)"] = rows["zyfa-fp8 (rescale never)"]["energy"]
