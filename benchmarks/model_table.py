@@ -30,6 +30,7 @@ from zyfa.gfx950.isa import mfma_flops
 from zyfa.kernels import gfx950
 from zyfa.kernels.gfx950.counts import tile_counts
 from zyfa.kernels.gfx950.generator import generate
+from zyfa.kernels.gfx950.schedule import BLOCK_M, BLOCK_N  # one wave's tile: 32 queries x 128 keys
 from zyfa.kernels.baseline import default_pairs
 from zyfa.kernels.registry import kernels, spec_of
 from zyfa.shapes import parse_shape
@@ -120,8 +121,6 @@ def _without(row: dict, base: dict, dtype: str) -> list:
     return lines
 
 
-TILE_ROWS, TILE_KEYS = 32, 128  # one wave's tile of the gfx950 kernels: 32 queries x 128 keys
-
 # VALU op classes of the energy split, by mnemonic prefix (first match; AITER's objects carry _e32/_e64/_dpp)
 VALU_CLASSES = (("max/min", ("v_max", "v_min")), ("convert", ("v_cvt",)), ("AGPR moves", ("v_accvgpr",)),
                 ("compare/select", ("v_cmp", "v_cndmask")),
@@ -144,7 +143,7 @@ def _energy_per_tile(est, act, shape, fixup: frozenset, toggle: float) -> dict:
     (d + d_v) FLOPs), the whole-run activity the clock model reads. The VALU term is split by op class (and
     the lazy O rescale's out-of-line fix-up clusters, ``fixup``) in the proportions of the detailed
     records' VALU+TRANS busy cycles (extrapolated loop periods repeat detailed ones)."""
-    tiles = shape.flops / (2 * TILE_ROWS * TILE_KEYS * (shape.headdim + shape.headdim_v))
+    tiles = shape.flops / (2 * BLOCK_M * BLOCK_N * (shape.headdim + shape.headdim_v))
     scale = est.cycles * timing.param("cus") / tiles * 1e-3
     terms = {k: v * scale for k, v in power.energy_terms(act, toggle, dtype=shape.dtype).items()}
     rec = est.cu_result.records
