@@ -379,9 +379,10 @@ def barrier_intervals(table: tuple[Cluster, ...]) -> list[tuple[Cluster, ...]]:
 # spec-v1 Lean P cannot go below 512: one FMA + one convert per probability), the rounded row sum
 # on the MFMA pipe (one 16x16x128 per 64-key block: in the power model 32 MFMA cycles cost less
 # energy than rowsum="split"'s 51 VALU ops, kernels/gfx950/README.md), O and the row sum in VGPRs
-# (accumulators="vgpr": a one-op-per-register lazy rescale), query blocks paired per workgroup. zyfa-fp8-v1 is spec v1 literally (the
-# FP8 backend's kernel: its bits are recipe zyfa-v1; one query block per workgroup),
-# zyfa-fp8-valu-rowsum zyfa-fp8 with both block sums on the VALU.
+# (accumulators="vgpr": a one-op-per-register lazy rescale), query blocks paired per workgroup.
+# zyfa-fp8-v1 is spec v1 literally (the FP8 backend's kernel: its bits are recipe zyfa-v1; one query
+# block per workgroup), zyfa-fp8-v2 spec v2, zyfa-fp8-valu-rowsum zyfa-fp8 with both block sums on
+# the VALU, zyfa-fp8-exact exact exp2 with block scaling; all block-scaled ones accumulate in VGPRs.
 VARIANTS: dict[str, KernelConfig] = {
     "zyfa-fp8": KernelConfig("zyfa-fp8", softmax="folded", scaling="block", schedule="pingpong", rowsum="mfma",
                              pair_query_blocks=True, accumulators="vgpr"),

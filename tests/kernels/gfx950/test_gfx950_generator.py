@@ -333,7 +333,7 @@ def test_zyfa_fp8_lean_p_static_count_is_within_the_write_ups_budget(generated):
     """zyfa-fp8 (folded Lean P): the FMA lives in the QK MFMA (scaled, Q's power of two as its E8M0
     scale, C = the offset block on each S tile's first MFMA); per tile 32 v_maximum3 (one chain over
     the lane's 64 values) + 1 compare for the check + 64 SDWA converts = 97 VALU ops = 388 cycles <= 400.
-    The rounded row sum: two unscaled 16x16x128 MFMAs (32 cycles each) into 4 AGPRs, or on the VALU
+    The rounded row sum: two unscaled 16x16x128 MFMAs (32 cycles each) into 4 VGPRs, or on the VALU
     (zyfa-fp8-valu-rowsum: 2 x (16 converts + 31 adds) + 6 = 100 ops, no row-sum MFMA)."""
     counts = tile_counts(generate(replace(VARIANTS["zyfa-fp8"], name="split-rowsum", rowsum="split")))
     assert counts.valu_cycles == 4 * (32 + 1 + 64) == 388 <= 400
