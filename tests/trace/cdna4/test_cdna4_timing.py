@@ -9,7 +9,7 @@ from fractions import Fraction
 import pytest
 
 from zyfa.analyzer import metrics
-from zyfa.gfx950 import timing
+from zyfa.gfx950 import scalar, timing
 from zyfa.gfx950.isa import mfma_flops, parse_asm
 from zyfa.trace.cdna4 import power, sim
 from zyfa.shapes import parse_shape
@@ -297,14 +297,15 @@ def test_a_replay_drops_only_the_steps_that_change_nothing():
     steps, lean, need = model._replay_plan(period)
     kept = ["v_mfma_f32_32x32x16_bf16", "s_cbranch_vccnz", "s_add_u32", "s_cmp_lt_u32", "s_cbranch_scc1"]
     assert [s.inst.opcode for s, _ in steps] == kept and [s.inst.opcode for s, _ in lean] == kept[1:]
-    assert need == {-1000 - k for k in range(16)}  # v[0:15]
+    assert need == {scalar.VECTOR_KEY0 - k for k in range(16)}  # v[0:15]
+    v1 = scalar.VECTOR_KEY0 - 1
     full = [(steps, steps, frozenset())]
     after_a_period = model.waves[0].state.regs | {4: 40, 5: 3} | dict.fromkeys(need)
     # from a state with v1 known only the full steps are right (they make it unknown again)
-    for regs in (after_a_period, after_a_period | {-1001: 0x40000000}):
+    for regs in (after_a_period, after_a_period | {v1: 0x40000000}):
         counters = [{}], [{}]
         lean_out, full_out = (model._replay([regs], plans, c) for plans, c in zip(([(steps, lean, need)], full), counters))
-        assert lean_out == full_out and lean_out[0][-1001] is None and lean_out[0][5] == 4
+        assert lean_out == full_out and lean_out[0][v1] is None and lean_out[0][5] == 4
         assert counters[0] == counters[1] == [{ops.index("s_cbranch_vccnz"): 1}]
     assert model._replay_plan(period) is model._replay_plan(period)  # built once per sequence
 
