@@ -14,8 +14,9 @@ guessed rules:
         of the largest term, then summed exactly (the alignment Fasi et al. found in earlier tensor
         cores, "Numerical behavior of NVIDIA tensor cores", PeerJ CS 2021; for Hopper FP8 a guess).
 
-S = QK^T is taken exact (as the emulator does), so this isolates the PV accumulation; the kernel's
-S also goes through the tensor core, which this model leaves out. The row sum is a column of ones,
+S = QK^T is taken exact (as the emulator does), so this isolates the PV accumulation; with
+``--model-s`` S goes through the same modelled accumulator too (d = 128: four k-steps of 32 channels),
+as in the kernel. The row sum is a column of ones,
 as in the kernel. Recipes: ``t128`` = zyfa-grouped G=1 (= v1 with 128-key blocks), ``runmax`` = one
 group over all keys, ``gG``. Inputs as ``benchmarks/results/scripts/hopper_tile_accuracy.py`` (run 28:
 b1 h2 s16384 d128 causal, seed 0, Gaussian and LLM-like with a 10-nat sink, last 512 query rows), so
@@ -24,7 +25,7 @@ each row sits beside run 28's measured "kernel vs its emulator" (t128 4.09e-3 / 
 (``--check``).
 
 Usage: python3 benchmarks/wgmma_accumulator_model.py [--bits 13] [--rule sum|align] [--recipes t128,g4,g8,runmax]
-       [--last 512] [--sources gaussian,llm] [--check]
+       [--last 512] [--sources gaussian,llm] [--model-s] [--check]
 """
 
 from __future__ import annotations
@@ -74,9 +75,22 @@ def kstep(acc: torch.Tensor, prods: torch.Tensor, bits: int | None, rule: str) -
     return truncate(acc, lead, bits) + truncate(prods, lead[:, None], bits).sum(1)
 
 
-def run(q8, k8, v8, dq, dk, dv, last: int, group: int, bits: int | None, rule: str):
+def scores(q, k, bits: int | None, rule: str, model_s: bool) -> torch.Tensor:
+    """S = q k^T in fp32 (rows, keys): exactly rounded, or (``model_s``) through the modelled accumulator
+    in k-steps of 32 channels."""
+    if not model_s or bits is None:
+        return (q @ k.T).float()
+    acc = torch.zeros(q.shape[0], k.shape[0], dtype=torch.float64)
+    for c0 in range(0, q.shape[1], KSTEP):
+        prods = q[:, None, c0:c0 + KSTEP] * k[None, :, c0:c0 + KSTEP]  # (rows, keys, 32)
+        acc = kstep(acc, prods.transpose(1, 2), bits, rule)
+    return acc.float()
+
+
+def run(q8, k8, v8, dq, dk, dv, last: int, group: int, bits: int | None, rule: str, model_s: bool = False):
     """zyfa-grouped (block 128, ``group`` tiles per group, magic rounding) over the last ``last`` query
-    rows of every head; the group accumulator by the model, everything else in fp32 as the kernel."""
+    rows of every head; the group accumulator (and with ``model_s`` S) by the model, everything else in
+    fp32 as the kernel."""
     outs = []
     for h in range(H):
         t = torch.tensor(D ** -0.5, dtype=torch.float32) * torch.tensor(numerics.LOG2E_F32, dtype=torch.float32)
@@ -95,7 +109,7 @@ def run(q8, k8, v8, dq, dk, dv, last: int, group: int, bits: int | None, rule: s
                 acc.zero_(), gm.fill_(-math.inf)
             keys = torch.arange(j * TILE, (j + 1) * TILE)
             allowed = keys[None, :] <= rows[:, None]
-            s = (q @ k[keys].T).float().masked_fill(~allowed, -math.inf)
+            s = scores(q, k[keys], bits, rule, model_s).masked_fill(~allowed, -math.inf)
             bm = torch.ceil(t * s.amax(1))
             gm_new = torch.maximum(gm, bm)
             grew = gm_new > gm
@@ -132,6 +146,7 @@ def main():
     ap.add_argument("--recipes", default="t128,g4,g8,runmax", help="t128, runmax or gG (G tiles per group)")
     ap.add_argument("--last", type=int, default=512, help="query rows (the last ones; default 512)")
     ap.add_argument("--sources", default="gaussian,llm")
+    ap.add_argument("--model-s", action="store_true", help="S = QK^T through the modelled accumulator too")
     ap.add_argument("--check", action="store_true", help="also check the exact path against zyfa.numerics")
     a = ap.parse_args()
     groups = {}
@@ -146,7 +161,8 @@ def main():
             ap.error(f"--recipes: unknown recipe {r!r} (t128, runmax or gG)")
     if not 0 < a.last <= S:
         ap.error(f"--last must be in [1, {S}], got {a.last}")
-    print(f"MODEL (not a measurement): {a.bits} mantissa bits, rule {a.rule}, k-step {KSTEP}; S exact; "
+    print(f"MODEL (not a measurement): {a.bits} mantissa bits, rule {a.rule}, k-step {KSTEP}; "
+          f"S {'modelled' if a.model_s else 'exact'}; "
           f"b{B} h{H} s{S} d{D} causal, last {a.last} rows")
     for source in a.sources.split(","):
         q, k, v = inputs(source)
@@ -158,7 +174,7 @@ def main():
                                                      softmax_scale=D ** -0.5, variant="zyfa-grouped",
                                                      rounding="magic", block=TILE, group=g, out_dtype=torch.float32)
                 print(f"  check {source} {name}: exact path vs zyfa.numerics rel. L2 {rel(exact, emu[0]):.2e}")
-            model = run(q8, k8, v8, dq, dk, dv, a.last, g, a.bits, a.rule)
+            model = run(q8, k8, v8, dq, dk, dv, a.last, g, a.bits, a.rule, a.model_s)
             seen = RUN28.get((source, name))
             print(f"{source:8s} {name:7s} G={g:3d}: modelled accumulation vs exact {rel(model, exact):.3e}"
                   + (f"  (run 28, H200, kernel vs its emulator: {seen:.2e})" if seen else ""), flush=True)
