@@ -47,20 +47,35 @@ def _rowsum(softmax: str, headdim: int, rowsum: str) -> str:
     return "valu" if headdim != 128 else rowsum
 
 
+# Widest head dim at which O and the row sum fit in architectural VGPRs beside Q (accumulators=
+# 'vgpr'): at 256 the register budget is exceeded (the generator's allocator says so) and the
+# accumulators go back to AGPRs, as every variant had them before; the bits are the same.
+VGPR_ACCUMULATOR_MAX_HEADDIM = 192
+
+
+def _accumulators(accumulators: str, headdim: int) -> str:
+    return "agpr" if accumulators == "vgpr" and headdim > VGPR_ACCUMULATOR_MAX_HEADDIM else accumulators
+
+
 def specialise(base: KernelConfig, headdim: int, headdim_v: int) -> KernelConfig:
     """``base`` at these head dims; a folded row sum that uses the MFMA pipe becomes the VALU row
-    sum where it does not fit (head dim other than 128)."""
-    return replace(base, headdim=headdim, headdim_v=headdim_v, rowsum=_rowsum(base.softmax, headdim, base.rowsum))
+    sum where it does not fit (head dim other than 128), and VGPR accumulators become AGPRs above
+    :data:`VGPR_ACCUMULATOR_MAX_HEADDIM`."""
+    return replace(base, headdim=headdim, headdim_v=headdim_v, rowsum=_rowsum(base.softmax, headdim, base.rowsum),
+                   accumulators=_accumulators(base.accumulators, headdim))
 
 
 def configure(base: KernelConfig, shape: AttnShape, params: Mapping, name: str) -> KernelConfig:
     """``base`` renamed, with generator parameters ``params`` (KernelConfig fields) applied, at
     ``shape``'s head dims: what the registry's overrides and the sweep evaluate. Unless ``params``
     sets the row sum itself, it follows the softmax and head dim (a folded base's split or VALU
-    row sum becomes the MFMA row sum under ``softmax="lean"``, and so on)."""
+    row sum becomes the MFMA row sum under ``softmax="lean"``, and so on); the accumulators likewise
+    follow the head dim (:func:`specialise`)."""
     fields = dict(params)
     if "rowsum" not in fields:
         fields["rowsum"] = _rowsum(fields.get("softmax", base.softmax), shape.headdim, base.rowsum)
+    if "accumulators" not in fields:
+        fields["accumulators"] = _accumulators(base.accumulators, shape.headdim)
     return replace(base, name=name, headdim=shape.headdim, headdim_v=shape.headdim_v, **fields)
 
 

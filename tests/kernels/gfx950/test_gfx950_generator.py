@@ -652,3 +652,18 @@ def test_fold_check_is_one_compare_with_the_same_decisions():
     gen = generate(VARIANTS["zyfa-fp8"])
     softmax = [i for i in gen.instructions if i.cluster == "softmax_j"]
     assert [i for i in softmax if i.opcode.startswith("v_cmp")][0].operands[1] == generator_module.FOLD_CHECK_MIN
+
+
+@pytest.mark.parametrize("name", ["zyfa-fp8", "zyfa-fp8-valu-rowsum"])
+def test_vgpr_accumulators_fall_back_to_agprs_where_they_do_not_fit(name):
+    """O and the row sum live in VGPRs up to head dim 192; at 256 (V at 128) they do not fit beside Q,
+    so the registered variant takes AGPRs there and still builds (what it did before 'vgpr')."""
+    wide = AttnShape(batch=1, heads=1, heads_k=1, seqlen_q=1024, seqlen_k=1024, headdim=256, headdim_v=128,
+                     causal=True, dtype="fp8")
+    assert VARIANTS[name].accumulators == "vgpr"
+    assert config_for(name, AttnShape(**{**vars(wide), "headdim": 192})).accumulators == "vgpr"
+    config = config_for(name, wide)
+    assert config.accumulators == "agpr"
+    build(config)
+    with pytest.raises(ValueError, match="accumulators='vgpr'"):
+        build(replace(config, accumulators="vgpr"))
