@@ -255,7 +255,7 @@ def estimate(launch: Launch, config: EstimateConfig = EstimateConfig(),
         f"(occupancy limited by {limit}); launch overhead and cross-CU memory contention not modelled",
     ]
     work = (f"MFMA work in the model: {flops_ratio:.3f} x the shape's FLOPs (above 1: masked diagonal tiles or "
-            f"padding computed as full tiles)")
+            f"padding computed as full tiles, or MFMAs beyond QK^T and PV such as zyfa-fp8's row sums)")
     if not 0.9 <= flops_ratio <= 2.5:
         work = (f"WARNING: MFMA work in the model is {flops_ratio:.3f} x the shape's FLOPs: the kernel did not do "
                 f"this shape's work in the model (kernel arguments? branch policy?); the time is not credible")
