@@ -1,5 +1,5 @@
-"""Seeded inputs shared by the numerics tests (test_numerics.py, test_numerics_v2.py): loaded by
-path, since pytest's importlib mode puts no test folder on sys.path."""
+"""Seeded inputs and a comparison shared by the numerics tests (test_numerics*.py): loaded by path,
+since pytest's importlib mode puts no test folder on sys.path."""
 
 import torch
 
@@ -17,3 +17,13 @@ def quantised(b, sq, sk, h, hk, d, dv, seed=0, outliers=False):
         k[..., :4] *= 8
     (q8, dq), (k8, dk), (v8, dvs) = (N.quantize_fp8(x, nheads_k=hk) for x in (q, k, v))
     return (q, k, v), (q8, k8, v8, dq, dk, dvs)
+
+
+def assert_matches_transcription(out, lse, ref, ref_lse):
+    """The emulator's fp32 ``out``/``lse`` against a float64 transcription of the spec text: it rounds
+    PV and the sums to fp32 per block (and group), the transcription does not; rows with no allowed
+    key are +inf in both."""
+    assert float((out.double() - ref).norm() / ref.norm()) < 1e-6
+    fin = torch.isfinite(ref_lse)
+    assert torch.equal(torch.isinf(lse), ~fin)
+    assert float((lse.double()[fin] - ref_lse[fin]).abs().max()) < 1e-5
