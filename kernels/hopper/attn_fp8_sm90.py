@@ -42,6 +42,7 @@ running max); this bounds ``2^(bm_prev - bm_j)`` so the accumulator cannot overf
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import torch
 import cuda.bindings.driver as cuda
@@ -213,6 +214,22 @@ def stage(j, stages: int, producer: bool) -> pipeline.PipelineState:
     if const_expr(producer):
         phase = phase ^ 1
     return pipeline.PipelineState(stages, Int32(j), Int32(j % stages), Int32(phase))
+
+
+class ConsumerFragments(NamedTuple):
+    """One consumer warpgroup's MMA operands and accumulators (:meth:`LeanPAttentionSm90.fragments`)."""
+    wg_tidx: Int32          # this thread's index in its warpgroup
+    tSrQ: cute.Tensor       # Q, S GEMM A operand (shared memory descriptors)
+    tSrK: cute.Tensor       # K, S GEMM B operand
+    tOrV: cute.Tensor       # V^T, PV GEMM B operand
+    acc_s: list[cute.Tensor]  # the S accumulators (64 x keys each)
+    acc_o: cute.Tensor      # O
+    acc_t: cute.Tensor | None  # PV of one block or tile, merged into O; None where the recipe has none
+    p: list[cute.Tensor]    # P codes as the PV A operand (fp8, 64 x 64 each)
+    p32: list[cute.Tensor]  # the same registers as Uint32 words (empty unless asked for)
+    row0: Int32             # this warpgroup's first query row
+    tScS: cute.Tensor       # (row, key) of every S element, in the tile's coordinates
+    tOcO: cute.Tensor       # (row, column) of every O element
 
 
 class LeanPAttentionSm90:
@@ -426,23 +443,8 @@ class LeanPAttentionSm90:
                  mLse: cute.Tensor, t: Float32, dv: Float32, mTL: cute.Tensor, cta: Int32, m_block: Int32,
                  head: Int32, batch: Int32, wg: Int32, n_blocks: Int32, offset: Int32, seqlen_q: Int32,
                  seqlen_k: Int32):
-        tidx, _, _ = cute.arch.thread_idx()
-        wg_tidx = tidx % 128
-        thr_qk = tiled_mma_qk.get_slice(wg_tidx)
-        thr_pv = tiled_mma_pv.get_slice(wg_tidx)
-        tSrQ = tiled_mma_qk.make_fragment_A(thr_qk.partition_A(sQ))
-        tSrK = tiled_mma_qk.make_fragment_B(thr_qk.partition_B(sK))
-        tOrV = tiled_mma_pv.make_fragment_B(thr_pv.partition_B(sV))
-        acc_s = thr_qk.make_fragment_C(thr_qk.partition_shape_C((BLOCK_M, BLOCK_N)))
-        acc_o = thr_pv.make_fragment_C(thr_pv.partition_shape_C((BLOCK_M, self.vrows)))
-        acc_t = thr_pv.make_fragment_C(thr_pv.partition_shape_C((BLOCK_M, self.vrows)))  # PV of one block
-        # P as the PV A operand: (values (4,2,2), MMA_M 1, MMA_K 2) fp8 = 8 registers
-        tOrP = cute.make_rmem_tensor(thr_pv.partition_shape_A((BLOCK_M, BLOCK_N)), cutlass.Float8E4M3FN)
-        tOrP32 = cute.recast_tensor(tOrP, Uint32)
-        # row / column of every S element (for the mask), in the tile's coordinates
-        row0 = m_block * (BLOCK_M * NUM_MMA_WG) + wg * BLOCK_M
-        tScS = thr_qk.partition_C(cute.make_identity_tensor((BLOCK_M, BLOCK_N)))
-        tOcO = thr_pv.partition_C(cute.make_identity_tensor((BLOCK_M, self.vrows)))
+        _, tSrQ, tSrK, tOrV, (acc_s,), acc_o, acc_t, (tOrP,), (tOrP32,), row0, tScS, tOcO = self.fragments(
+            tiled_mma_qk, tiled_mma_pv, sQ, sK, sV, m_block, wg, BLOCK_N, n_p=1, p32=True)
 
         t8 = t * 8.0
         bref = cute.make_rmem_tensor(cute.make_layout(2), Float32)  # per row half: bm of the reference block
@@ -480,6 +482,34 @@ class LeanPAttentionSm90:
             pipe_v.consumer_release(state_v)
             self.merge(acc_o, acc_t, scale)
         self.consumer_end(acc_o, tOcO, bref, dv, mO, mLse, row0, head, batch, seqlen_q, wg)
+
+    def fragments(self, tiled_mma_qk: cute.TiledMma, tiled_mma_pv: cute.TiledMma, sQ: cute.Tensor,
+                  sK: cute.Tensor, sV: cute.Tensor, m_block: Int32, wg: Int32, keys: int, n_s: int = 1,
+                  acc_t: bool = True, n_p: int = 2, p32: bool = False) -> ConsumerFragments:
+        """The consumers' common set-up: ``n_s`` S accumulators over ``keys`` keys (64 or 128), O, the
+        per-block PV accumulator if ``acc_t``, ``n_p`` P buffers (and their Uint32 views if ``p32``).
+        A plain Python helper called where the set-up was inline, emitting the same DSL operations in the
+        same order: keep that order (a reordered form changed n128's and t128's SASS bytes); check any
+        change with ``tools/hopper_sass.py OUT --against REF``."""
+        tidx, _, _ = cute.arch.thread_idx()
+        wg_tidx = tidx % 128
+        thr_qk = tiled_mma_qk.get_slice(wg_tidx)
+        thr_pv = tiled_mma_pv.get_slice(wg_tidx)
+        tSrQ = tiled_mma_qk.make_fragment_A(thr_qk.partition_A(sQ))
+        tSrK = tiled_mma_qk.make_fragment_B(thr_qk.partition_B(sK))
+        tOrV = tiled_mma_pv.make_fragment_B(thr_pv.partition_B(sV))
+        acc_ss = [thr_qk.make_fragment_C(thr_qk.partition_shape_C((BLOCK_M, keys))) for _ in range(n_s)]
+        acc_o = thr_pv.make_fragment_C(thr_pv.partition_shape_C((BLOCK_M, self.vrows)))
+        acc_pv = thr_pv.make_fragment_C(thr_pv.partition_shape_C((BLOCK_M, self.vrows))) if acc_t else None
+        # P as the PV A operand: (values (4,2,2), MMA_M 1, MMA_K 2) fp8 = 8 registers per 64 keys
+        p = [cute.make_rmem_tensor(thr_pv.partition_shape_A((BLOCK_M, BLOCK_N)), cutlass.Float8E4M3FN)
+             for _ in range(n_p)]
+        words = [cute.recast_tensor(x, Uint32) for x in p] if p32 else []
+        row0 = m_block * (BLOCK_M * NUM_MMA_WG) + wg * BLOCK_M
+        # row / column of every S and O element (for the masks and the epilogue)
+        tScS = thr_qk.partition_C(cute.make_identity_tensor((BLOCK_M, keys)))
+        tOcO = thr_pv.partition_C(cute.make_identity_tensor((BLOCK_M, self.vrows)))
+        return ConsumerFragments(wg_tidx, tSrQ, tSrK, tOrV, acc_ss, acc_o, acc_pv, p, words, row0, tScS, tOcO)
 
     @cute.jit
     def consumer_begin(self, mTL: cute.Tensor, wg: Int32, cta: Int32, bref: cute.Tensor, scale: cute.Tensor,
@@ -723,23 +753,8 @@ class LeanPAttentionSm90:
         pass; the tile's two 64-key blocks keep their own ``bm`` and P codes, their PV GEMMs (from
         zero) and merges run one after the other (block a's PV in the turn with the next S GEMM,
         block b's issued inside the softmax, after block a's merge has freed ``acc_t``)."""
-        tidx, _, _ = cute.arch.thread_idx()
-        wg_tidx = tidx % 128
-        thr_qk = tiled_mma_qk.get_slice(wg_tidx)
-        thr_pv = tiled_mma_pv.get_slice(wg_tidx)
-        tSrQ = tiled_mma_qk.make_fragment_A(thr_qk.partition_A(sQ))
-        tSrK = tiled_mma_qk.make_fragment_B(thr_qk.partition_B(sK))
-        tOrV = tiled_mma_pv.make_fragment_B(thr_pv.partition_B(sV))
-        acc_s = thr_qk.make_fragment_C(thr_qk.partition_shape_C((BLOCK_M, 2 * BLOCK_N)))
-        acc_o = thr_pv.make_fragment_C(thr_pv.partition_shape_C((BLOCK_M, self.vrows)))
-        acc_t = thr_pv.make_fragment_C(thr_pv.partition_shape_C((BLOCK_M, self.vrows)))  # PV of one block
-        p_a = cute.make_rmem_tensor(thr_pv.partition_shape_A((BLOCK_M, BLOCK_N)), cutlass.Float8E4M3FN)
-        p_b = cute.make_rmem_tensor(thr_pv.partition_shape_A((BLOCK_M, BLOCK_N)), cutlass.Float8E4M3FN)
-        p32_a = cute.recast_tensor(p_a, Uint32)
-        p32_b = cute.recast_tensor(p_b, Uint32)
-        row0 = m_block * (BLOCK_M * NUM_MMA_WG) + wg * BLOCK_M
-        tScS = thr_qk.partition_C(cute.make_identity_tensor((BLOCK_M, 2 * BLOCK_N)))
-        tOcO = thr_pv.partition_C(cute.make_identity_tensor((BLOCK_M, self.vrows)))
+        _, tSrQ, tSrK, tOrV, (acc_s,), acc_o, acc_t, (p_a, p_b), (p32_a, p32_b), row0, tScS, tOcO = \
+            self.fragments(tiled_mma_qk, tiled_mma_pv, sQ, sK, sV, m_block, wg, 2 * BLOCK_N, p32=True)
 
         t8 = t * 8.0
         bref = cute.make_rmem_tensor(cute.make_layout(2), Float32)  # per row half: bm of the reference block
@@ -865,21 +880,9 @@ class LeanPAttentionSm90:
         PV GEMM of tile j-1 (issued in the turn with S_j) still reads the other buffer; after it, O is
         scaled by ``2^(m_old - m)`` in the rows whose max grew (a branch, taken rarely). (Moving the
         codes into one PV buffer instead made ptxas serialise every wgmma, remark C7513.)"""
-        tidx, _, _ = cute.arch.thread_idx()
-        wg_tidx = tidx % 128
-        thr_qk = tiled_mma_qk.get_slice(wg_tidx)
-        thr_pv = tiled_mma_pv.get_slice(wg_tidx)
-        tSrQ = tiled_mma_qk.make_fragment_A(thr_qk.partition_A(sQ))
-        tSrK = tiled_mma_qk.make_fragment_B(thr_qk.partition_B(sK))
-        tOrV = tiled_mma_pv.make_fragment_B(thr_pv.partition_B(sV))
-        acc_s = thr_qk.make_fragment_C(thr_qk.partition_shape_C((BLOCK_M, 2 * BLOCK_N)))
-        acc_o = thr_pv.make_fragment_C(thr_pv.partition_shape_C((BLOCK_M, self.vrows)))
-        p_shape = thr_pv.partition_shape_A((BLOCK_M, BLOCK_N))  # one 64-key half of a tile's P
-        # P[tile parity][half a, half b]
-        p = [[cute.make_rmem_tensor(p_shape, cutlass.Float8E4M3FN) for _ in range(2)] for _ in range(2)]
-        row0 = m_block * (BLOCK_M * NUM_MMA_WG) + wg * BLOCK_M
-        tScS = thr_qk.partition_C(cute.make_identity_tensor((BLOCK_M, 2 * BLOCK_N)))
-        tOcO = thr_pv.partition_C(cute.make_identity_tensor((BLOCK_M, self.vrows)))
+        _, tSrQ, tSrK, tOrV, (acc_s,), acc_o, _, p4, _, row0, tScS, tOcO = self.fragments(
+            tiled_mma_qk, tiled_mma_pv, sQ, sK, sV, m_block, wg, 2 * BLOCK_N, acc_t=False, n_p=4)
+        p = [p4[0:2], p4[2:4]]  # P[tile parity][half a, half b]
 
         t8 = t * 8.0
         bref = cute.make_rmem_tensor(cute.make_layout(2), Float32)  # per row half: the running max m
@@ -1008,21 +1011,9 @@ class LeanPAttentionSm90:
         once, ``acc = acc * 2^(bm_prev - bm) + P V`` (n128: two PV GEMMs, two waits and two merges per
         tile). The PV GEMM of tile j-1 is issued in the turn with S_j; its wait (pinned after tile j's
         row maxima) frees ``acc_t`` and the one P buffer for tile j's codes."""
-        tidx, _, _ = cute.arch.thread_idx()
-        wg_tidx = tidx % 128
-        thr_qk = tiled_mma_qk.get_slice(wg_tidx)
-        thr_pv = tiled_mma_pv.get_slice(wg_tidx)
-        tSrQ = tiled_mma_qk.make_fragment_A(thr_qk.partition_A(sQ))
-        tSrK = tiled_mma_qk.make_fragment_B(thr_qk.partition_B(sK))
-        tOrV = tiled_mma_pv.make_fragment_B(thr_pv.partition_B(sV))
-        acc_s = thr_qk.make_fragment_C(thr_qk.partition_shape_C((BLOCK_M, 2 * BLOCK_N)))
-        acc_o = thr_pv.make_fragment_C(thr_pv.partition_shape_C((BLOCK_M, self.vrows)))
-        acc_t = thr_pv.make_fragment_C(thr_pv.partition_shape_C((BLOCK_M, self.vrows)))  # PV of one tile
-        p = [cute.make_rmem_tensor(thr_pv.partition_shape_A((BLOCK_M, BLOCK_N)), cutlass.Float8E4M3FN)
-             for _ in range(2)]  # the tile's halves a, b
-        row0 = m_block * (BLOCK_M * NUM_MMA_WG) + wg * BLOCK_M
-        tScS = thr_qk.partition_C(cute.make_identity_tensor((BLOCK_M, 2 * BLOCK_N)))
-        tOcO = thr_pv.partition_C(cute.make_identity_tensor((BLOCK_M, self.vrows)))
+        # acc_t: PV of one tile; p: the tile's halves a, b
+        _, tSrQ, tSrK, tOrV, (acc_s,), acc_o, acc_t, p, _, row0, tScS, tOcO = self.fragments(
+            tiled_mma_qk, tiled_mma_pv, sQ, sK, sV, m_block, wg, 2 * BLOCK_N)
 
         t8 = t * 8.0
         bref = cute.make_rmem_tensor(cute.make_layout(2), Float32)  # per row half: bm of the reference tile
@@ -1107,20 +1098,9 @@ class LeanPAttentionSm90:
         ``O = O * 2^(bref - gmax) + acc_o`` (``bref``: the last added group's max; a group more than
         MAX_DROP below it is dropped, as t128 drops a tile). Two S accumulators: S_{j+1} is issued in
         the turn with PV_{j-1}, before tile j's softmax, so S's latency leaves the softmax chain."""
-        tidx, _, _ = cute.arch.thread_idx()
-        wg_tidx = tidx % 128
-        thr_qk = tiled_mma_qk.get_slice(wg_tidx)
-        thr_pv = tiled_mma_pv.get_slice(wg_tidx)
-        tSrQ = tiled_mma_qk.make_fragment_A(thr_qk.partition_A(sQ))
-        tSrK = tiled_mma_qk.make_fragment_B(thr_qk.partition_B(sK))
-        tOrV = tiled_mma_pv.make_fragment_B(thr_pv.partition_B(sV))
-        acc_s = [thr_qk.make_fragment_C(thr_qk.partition_shape_C((BLOCK_M, 2 * BLOCK_N))) for _ in range(2)]
-        acc_o = thr_pv.make_fragment_C(thr_pv.partition_shape_C((BLOCK_M, self.vrows)))  # the open group's O
-        p = [cute.make_rmem_tensor(thr_pv.partition_shape_A((BLOCK_M, BLOCK_N)), cutlass.Float8E4M3FN)
-             for _ in range(2)]  # the tile's halves a, b
-        row0 = m_block * (BLOCK_M * NUM_MMA_WG) + wg * BLOCK_M
-        tScS = thr_qk.partition_C(cute.make_identity_tensor((BLOCK_M, 2 * BLOCK_N)))
-        tOcO = thr_pv.partition_C(cute.make_identity_tensor((BLOCK_M, self.vrows)))
+        # acc_o: the open group's O; p: the tile's halves a, b
+        wg_tidx, tSrQ, tSrK, tOrV, acc_s, acc_o, _, p, _, row0, tScS, tOcO = self.fragments(
+            tiled_mma_qk, tiled_mma_pv, sQ, sK, sV, m_block, wg, 2 * BLOCK_N, n_s=2, acc_t=False)
         o_smem = sO[None, wg_tidx, wg]  # this thread's fp32 O, in units of 2^(bref - 8)
 
         t8 = t * 8.0
