@@ -55,13 +55,19 @@ def _ratios(ours: dict, base: dict) -> str:
             f"{ours['mhz'] / base['mhz']:.3f} clock ratio ({ours['mhz']:.0f} / {base['mhz']:.0f} MHz)")
 
 
-def _mfma_bound(shape, work: float) -> dict:
-    """The cycle model's ceiling for any schedule: ``work`` x the shape's FLOPs on every SIMD's
-    MFMA pipe back to back (the 32x32x64 FP8 MFMA's FLOPs per cycle, no idle, no tail), at 2400 MHz
-    and at the power model's clock for a pure MFMA loop (:func:`power.pure_mfma_clock`)."""
+def mfma_cycles(shape, work: float) -> float:
+    """Kernel cycles with ``work`` x the shape's FLOPs on every SIMD's MFMA pipe back to back (the
+    32x32x64 FP8 MFMA's FLOPs per cycle on all CUs, no idle, no tail). Also used by
+    benchmarks/ratio_bound.py."""
     opcode = "v_mfma_f32_32x32x64_f8f6f4"
     per_cycle = mfma_flops(opcode) / timing.op_class(opcode).cycles * timing.param("simds_per_cu") * timing.param("cus")
-    cycles = shape.flops * work / per_cycle
+    return shape.flops * work / per_cycle
+
+
+def _mfma_bound(shape, work: float) -> dict:
+    """The cycle model's ceiling for any schedule: :func:`mfma_cycles`, at 2400 MHz and at the
+    power model's clock for a pure MFMA loop (:func:`power.pure_mfma_clock`)."""
+    cycles = mfma_cycles(shape, work)
     mhz = power.pure_mfma_clock(shape.dtype).mhz
     return {"tflops": shape.tflops(cycles / (mhz * 1e6)), "tflops_2400": shape.tflops(cycles / 2.4e9), "mhz": mhz}
 
@@ -69,9 +75,10 @@ def _mfma_bound(shape, work: float) -> dict:
 def simulate_row(name: str, shape, forced_clock=None, rescale_rate=None, label=None):
     """Simulate ``name`` on ``shape`` (fitted to the kernel's spec): a dict with the markdown row
     (first column ``label``, default ``name``), the TFLOP/s at the predicted (or forced) clock and
-    at 2400 MHz, the clock, the whole-run ``power.Activity``, the cycles and the energy per tile;
-    or the one-line reason it is unavailable. ``rescale_rate``: the kernel's lazy O rescale
-    branches jump at that rate (else never). Also used by benchmarks/power_sensitivity.py."""
+    at 2400 MHz, the clock, the whole-run ``power.Activity``, the cycles, the energy per tile and
+    the cycle model's ``Estimate`` (``estimate``: its representative CU's records); or the one-line
+    reason it is unavailable. ``rescale_rate``: the kernel's lazy O rescale branches jump at that
+    rate (else never). Also used by benchmarks/power_sensitivity.py and benchmarks/ratio_bound.py."""
     start = time.perf_counter()
     try:
         spec = spec_of(name)
@@ -101,7 +108,7 @@ def simulate_row(name: str, shape, forced_clock=None, rescale_rate=None, label=N
                 f"{mhz:.0f} MHz ({'forced' if forced_clock else clock.label}) | {seconds * 1e3:.3f} | "
                 f"{tflops:.0f} | {est.tflops:.0f} |  <!-- {time.perf_counter() - start:.1f} s -->")
     return {"tflops": tflops, "tflops_2400": est.tflops, "mhz": mhz, "markdown": markdown, "activity": act,
-            "cycles": est.cycles, "energy": _energy_per_tile(est, act, shape, fixup, clock.toggle)}
+            "cycles": est.cycles, "energy": _energy_per_tile(est, act, shape, fixup, clock.toggle), "estimate": est}
 
 
 def _without(row: dict, base: dict, dtype: str) -> list:

@@ -44,10 +44,19 @@ def _floats(text: str, flag: str) -> list:
     return values
 
 
-def _ratio(ours: dict, base: dict, params: dict) -> float:
-    """ours / base at the clocks the power model predicts with ``params`` (the cycles are fixed)."""
+def ratio(ours: dict, base: dict, params: dict) -> float:
+    """ours / base at the clocks the power model predicts with ``params`` (the cycles are fixed):
+    each a dict with ``tflops_2400`` and ``activity`` (a :func:`model_table.simulate_row` row or
+    benchmarks/ratio_bound.py's idealised one)."""
     mhz = {k: power.predict_clock(r["activity"], "fp8", params=params).mhz for k, r in (("o", ours), ("b", base))}
     return ours["tflops_2400"] / base["tflops_2400"] * mhz["o"] / mhz["b"]
+
+
+def tensor_bytes(shape) -> dict:
+    """The shape's unique tensor bytes: Q, K, V (FP8, one byte an element) and O (BF16)."""
+    s = shape
+    return {"q": s.batch * s.heads * s.seqlen_q * s.headdim, "k": s.batch * s.heads_k * s.seqlen_k * s.headdim,
+            "v": s.batch * s.heads_k * s.seqlen_k * s.headdim_v, "o": 2 * s.batch * s.heads * s.seqlen_q * s.headdim_v}
 
 
 def _global_bytes(row: dict, shape) -> str:
@@ -55,10 +64,8 @@ def _global_bytes(row: dict, shape) -> str:
     time, so an upper estimate by the grid tail) against the shape's unique Q, K, V (FP8) and O
     (BF16) bytes."""
     counted = row["activity"].vmem_bytes * row["cycles"] * timing.param("cus")
-    s = shape
-    unique = s.batch * (s.heads * s.seqlen_q * s.headdim + s.heads_k * s.seqlen_k * (s.headdim + s.headdim_v)
-                        + 2 * s.heads * s.seqlen_q * s.headdim_v)
-    blocks = -(-s.seqlen_q // gfx950.ROWS_PER_WG)
+    unique = sum(tensor_bytes(shape).values())
+    blocks = -(-shape.seqlen_q // gfx950.ROWS_PER_WG)
     return (f"{counted / 2**30:.1f} GiB of global traffic counted (every buffer load/store, L2 hit or not); the "
             f"shape's unique Q/K/V/O bytes are {unique / 2**20:.0f} MiB = {100 * unique / counted:.1f} % of it: the "
             f"rest are K/V tiles re-read by the other query blocks of the same head ({blocks} blocks of "
@@ -108,7 +115,7 @@ def main():
             s = fidelity.summarise(fidelity.predict(results, coeffs))
             cv = fidelity.leave_one_out(results, params=point)
             default = all(point[k] == power.param(k) for k in point)
-            v3, v4 = _ratio(rows["ours"], rows["v3"], coeffs), _ratio(rows["ours_nc"], rows["v4"], coeffs)
+            v3, v4 = ratio(rows["ours"], rows["v3"], coeffs), ratio(rows["ours_nc"], rows["v4"], coeffs)
             points.append((s.max_abs, v3, v4))
             print(f"| {e_lds:g} | {e_vmem:g}{' (PARAMS)' if default else ''} | {coeffs['e_mfma_pj']:.0f} | "
                   f"{coeffs['e_valu_pj']:.0f} | {100 * s.mean_abs:.1f} % / {100 * s.max_abs:.1f} % | "
