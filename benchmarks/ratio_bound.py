@@ -18,7 +18,7 @@ a. MFMA busy 100 %: kernel cycles = :func:`model_table.mfma_cycles` of the shape
    MFMA pipe busy every cycle; the VALU, LDS and global work unchanged, done in fewer cycles.
 b. VALU floor: per 32x128 tile of the shape's work only Lean P's static VALU + TRANS cycles
    (``counts.tile_counts`` of the generated code: the probability path, block max included); no
-   fix-up, masking, epilogue, prologue or loop bookkeeping VALU.
+   fix-up, masking, epilogue, prologue or loop bookkeeping VALU. b0: no VALU at all (a floor, no design).
 c. global bytes: the per-query-row bytes (Q, O, LSE) kept, the rest of the counted bytes (K/V tiles,
    re-read by every query block of the head) / 2 or / 4 for query blocks 2x or 4x as tall (each
    workgroup fetches each K/V tile once); and the compulsory minimum: unique Q, K, V, O, LSE bytes.
@@ -32,11 +32,13 @@ Then designs: R query rows per workgroup (one per CU), W per wave, at a + b, wit
 R-row query blocks and the LDS bytes of W-row waves and R-row workgroups as in c and d, beside the
 registers their fp32 O and S accumulators and FP8 Q and P operands need per lane (a lower bound of
 the need: no K/V operand ring, row statistics or addresses) against the 512 VGPR+AGPR of a SIMD lane
-shared by the waves on it. Last: the one input of the fidelity table that moves the ratio most, AITER
+shared by the waves on it, their ratio with no VALU at all, and the most VALU cycles per 32x128 tile
+at which they still reach 1.37x; and the frontier of what a CU's registers can hold. Last: the one input of the fidelity table that moves the ratio most, AITER
 v3's clock (its row is 1.13x too fast), as a labelled what-if.
 """
 
 import argparse
+import math
 import os
 import sys
 from dataclasses import dataclass, replace
@@ -56,8 +58,8 @@ from power_sensitivity import V3, ratio, tensor_bytes
 TARGET = 1.37  # the write-up's hardware ratio (issue 18's acceptance point)
 LSE_BYTES = 4  # fp32 log-sum-exp per query row and head
 MIN_KEYS = 64  # the fewest keys per S/P tile: the K of the FP8 PV MFMA v_mfma_f32_32x32x64_f8f6f4
-DESIGNS = ((32, 256), (32, 512), (32, 1024), (64, 256), (64, 512), (64, 1024), (64, 2048),
-           (128, 512), (128, 1024), (128, 2048))  # (query rows per wave W, per workgroup R)
+DESIGNS = ((32, 256), (32, 384), (32, 512), (32, 1024), (64, 256), (64, 512), (64, 1024), (64, 2048),
+           (96, 384), (128, 512), (128, 1024), (128, 2048))  # (query rows per wave W, per workgroup R)
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,7 @@ class Terms:
 
     mfma_cycles: float  # a: kernel cycles with the MFMA work back to back
     valu_floor: float  # b: Lean P's static VALU+TRANS cycles x the shape's tiles
+    tiles: float  # b: 32x128 tiles of the shape's work per CU
     row_bytes: float  # c: global bytes per query row (Q, O, LSE), all rows
     unique_bytes: float  # c: unique Q, K, V, O, LSE bytes
     lds_write_share: float  # d: LDS bytes written over all LDS bytes (representative CU)
@@ -109,7 +112,7 @@ def terms(shape, est) -> Terms:
     lds = [(str(op), mem_bytes(str(op))) for op, unit in zip(rec["opcode"], rec["unit"]) if unit == "LDS"]
     written = sum(b for op, b in lds if op.startswith("ds_write"))
     return Terms(mfma_cycles=mfma_cycles(shape, work),
-                 valu_floor=(counts.valu_cycles + counts.trans_cycles + counts.rowsum_valu_cycles) * tiles,
+                 valu_floor=(counts.valu_cycles + counts.trans_cycles + counts.rowsum_valu_cycles) * tiles, tiles=tiles,
                  row_bytes=(tb["q"] + tb["o"] + lse) / cus, unique_bytes=(sum(tb.values()) + lse) / cus,
                  lds_write_share=written / sum(b for _, b in lds))
 
@@ -131,6 +134,7 @@ def idealised(w: Work, t: Terms) -> list:
     return [
         ("a", "MFMA busy 100 %: cycles = the shape's MFMA work + row-sum MFMAs, back to back", replace(w, **mfma)),
         ("b", "VALU floor: Lean P's static VALU per tile only", replace(w, valu=t.valu_floor)),
+        ("b0", "no VALU at all (no softmax: a floor, not a design)", replace(w, valu=0.0)),
         ("c2", "global: query blocks 2x as tall (K/V bytes / 2)", replace(w, vmem=_global(w, t, 2))),
         ("c4", "global: query blocks 4x as tall (K/V bytes / 4)", replace(w, vmem=_global(w, t, 4))),
         ("cmin", "global: unique Q/K/V/O/LSE bytes only (compulsory)", replace(w, vmem=t.unique_bytes)),
@@ -164,7 +168,8 @@ def registers(shape, rows_wave: int) -> int:
 def designs(w: Work, t: Terms, shape, v3: dict) -> list:
     """Per (rows per wave, rows per workgroup) of :data:`DESIGNS`: its :func:`design` row, clock and
     ratio to ``v3``, waves per SIMD, registers per lane it needs (:func:`registers`) and has, whether
-    they fit, and its O accumulators per workgroup in KiB."""
+    they fit, its O accumulators per workgroup in KiB, its ratio with no VALU at all (``no_valu``) and
+    the VALU cycles per tile it may spend to reach :data:`TARGET` (``valu_budget``, :func:`valu_for_target`)."""
     simds, budget = timing.param("simds_per_cu"), timing.param("vgprs_per_simd_lane")
     out = []
     for rows_wave, rows_wg in DESIGNS:
@@ -173,7 +178,9 @@ def designs(w: Work, t: Terms, shape, v3: dict) -> list:
         need, have = registers(shape, rows_wave), budget / per_simd
         out.append({"rows_wave": rows_wave, "rows_wg": rows_wg, "per_simd": per_simd, "need": need, "have": have,
                     "fits": need <= have, "o_kib": rows_wg * shape.headdim_v * 4 / 1024, "row": row,
-                    "mhz": power.predict_clock(row["activity"], "fp8").mhz, "ratio": ratio(row, v3, {})})
+                    "mhz": power.predict_clock(row["activity"], "fp8").mhz, "ratio": ratio(row, v3, {}),
+                    "no_valu": ratio(replace(design(w, t, rows_wave, rows_wg), valu=0.0).row(shape), v3, {}),
+                    "valu_budget": valu_for_target(design(w, t, rows_wave, rows_wg), t, shape, v3)})
     return out
 
 
@@ -187,6 +194,28 @@ def frontier(shape) -> tuple[int, int]:
     simd_bytes = timing.param("vgprs_per_simd_lane") * lanes * 4
     per_row = shape.headdim_v * 4 + MIN_KEYS * 4 + MIN_KEYS
     return int(simd_bytes // per_row) // BLOCK_M * BLOCK_M, int(simds * simd_bytes // per_row)
+
+
+def valu_for_target(work: Work, t: Terms, shape, v3: dict):
+    """The most VALU cycles per 32x128 tile at which ``work`` (its VALU replaced) still reaches
+    :data:`TARGET` over ``v3`` (bisection up to every SIMD's VALU busy every cycle: the ratio falls as
+    VALU rises); None if not even zero VALU does, ``math.inf`` if even that much VALU does."""
+    at = lambda per_tile: ratio(replace(work, valu=per_tile * t.tiles).row(shape), v3, {})
+    if at(0.0) < TARGET:
+        return None
+    lo, hi = 0.0, timing.param("simds_per_cu") * work.cycles / t.tiles
+    if at(hi) >= TARGET:
+        return math.inf
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if at(mid) >= TARGET else (lo, mid)
+    return lo
+
+
+def budget_text(cycles) -> str:
+    if cycles is None:
+        return "none: not even with zero VALU"
+    return "any" if math.isinf(cycles) else f"<= {cycles:.0f}"
 
 
 def v3_fidelity(v3: dict, shape):
@@ -272,18 +301,20 @@ def main():
           f"{simds * budget * 256 // 1024} KiB):\n")
     extra = "" if whatif is None else f" what-if e_valu_pj {whatif['e_valu_pj']:.0f} (below) |"
     print(f"| rows per wave | rows per workgroup | waves per SIMD | registers needed / available per lane | "
-          f"O per workgroup | clock | / AITER v3 |{extra}")
-    print("|---|---|---|---|---|---|---|" + ("---|" if extra else ""))
+          f"O per workgroup | clock | / AITER v3 | no VALU at all | VALU cycles per tile for {TARGET}x |{extra}")
+    print("|---|---|---|---|---|---|---|---|---|" + ("---|" if extra else ""))
     for d in designs(w, t, shape, v3):
         cell = "" if whatif is None else f" {ratio(d['row'], v3, whatif):.3f}x |"
         print(f"| {d['rows_wave']} | {d['rows_wg']} | {d['per_simd']:g} | {d['need']} / {d['have']:.0f}"
-              f"{'' if d['fits'] else ' (does not fit)'} | {d['o_kib']:.0f} KiB | {d['mhz']:.0f} MHz | {d['ratio']:.3f}x |{cell}")
+              f"{'' if d['fits'] else ' (does not fit)'} | {d['o_kib']:.0f} KiB | {d['mhz']:.0f} MHz | {d['ratio']:.3f}x | {d['no_valu']:.3f}x | {budget_text(d['valu_budget'])} |{cell}")
     fw, fr = frontier(shape)
     edge = ratio(design(w, t, fw, fr).row(shape), v3, {})
+    need = valu_for_target(design(w, t, fw, fr), t, shape, v3)
     print(f"\nFrontier: a workgroup that keeps each query row's fp32 O ({shape.headdim_v} values) and a "
           f"{MIN_KEYS}-key fp32 S and FP8 P tile in registers (nothing else counted) holds at most {fr} rows on a CU "
           f"and {fw} per wave; there (a + b, its c and d bytes; the bound rises with both) zyfa-fp8 / AITER v3 is "
-          f"{edge:.3f}x{'' if whatif is None else f' ({ratio(design(w, t, fw, fr).row(shape), v3, whatif):.3f}x in the what-if)'}.")
+          f"{edge:.3f}x{'' if whatif is None else f' ({ratio(design(w, t, fw, fr).row(shape), v3, whatif):.3f}x in the what-if)'}; "
+          f"{TARGET}x there: {budget_text(need)} VALU cycles per 32x128 tile (Lean P: {t.valu_floor / t.tiles:.0f}).")
     if fid is None:
         print("\nNo published AITER v3 figure with a thread trace for this shape: the fidelity what-ifs are skipped.")
         return

@@ -9,6 +9,7 @@ import math
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -71,11 +72,11 @@ def test_terms_are_the_shape_and_the_generated_code(run):
 def test_no_idealisation_lowers_the_ratio_and_all_at_once_bounds_them(run):
     out = run["out"]
     sim = out["sim"][3]
-    for key in ("a", "b", "c2", "c4", "cmin", "d2", "d4", "dw", "d0", "ab"):
+    for key in ("a", "b", "b0", "c2", "c4", "cmin", "d2", "d4", "dw", "d0", "ab"):
         assert sim < out[key][3] <= out["all"][3], key
     assert out["c2"][3] < out["c4"][3] < out["cmin"][3]
     assert out["d2"][3] < out["d4"][3] < out["d0"][3] and out["dw"][3] < out["d0"][3]
-    assert out["ab"][3] > max(out["a"][3], out["b"][3])
+    assert out["ab"][3] > max(out["a"][3], out["b"][3]) and out["b0"][3] > out["b"][3]
 
 
 def test_the_all_ideal_row_is_an_independent_recomputation(run):
@@ -103,8 +104,19 @@ def test_designs_agree_with_the_idealisations_and_rise_with_rows(run):
         for (wave2, wg2), d2 in table.items():
             if (wave2, wg2) != (wave, wg) and wave2 >= wave and wg2 >= wg:
                 assert d2["ratio"] > d["ratio"], ((wave, wg), (wave2, wg2))
-    assert (rb.registers(shape, 32), rb.registers(shape, 64), rb.registers(shape, 128)) == (160, 320, 640)
-    assert {k for k, d in table.items() if d["fits"]} == {(32, 256), (64, 256)}
+    assert [rb.registers(shape, rows) for rows in (32, 64, 96, 128)] == [160, 320, 480, 640]
+    assert {k for k, d in table.items() if d["fits"]} == {(32, 256), (32, 384), (64, 256), (96, 384)}
+    for key, d in table.items():
+        assert d["no_valu"] > d["ratio"], key
+        if d["valu_budget"] is None:  # not even zero VALU reaches the target
+            assert d["no_valu"] < rb.TARGET, key
+            continue
+        if math.isinf(d["valu_budget"]):  # even every SIMD's VALU busy every cycle reaches it
+            assert d["ratio"] >= rb.TARGET, key
+            continue
+        # at the VALU budget the design is at the target (bisection to ~1000 / 2^40 cycles per tile)
+        at_budget = replace(rb.design(w, t, *key), valu=d["valu_budget"] * t.tiles).row(shape)
+        assert rb.ratio(at_budget, base, {}) == pytest.approx(rb.TARGET, abs=1e-6), key
     # 512 KiB / (512 B of O + 256 B of S + 64 B of P per row) = 630 rows; 128 KiB / 832 B = 157 -> 128 per wave
     assert rb.frontier(shape) == (128, 630)
 
