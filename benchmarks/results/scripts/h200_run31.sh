@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device run 31 on the lent H200 -- NOT RUN YET (written on the CPU box, fifth session, no device time).
+# Device run 31 on the lent H200 (written on the CPU box in the fifth session; ran in the sixth, results h200_run31/).
 # Second of two back-to-back calls, as runs 28-30: the first copies .whl/part_aa to /tmp; this one runs
 # from a copy of branch issue23 (carried as .dev23/repo; $1 = the second half of the bundle), in one
 # 600 s call (the last step gets what is left of 570 s; every distinct kernel configuration compiles

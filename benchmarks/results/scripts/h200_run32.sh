@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 20, H200 run 32: NOT RUN (prepared on the CPU box, 2026-12-03; no device time that session).
+# Issue 20, H200 run 32 (prepared on the CPU box in the fifth session; ran in the sixth, results h200_run32/).
 # The fused RoPE + Hadamard + FP8 quantise variant "rows" (one row per thread; built and counted for
 # sm_90a on the CPU box under Triton 3.6 and 3.9: per token 20.0 static SASS per element, 168
 # registers, no spill, against the default's 60.5 / 180; per head, both passes, 32.8 against 74.1;
