@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """SASS counts of the fused RoPE + Hadamard + FP8 quantise kernels, compiled for sm_90a without a GPU.
 
-Usage: ``python3 tools/hadamard_sass.py [--headdim 128] [--out DIR] [--force]``
+Usage: ``python3 tools/hadamard_sass.py [--headdim 128] [--no-rope] [--granularity token] [--out DIR] [--force]
+[--against DIR]``
 
 Compiles each kernel variant of ``zyfa.kernels.triton.hadamard_fp8`` (per token or, with
 ``--granularity head``, its two passes; RoPE tables on, bf16 input, the launch the wrapper makes) with the installed Triton (3.9 on the CPU box, 3.6 on the
@@ -10,7 +11,11 @@ prints per kernel: SASS instructions per element (static count / elements per th
 are straight-line code but for the per-row divisions' slow paths and the rare-data branches, so the
 static count bounds what a thread executes on normal data from above), registers and spill bytes
 (``ptxas -v``), shared-memory instructions and barriers, lane shuffles, and the largest instruction
-classes. ``--out DIR`` also writes ``NAME.sass``. Nothing is timed: these are counts.
+classes. ``--out DIR`` also writes ``NAME.sass``. ``--against DIR`` compares each kernel's SASS with
+``DIR/NAME.sass`` byte for byte (``same`` / ``DIFFERS`` after its line, exit 1 on a difference;
+tools/sass_compare.py, as tools/hopper_sass.py): write ``--out REF`` on the old code, then run the
+new code ``--against REF`` with the same options to show a change leaves the machine code as it
+was. Nothing is timed: these are counts.
 """
 
 from __future__ import annotations
@@ -30,6 +35,12 @@ from triton.backends.nvidia.compiler import get_ptxas
 from triton.compiler import ASTSource
 
 from zyfa.kernels.triton import hadamard_fp8 as H
+
+# tools/sass_compare.py: this folder is on sys.path when the tool runs as a script, not under python3 -P
+# (the H200 scripts) or when a test loads it from its file
+if str(Path(__file__).resolve().parent) not in sys.path:
+    sys.path.append(str(Path(__file__).resolve().parent))
+from sass_compare import HELP as AGAINST_HELP, check_dir, compare  # noqa: E402
 
 NVDISASM = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "nvdisasm"
 SHARED, BARRIER, SHUFFLE = r"(LDS|STS|LDSM|STSM)\b", r"BAR\b", r"SHFL\b"  # opcode patterns for Counts.count
@@ -159,7 +170,9 @@ def main(argv=None) -> int:
                     help="per token (one kernel) or per head (amax pass + quantise pass, counted together)")
     ap.add_argument("--out", type=Path, help="also write NAME.sass here (created)")
     ap.add_argument("--force", action="store_true", help="overwrite existing NAME.sass in --out")
+    ap.add_argument("--against", type=Path, metavar="DIR", help=AGAINST_HELP)
     a = ap.parse_args(argv)
+    check_dir(ap, a.against)
     launches = kernels(a.headdim, not a.no_rope, a.granularity)
     if a.out is not None:
         a.out.mkdir(parents=True, exist_ok=True)
@@ -170,14 +183,22 @@ def main(argv=None) -> int:
           f"RoPE {'off' if a.no_rope else 'on'}; static SASS per element (per head: both passes)")
     print(f"{'kernel':<20} {'instr/elem':>10} {'regs':>5} {'spill B':>8} {'smem ld/st':>10} {'bar':>4} {'shfl':>5}  "
           "largest classes")
+    differ = 0
     for name, parts in launches.items():
         c = total(parts)
         top = ", ".join(f"{op} {n}" for op, n in sorted(c.classes.items(), key=lambda kv: -kv[1])[:5])
         smem, bar, shfl = c.count(SHARED), c.count(BARRIER), c.count(SHUFFLE)
-        print(f"{name:<20} {c.per_element:>10.2f} {c.registers:>5} {c.spill_bytes:>8} {smem:>10} {bar:>4} {shfl:>5}  {top}")
-        if a.out is not None:
-            (a.out / f"{name}.sass").write_text("".join(sass(compile_sm90(k, const)) for k, const, _ in parts))
-    return 0
+        line = f"{name:<20} {c.per_element:>10.2f} {c.registers:>5} {c.spill_bytes:>8} {smem:>10} {bar:>4} {shfl:>5}  {top}"
+        if a.out is not None or a.against is not None:
+            listing = "".join(sass(compile_sm90(k, const)) for k, const, _ in parts)
+            if a.out is not None:
+                (a.out / f"{name}.sass").write_text(listing)
+            if a.against is not None:
+                same, word = compare(listing, a.against / f"{name}.sass")
+                differ += not same
+                line += f"  [{word}]"
+        print(line)
+    return 1 if differ else 0
 
 
 if __name__ == "__main__":

@@ -26,6 +26,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+# tools/sass_compare.py: this folder is on sys.path when the tool runs as a script, not under python3 -P
+# (the H200 scripts) or when a test loads it from its file
+if str(Path(__file__).resolve().parent) not in sys.path:
+    sys.path.append(str(Path(__file__).resolve().parent))
+from sass_compare import HELP as AGAINST_HELP, check_dir, compare  # noqa: E402
+
 # read by the DSL when it is imported: the target (no GPU to detect it from), keep the cubin on disk,
 # compile afresh every time (a cached compile does not write the cubin)
 _DUMP = tempfile.mkdtemp(prefix="hopper_sass_")
@@ -85,15 +91,14 @@ def main(argv=None) -> int:
                                  epilog="configurations: " + ", ".join(CONFIGS))
     ap.add_argument("out_dir", type=Path, help="folder for NAME.sass (created)")
     ap.add_argument("--only", nargs="+", metavar="NAME", help="these configurations only")
-    ap.add_argument("--against", type=Path, metavar="DIR", help="compare with DIR/NAME.sass; exit 1 on a difference")
+    ap.add_argument("--against", type=Path, metavar="DIR", help=AGAINST_HELP)
     ap.add_argument("--force", action="store_true", help="overwrite existing NAME.sass in OUT_DIR")
     a = ap.parse_args(argv)
     names = a.only or list(CONFIGS)
     unknown = [n for n in names if n not in CONFIGS]
     if unknown:
         ap.error(f"--only: unknown configuration {', '.join(unknown)} (known: {', '.join(CONFIGS)})")
-    if a.against is not None and not a.against.is_dir():
-        ap.error(f"--against: {a.against} is not a folder")
+    check_dir(ap, a.against)
     a.out_dir.mkdir(parents=True, exist_ok=True)
     exists = [n for n in names if (a.out_dir / f"{n}.sass").exists()]
     if exists and not a.force:
@@ -114,10 +119,9 @@ def main(argv=None) -> int:
         n = sum(1 for line in sass.splitlines() if _INSTRUCTION.match(line))
         line = f"{name:24s} sha256 {hashlib.sha256(sass.encode()).hexdigest()[:16]}  {n} instructions"
         if a.against is not None:
-            ref = a.against / f"{name}.sass"
-            same = ref.is_file() and ref.read_text() == sass
+            same, word = compare(sass, a.against / f"{name}.sass")
             differ += not same
-            line += "  same" if same else ("  DIFFERS" if ref.is_file() else "  (no reference)")
+            line += f"  {word}"
         print(line, flush=True)
     return 1 if differ else 0
 

@@ -166,6 +166,27 @@ def test_sass_tool_prints_every_variant_and_keeps_its_files(tmp_path, capsys):
     assert "--force overwrites" in capsys.readouterr().err
 
 
+def test_sass_tool_against_a_reference(tmp_path, capsys):
+    """--against REF: every kernel's listing compared with REF/NAME.sass byte for byte; the same code
+    gives "[same]" for all and exit 0; one edited byte, or a missing file, fails that kernel, exit 1."""
+    ref = tmp_path / "ref"
+    assert hadamard_sass.main(["--headdim", "16", "--out", str(ref)]) == 0
+    capsys.readouterr()
+    assert hadamard_sass.main(["--headdim", "16", "--against", str(ref)]) == 0
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith(tuple(H.VARIANTS) + ("rope_pass",))]
+    assert len(lines) == len(H.VARIANTS) + 2 and all(ln.endswith("[same]") for ln in lines), lines
+    edited = ref / "lean.sass"
+    edited.write_text(edited.read_text().replace("F", "G", 1))
+    (ref / "rows.sass").unlink()
+    assert hadamard_sass.main(["--headdim", "16", "--against", str(ref)]) == 1
+    out = capsys.readouterr().out
+    assert re.search(r"^lean\s.*\[DIFFERS\]$", out, re.M) and re.search(r"^rows\s.*\[\(no reference\)\]$", out, re.M)
+    assert re.search(r"^run25\s.*\[same\]$", out, re.M), out
+    with pytest.raises(SystemExit):
+        hadamard_sass.main(["--headdim", "16", "--against", str(tmp_path / "none")])
+    assert "--against:" in capsys.readouterr().err
+
+
 # -- variant "rows": the per-element budget, counted in SASS for sm_90a (tools/hadamard_sass.py) ----
 
 @pytest.mark.parametrize("d, rope", [(128, True), (128, False), (64, True)])
