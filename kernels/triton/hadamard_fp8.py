@@ -210,16 +210,21 @@ def _rope_chunks(x, COS, SIN, offs_s, stride_cs, S, C: tl.constexpr, BLOCK_S: tl
 
 
 @triton.jit
-def _rotated_rows(X, COS, SIN, off_b, off_h, offs_s, stride_b, stride_s, stride_h, stride_cs, S, D: tl.constexpr,
-                  BLOCK_S: tl.constexpr, INV_SQRT_D: tl.constexpr, ROTATE: tl.constexpr, ROPE: tl.constexpr,
-                  TABLES_X: tl.constexpr):
+def _program_rows(X, COS, SIN, stride_b, stride_s, stride_h, stride_cs, H, S, D: tl.constexpr, BLOCK_S: tl.constexpr,
+                  INV_SQRT_D: tl.constexpr, ROTATE: tl.constexpr, ROPE: tl.constexpr, TABLES_X: tl.constexpr):
+    """The prologue of the [D/8, rows, 8] kernels: this program's (batch, head) = program_id(1) and
+    positions offs_s [BLOCK_S] (block program_id(0)), and its rows of X as fp32 [D/8, BLOCK_S, 8]
+    (zero past S), RoPE'd if ROPE and rotated (times INV_SQRT_D) if ROTATE: (off_b, off_h, offs_s, x)."""
+    off_b = tl.program_id(1) // H
+    off_h = tl.program_id(1) % H
+    offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
     x = tl.load(X + _offsets(off_b, off_h, offs_s, stride_b, stride_s, stride_h, D, 8),
                 mask=offs_s[None, :, None] < S, other=0.0).to(tl.float32)
     if ROPE:
         x = _rope_chunks(x, COS, SIN, offs_s, stride_cs, S, D // 8, BLOCK_S, 8, TABLES_X)
     if ROTATE:
         x = _rotate(x, D // 8, BLOCK_S, 8, INV_SQRT_D)
-    return x
+    return off_b, off_h, offs_s, x
 
 
 @triton.jit
@@ -265,11 +270,8 @@ def _hadamard_fp8_token(X, Y, DS, COS, SIN, stride_xb, stride_xs, stride_xh, str
                         INV_SQRT_D: tl.constexpr, OUT_F32: tl.constexpr, ROTATE: tl.constexpr, ROPE: tl.constexpr,
                         TABLES_X: tl.constexpr = False, CLAMP: tl.constexpr = True,
                         SIGN_BITS: tl.constexpr = False):
-    off_b = tl.program_id(1) // H
-    off_h = tl.program_id(1) % H
-    offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
-    y = _rotated_rows(X, COS, SIN, off_b, off_h, offs_s, stride_xb, stride_xs, stride_xh, stride_cs, S, D, BLOCK_S,
-                      INV_SQRT_D, ROTATE, ROPE, TABLES_X)
+    off_b, off_h, offs_s, y = _program_rows(X, COS, SIN, stride_xb, stride_xs, stride_xh, stride_cs, H, S, D,
+                                            BLOCK_S, INV_SQRT_D, ROTATE, ROPE, TABLES_X)
     # -- per-token descale = amax / 448 (1 for an all-zero row); codes = RNE(x / descale) ----
     descale = tl.div_rn(_row_amax(y), 448.0)  # NaN / inf stay: the wrapper checks the descales
     descale = tl.where(descale == 0.0, 1.0, descale)
@@ -282,11 +284,8 @@ def _hadamard_fp8_token(X, Y, DS, COS, SIN, stride_xb, stride_xs, stride_xh, str
 def _hadamard_amax_head(X, AMAX, COS, SIN, stride_xb, stride_xs, stride_xh, stride_cs, H, GROUP, S, D: tl.constexpr,
                         BLOCK_S: tl.constexpr, INV_SQRT_D: tl.constexpr, ROTATE: tl.constexpr, ROPE: tl.constexpr,
                         TABLES_X: tl.constexpr = False):
-    off_b = tl.program_id(1) // H
-    off_h = tl.program_id(1) % H
-    offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
-    y = _rotated_rows(X, COS, SIN, off_b, off_h, offs_s, stride_xb, stride_xs, stride_xh, stride_cs, S, D, BLOCK_S,
-                      INV_SQRT_D, ROTATE, ROPE, TABLES_X)
+    off_b, off_h, offs_s, y = _program_rows(X, COS, SIN, stride_xb, stride_xs, stride_xh, stride_cs, H, S, D,
+                                            BLOCK_S, INV_SQRT_D, ROTATE, ROPE, TABLES_X)
     amax = tl.reduce(tl.reshape(_row_amax(y), [BLOCK_S]), 0, _max_nan)
     # NaN -> inf before the atomic (its float max is an integer max on the bits): the wrapper
     # rejects a non-finite amax
@@ -299,11 +298,8 @@ def _hadamard_fp8_head(X, Y, AMAX, DS, COS, SIN, stride_xb, stride_xs, stride_xh
                        OUT_F32: tl.constexpr, ROTATE: tl.constexpr, ROPE: tl.constexpr,
                        TABLES_X: tl.constexpr = False, CLAMP: tl.constexpr = True,
                        SIGN_BITS: tl.constexpr = False):
-    off_b = tl.program_id(1) // H
-    off_h = tl.program_id(1) % H
-    offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
-    y = _rotated_rows(X, COS, SIN, off_b, off_h, offs_s, stride_xb, stride_xs, stride_xh, stride_cs, S, D, BLOCK_S,
-                      INV_SQRT_D, ROTATE, ROPE, TABLES_X)
+    off_b, off_h, offs_s, y = _program_rows(X, COS, SIN, stride_xb, stride_xs, stride_xh, stride_cs, H, S, D,
+                                            BLOCK_S, INV_SQRT_D, ROTATE, ROPE, TABLES_X)
     group = off_b * (H // GROUP) + off_h // GROUP
     descale = tl.div_rn(tl.load(AMAX + group), 448.0)
     descale = tl.where(descale == 0.0, 1.0, descale)
@@ -317,11 +313,8 @@ def _hadamard_fp8_head(X, Y, AMAX, DS, COS, SIN, stride_xb, stride_xs, stride_xh
 def _rope_kernel(X, Y, COS, SIN, stride_xb, stride_xs, stride_xh, stride_yb, stride_ys, stride_yh, stride_cs,
                  H, S, D: tl.constexpr, BLOCK_S: tl.constexpr, OUT_F32: tl.constexpr, TABLES_X: tl.constexpr = False):
     """RoPE alone, x's dtype out: the pass a model makes anyway (the fused kernel's baseline)."""
-    off_b = tl.program_id(1) // H
-    off_h = tl.program_id(1) % H
-    offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
-    y = _rotated_rows(X, COS, SIN, off_b, off_h, offs_s, stride_xb, stride_xs, stride_xh, stride_cs, S, D, BLOCK_S,
-                      1.0, False, True, TABLES_X)
+    off_b, off_h, offs_s, y = _program_rows(X, COS, SIN, stride_xb, stride_xs, stride_xh, stride_cs, H, S, D,
+                                            BLOCK_S, 1.0, False, True, TABLES_X)
     ptrs = Y + _offsets(off_b, off_h, offs_s, stride_yb, stride_ys, stride_yh, D, 8)
     if OUT_F32:  # interpreter: its fp32 -> bf16 / fp16 cast is not RNE, the wrapper casts on the host
         tl.store(ptrs, y, mask=offs_s[None, :, None] < S)
