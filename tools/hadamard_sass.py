@@ -3,6 +3,7 @@
 
 Usage: ``python3 tools/hadamard_sass.py [--headdim 128] [--no-rope] [--granularity token] [--out DIR] [--force]
 [--against DIR]``
+       ``python3 tools/hadamard_sass.py --sweep [--jobs N]``  (the launches of ``fused_rope_quant.py --sweep``)
 
 Compiles each kernel variant of ``zyfa.kernels.triton.hadamard_fp8`` (per token or, with
 ``--granularity head``, its two passes; RoPE tables on, bf16 input, the launch the wrapper makes) with the installed Triton (3.9 on the CPU box, 3.6 on the
@@ -16,12 +17,20 @@ classes. ``--out DIR`` also writes ``NAME.sass``. ``--against DIR`` compares eac
 tools/sass_compare.py, as tools/hopper_sass.py): write ``--out REF`` on the old code, then run the
 new code ``--against REF`` with the same options to show a change leaves the machine code as it
 was. Nothing is timed: these are counts.
+
+``--sweep``: the same counts for every launch of ``benchmarks/fused_rope_quant.py``'s ``SWEEP``
+(variant, rows per program, warps, ``maxnreg`` register cap; d128, RoPE, bf16), plus the warps per
+SM its registers allow (sm_90: 65536 registers per SM allocated per warp in units of 256, at most 64
+warps and 32 programs; shared memory is not the limit for these kernels), i.e. whether a cap buys
+occupancy and what it costs in spill bytes. ``--jobs N`` compiles N launches at once.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import importlib.util
+import multiprocessing
 import re
 import subprocess
 import sys
@@ -118,22 +127,23 @@ def counts(compiled, elements_per_thread: int) -> Counts:
 
 
 def kernels(d: int = 128, rope: bool = True, granularity: str = "token",
-            num_warps: int = H.NUM_WARPS) -> dict[str, list[tuple[str, dict, int]]]:
+            num_warps: int = H.NUM_WARPS, block_s: int | None = None) -> dict[str, list[tuple[str, dict, int]]]:
     """name -> [(kernel, constexprs, elements per thread), ...] of the launches the wrapper makes for
     ``granularity`` (bf16 x, RoPE tables if ``rope``; per head: the amax pass, then the quantise pass):
-    every variant, and (per token) the two RoPE passes alone."""
+    every variant, and (per token) the two RoPE passes alone. ``block_s``: rows per program of the
+    fused kernels (default: the wrapper's at ``num_warps``; at least one row per thread)."""
     threads = 32 * num_warps
     out = {}
     for name, flags in H.VARIANTS.items():
         if flags["ROWS"]:
-            rows = H.ROWS_PER_WARP * num_warps
+            rows = block_s or H.ROWS_PER_WARP * num_warps
             const = dict(D=d, BLOCK_S=rows, ROTATE=True, ROPE=rope, WORDS=True)
             quantise = dict(const, NEG_INV_SQRT_D=-(d ** -0.5), OUT_F32=False)
             out[name] = ([("_hadamard_fp8_token_rows", quantise, rows * d // threads)] if granularity == "token" else
                          [("_hadamard_amax_head_rows", dict(const, INV_SQRT_D=d ** -0.5), rows * d // threads),
                           ("_hadamard_fp8_head_rows", quantise, rows * d // threads)])
         else:
-            rows = (H.BLOCK_S_ROPE if rope else H.BLOCK_S)[granularity] * num_warps // H.NUM_WARPS
+            rows = block_s or (H.BLOCK_S_ROPE if rope else H.BLOCK_S)[granularity] * num_warps // H.NUM_WARPS
             const = dict(D=d, BLOCK_S=rows, INV_SQRT_D=d ** -0.5, ROTATE=True, ROPE=rope, TABLES_X=flags["TABLES_X"])
             quantise = dict(const, OUT_F32=False, CLAMP=flags["CLAMP"], SIGN_BITS=flags["SIGN_BITS"])
             out[name] = ([("_hadamard_fp8_token", quantise, rows * d // threads)] if granularity == "token" else
@@ -149,10 +159,10 @@ def kernels(d: int = 128, rope: bool = True, granularity: str = "token",
     return out
 
 
-def total(launches: list[tuple[str, dict, int]]) -> Counts:
+def total(launches: list[tuple[str, dict, int]], num_warps: int = H.NUM_WARPS, maxnreg: int | None = None) -> Counts:
     """Counts of a sequence of launches over the same elements: instructions and classes added,
     registers and spills the largest of them."""
-    parts = [counts(compile_sm90(kernel, const), n) for kernel, const, n in launches]
+    parts = [counts(compile_sm90(kernel, const, num_warps, maxnreg=maxnreg), n) for kernel, const, n in launches]
     classes = collections.Counter()
     for c in parts:
         classes.update(c.classes)
@@ -160,6 +170,48 @@ def total(launches: list[tuple[str, dict, int]]) -> Counts:
     assert len(per_thread) == 1, "launches over different elements per thread"
     return Counts(sum(c.instructions for c in parts), per_thread.pop(), max(c.registers for c in parts),
                   max(c.spill_bytes for c in parts), dict(classes))
+
+
+def warps_per_sm(registers: int, num_warps: int) -> int:
+    """Warps of whole programs that fit an sm_90 SM by registers (65536, allocated per warp in units of
+    256), at most 64 warps and 32 programs."""
+    per_warp = -(-registers * 32 // 256) * 256
+    programs = min(65536 // per_warp // num_warps, 64 // num_warps, 32)
+    return programs * num_warps
+
+
+def load_sweep() -> list[tuple]:
+    """``SWEEP`` of benchmarks/fused_rope_quant.py (the launches H200 run 33 times), read from its file."""
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "fused_rope_quant.py"
+    spec = importlib.util.spec_from_file_location("fused_rope_quant", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.SWEEP
+
+
+def _sweep_line(point: tuple, d: int = 128) -> str:
+    granularity, variant, block_s, num_warps, maxnreg = point
+    c = total(kernels(d, True, granularity, num_warps, block_s)[variant], num_warps, maxnreg)
+    return (f"{granularity:<6} {variant:<6} {block_s:>5} {num_warps:>5} {str(maxnreg or '-'):>7} {c.per_element:>10.2f} "
+            f"{c.registers:>5} {c.spill_bytes:>8} {warps_per_sm(c.registers, num_warps):>8}")
+
+
+def sweep(jobs: int) -> int:
+    """Prints the counts of every ``SWEEP`` launch (d128, RoPE on, bf16 x; per head both passes)."""
+    points = load_sweep()
+    print(f"triton {triton.__version__}, sm_90a, d128, RoPE on, bf16 x; static SASS per element (per head: both "
+          "passes); warps/SM: what the registers allow")
+    print(f"{'gran':<6} {'var':<6} {'rows':>5} {'warps':>5} {'maxnreg':>7} {'instr/elem':>10} {'regs':>5} "
+          f"{'spill B':>8} {'warps/SM':>8}")
+    if jobs > 1:  # fork: the workers inherit the loaded modules (Triton compiles on the CPU only)
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            lines = pool.imap(_sweep_line, points)
+            for line in lines:
+                print(line, flush=True)
+    else:
+        for point in points:
+            print(_sweep_line(point), flush=True)
+    return 0
 
 
 def main(argv=None) -> int:
@@ -171,8 +223,18 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, help="also write NAME.sass here (created)")
     ap.add_argument("--force", action="store_true", help="overwrite existing NAME.sass in --out")
     ap.add_argument("--against", type=Path, metavar="DIR", help=AGAINST_HELP)
+    ap.add_argument("--sweep", action="store_true",
+                    help="count every launch of benchmarks/fused_rope_quant.py's SWEEP instead (d128, RoPE)")
+    ap.add_argument("--jobs", type=int, default=1, help="--sweep: compile this many launches at once (default 1)")
     a = ap.parse_args(argv)
     check_dir(ap, a.against)
+    if a.jobs < 1:
+        ap.error(f"--jobs must be >= 1, got {a.jobs}")
+    if a.sweep:
+        if a.out is not None or a.against is not None or a.granularity != "token" or a.headdim != 128 or a.no_rope:
+            ap.error("--sweep counts its own launches (d128, RoPE, both granularities): drop --out, --against, "
+                     "--granularity, --headdim and --no-rope")
+        return sweep(a.jobs)
     launches = kernels(a.headdim, not a.no_rope, a.granularity)
     if a.out is not None:
         a.out.mkdir(parents=True, exist_ok=True)

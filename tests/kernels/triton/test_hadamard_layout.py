@@ -247,3 +247,22 @@ def test_rows_variant_reads_words_only_from_aligned_bf16():
     assert not H._words(base[..., 1:129])  # even strides, the start 2 bytes off
     assert not H._words(torch.zeros(1, 4, 2, 129, dtype=torch.bfloat16)[..., 1:])  # odd strides
     assert not H._words(torch.zeros(1, 4, 2, 128, dtype=torch.float16))
+
+
+def test_sweep_register_cap_trades_spills_for_warps():
+    """tools/hadamard_sass.py --sweep (the launches of fused_rope_quant.py --sweep, H200 run 33): the
+    "rows" kernel per token at 64 rows x 2 warps under maxnreg 128 obeys the cap, which lets 16 warps
+    share an SM instead of 12 (168 registers uncapped, H200 run 32's ncu) and costs spill stores: a row
+    of 128 fp32 channels is 128 registers by itself."""
+    c = hadamard_sass.total(hadamard_sass.kernels(128, True, "token", 2, 64)["rows"], 2, 128)
+    assert c.registers <= 128 and c.spill_bytes > 0, (c.registers, c.spill_bytes)
+    assert hadamard_sass.warps_per_sm(c.registers, 2) == 16 and hadamard_sass.warps_per_sm(168, 2) == 12
+    assert hadamard_sass.warps_per_sm(168, 8) == 8 and hadamard_sass.warps_per_sm(32, 1) == 32  # whole programs; 32 max
+    sweep = hadamard_sass.load_sweep()
+    assert ("token", "rows", 64, 2, 128) in sweep and all(len(p) == 5 for p in sweep)
+
+
+def test_sass_tool_sweep_refuses_options_it_ignores(capsys):
+    with pytest.raises(SystemExit):
+        hadamard_sass.main(["--sweep", "--granularity", "head"])
+    assert "--sweep counts its own launches" in capsys.readouterr().err

@@ -157,6 +157,12 @@ def test_rope_pass_equals_torch_path(results, case):
     assert results[f"rope_only_rows_{case}"] == {"equal": True, "dtype_kept": True}  # the "rows" form
 
 
+def test_sweep_launches_equal_torch_path(results):
+    # benchmarks/fused_rope_quant.py --sweep (H200 run 33): every launch it times gives the torch path's bits
+    equal = results["sweep_launches"]
+    assert len(equal) >= 20 and all(equal.values()), [k for k, v in equal.items() if not v]
+
+
 @pytest.mark.parametrize("case", [f"hadamard_nonfinite_{g}_{k}" for g in ("head", "token") for k in ("nan", "inf")]
                          + [f"rows_hadamard_nonfinite_{g}_{k}" for g in ("head", "token") for k in ("nan", "inf")])
 def test_fused_hadamard_quantise_rejects_non_finite(results, case):

@@ -5,10 +5,12 @@ must be set before triton is imported). Compares against ``spec_fp8_magic`` (a d
 transcription of docs/numerics.md, magic rounding) and the fp64 oracle backend.
 """
 
+import importlib.util
 import itertools
 import json
 import math
 import os
+from pathlib import Path
 
 import torch
 
@@ -269,7 +271,30 @@ def main():
     results.update(fixed_config_cases())
     results.update(nan_checks_switch())
     results.update(first_nan_keys_cases())
+    results.update(sweep_cases())
     print(json.dumps(results))
+
+
+def sweep_cases():
+    """Every launch of benchmarks/fused_rope_quant.py's SWEEP (H200 run 33: rows per program, warps,
+    maxnreg) through the wrapper against the torch path, bf16 with RoPE: 70 positions x 3 heads, so
+    per token the blocks of 32-256 rows end inside the tensor or past it, per head 64 / 128 positions
+    too. (The interpreter ignores warps and the register cap; the GPU run checks those bits.)"""
+    path = Path(__file__).resolve().parents[3] / "benchmarks" / "fused_rope_quant.py"
+    spec = importlib.util.spec_from_file_location("fused_rope_quant", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    x = torch.randn(1, 70, 3, 64, generator=torch.Generator().manual_seed(11)).bfloat16()
+    x[0, 5, 1] = 0.0  # a zero row: descale 1, RoPE makes -0
+    cos, sin = numerics.rope_tables(70, 64, offset=1000)
+    equal = {}
+    for gran, variant, block_s, warps, cap in bench.SWEEP:
+        ref8, ref_ds = numerics.quantize_fp8(numerics.hadamard(numerics.rope(x, cos, sin)), gran)
+        x8, ds = hadamard_quantize_fp8(x, gran, block_s=block_s, num_warps=warps, cos=cos, sin=sin, variant=variant,
+                                       maxnreg=cap)
+        equal[bench.sweep_name(gran, variant, block_s, warps, cap)] = bool(
+            torch.equal(x8.view(torch.uint8), ref8.view(torch.uint8)) and torch.equal(ds, ref_ds))
+    return {"sweep_launches": equal}
 
 
 def fixed_config_cases():
