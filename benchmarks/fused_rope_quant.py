@@ -88,7 +88,10 @@ SWEEP = ([("token", "rows", 32 * w, w, cap) for w in (1, 2, 4, 8) for cap in SWE
          + [("token", "rows", 32 * w, w, 136) for w in (1, 2)]
          + [("token", "rows", 64 * w, w, None) for w in (1, 2)]
          + [("head", "rows", 32 * w, w, cap) for w in (2, 4) for cap in (None, 128)]
-         + [("head", "lean", 64, 4, cap) for cap in (128, 96)])
+         + [("head", "lean", 64, 4, cap) for cap in (128, 96)]
+         # variant "pairs" (a row in two threads: 16 rows per warp, 88-96 registers, 5 programs of 4 warps per SM)
+         + [("token", "pairs", 16 * w, w, None) for w in (1, 2, 4, 8)]
+         + [("head", "pairs", 16 * w, w, None) for w in (2, 4)])
 SWEEP_ROPE = (16, 32, 64, 128)  # rows per program of run 25's RoPE pass (4 warps; run 32's fastest: 32)
 
 

@@ -58,8 +58,11 @@ _INSTRUCTION = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z
 _TYPES = {
     "_hadamard_fp8_token": ["*bf16", "*fp8e4nv", "*fp32", "*fp32", "*fp32"] + ["i32"] * 11,
     "_hadamard_fp8_token_rows": ["*bf16", "*fp8e4nv", "*fp32", "*fp32", "*fp32"] + ["i32"] * 11,
+    "_hadamard_fp8_token_pairs": ["*bf16", "*fp8e4nv", "*fp32", "*fp32", "*fp32"] + ["i32"] * 11,
     "_hadamard_amax_head": ["*bf16", "*fp32", "*fp32", "*fp32"] + ["i32"] * 7,
     "_hadamard_fp8_head": ["*bf16", "*fp8e4nv", "*fp32", "*fp32", "*fp32", "*fp32"] + ["i32"] * 10,
+    "_hadamard_amax_head_pairs": ["*bf16", "*fp32", "*fp32", "*fp32"] + ["i32"] * 7,
+    "_hadamard_fp8_head_pairs": ["*bf16", "*fp8e4nv", "*fp32", "*fp32", "*fp32", "*fp32"] + ["i32"] * 10,
     "_hadamard_amax_head_rows": ["*bf16", "*fp32", "*fp32", "*fp32"] + ["i32"] * 7,
     "_hadamard_fp8_head_rows": ["*bf16", "*fp8e4nv", "*fp32", "*fp32", "*fp32", "*fp32"] + ["i32"] * 10,
     "_rope_kernel": ["*bf16", "*bf16", "*fp32", "*fp32"] + ["i32"] * 9,
@@ -136,12 +139,13 @@ def kernels(d: int = 128, rope: bool = True, granularity: str = "token",
     out = {}
     for name, flags in H.VARIANTS.items():
         if flags["ROWS"]:
-            rows = block_s or H.ROWS_PER_WARP * num_warps
+            form = "pairs" if flags["PAIRS"] else "rows"
+            rows = block_s or (H.PAIR_ROWS_PER_WARP if flags["PAIRS"] else H.ROWS_PER_WARP) * num_warps
             const = dict(D=d, BLOCK_S=rows, ROTATE=True, ROPE=rope, WORDS=True)
             quantise = dict(const, NEG_INV_SQRT_D=-(d ** -0.5), OUT_F32=False)
-            out[name] = ([("_hadamard_fp8_token_rows", quantise, rows * d // threads)] if granularity == "token" else
-                         [("_hadamard_amax_head_rows", dict(const, INV_SQRT_D=d ** -0.5), rows * d // threads),
-                          ("_hadamard_fp8_head_rows", quantise, rows * d // threads)])
+            out[name] = ([(f"_hadamard_fp8_token_{form}", quantise, rows * d // threads)] if granularity == "token" else
+                         [(f"_hadamard_amax_head_{form}", dict(const, INV_SQRT_D=d ** -0.5), rows * d // threads),
+                          (f"_hadamard_fp8_head_{form}", quantise, rows * d // threads)])
         else:
             rows = block_s or (H.BLOCK_S_ROPE if rope else H.BLOCK_S)[granularity] * num_warps // H.NUM_WARPS
             const = dict(D=d, BLOCK_S=rows, INV_SQRT_D=d ** -0.5, ROTATE=True, ROPE=rope, TABLES_X=flags["TABLES_X"])

@@ -118,11 +118,15 @@ CHUNK = 8  # channels per chunk: one 16-byte bf16 load per thread
 # per-token kernel executes (ncu, run 16).
 # "rows" (built after run 16, counted for sm_90a, not timed): its own kernels, one row per thread, see
 # _hadamard_fp8_token_rows and _hadamard_amax_head_rows.
-VARIANTS = {"run25": dict(TABLES_X=False, CLAMP=True, SIGN_BITS=False, ROWS=False),
-            "tables_x": dict(TABLES_X=True, CLAMP=True, SIGN_BITS=False, ROWS=False),
-            "tables_x_noclamp": dict(TABLES_X=True, CLAMP=False, SIGN_BITS=False, ROWS=False),
-            "lean": dict(TABLES_X=False, CLAMP=False, SIGN_BITS=True, ROWS=False),
-            "rows": dict(TABLES_X=False, CLAMP=False, SIGN_BITS=False, ROWS=True)}
+# "pairs" (built after run 32, counted for sm_90a, not timed): "rows" with each row in two threads,
+# see _hadamard_fp8_token_pairs; ROWS is set (the same wrapper path, RoPE pass and flags), PAIRS picks
+# its kernels.
+VARIANTS = {"run25": dict(TABLES_X=False, CLAMP=True, SIGN_BITS=False, ROWS=False, PAIRS=False),
+            "tables_x": dict(TABLES_X=True, CLAMP=True, SIGN_BITS=False, ROWS=False, PAIRS=False),
+            "tables_x_noclamp": dict(TABLES_X=True, CLAMP=False, SIGN_BITS=False, ROWS=False, PAIRS=False),
+            "lean": dict(TABLES_X=False, CLAMP=False, SIGN_BITS=True, ROWS=False, PAIRS=False),
+            "rows": dict(TABLES_X=False, CLAMP=False, SIGN_BITS=False, ROWS=True, PAIRS=False),
+            "pairs": dict(TABLES_X=False, CLAMP=False, SIGN_BITS=False, ROWS=True, PAIRS=True)}
 DEFAULT_VARIANT = "run25"  # H200 run 16: per token 0.380 ms vs tables_x 0.429 ms (64 rows, Q + K)
 TINY_DESCALE: tl.constexpr = tl.constexpr(2.0 ** -100)  # below it the block divides with div_rn (1 / descale could overflow)
 TINY_SCALE: tl.constexpr = tl.constexpr(2.0 ** 64)  # "rows": such a row divides hn 2^64 by descale 2^64 instead
@@ -372,15 +376,16 @@ def _halves(x):
 
 
 @triton.jit
-def _load_row_pieces(X, xrow, D: tl.constexpr, WORDS: tl.constexpr):
-    """The rows at element offsets xrow [rows, 1] as D/4 fp32 pieces [rows, 4], 16 bytes per load (bf16)."""
+def _load_row_pieces(X, xrow, D: tl.constexpr, WORDS: tl.constexpr, GAP: tl.constexpr = 0):
+    """The rows at element offsets xrow [rows, 1] as D/4 fp32 pieces [rows, 4], 16 bytes per load (bf16).
+    ``GAP``: the second D/2 channels start GAP channels further ("pairs": a thread's two blocks)."""
     pieces = ()
     for c in tl.static_range(D // 8):
         if WORDS:
             x = _bf16_words_f32(tl.load(X.to(tl.pointer_type(tl.uint32), bitcast=True) + (xrow >> 1) + 4 * c
-                                        + tl.arange(0, 4)[None, :]))
+                                        + GAP * (16 * c // D) // 2 + tl.arange(0, 4)[None, :]))
         else:
-            x = tl.load(X + xrow + 8 * c + tl.arange(0, 8)[None, :]).to(tl.float32)
+            x = tl.load(X + xrow + 8 * c + GAP * (16 * c // D) + tl.arange(0, 8)[None, :]).to(tl.float32)
         lo, hi = _halves(x)
         pieces = pieces + (lo, hi)
     return pieces
@@ -411,15 +416,22 @@ def _butterfly_in_piece(x, HALF: tl.constexpr):
 
 
 @triton.jit
-def _rotate_pieces(pieces, P: tl.constexpr, ROTATE: tl.constexpr, SCALE: tl.constexpr):
+def _rotate_pieces(pieces, P: tl.constexpr, ROTATE: tl.constexpr, SCALE: tl.constexpr, PAIR: tl.constexpr = False):
     """Walsh-Hadamard transform of rows held as P pieces (if ROTATE), Sylvester order, stage by stage as
-    zyfa.numerics.hadamard (half = 1, 2 inside the pieces, then 4, 8, ... across them), times SCALE."""
+    zyfa.numerics.hadamard (half = 1, 2 inside the pieces, then 4, 8, ... across them), times SCALE.
+    ``PAIR`` ("pairs": a row in two threads, each holding P pieces, two blocks of P/2): the stage across
+    the pair (_pair_butterfly) comes before the one across the blocks."""
     out = pieces
     if ROTATE:
         out = ()
         for p in tl.static_range(P):
             out = out + (_butterfly_in_piece(_butterfly_in_piece(pieces[p], 1), 2),)
         for k in tl.static_range(6):  # half = 2^k pieces, while below P: log2(P) stages
+            if PAIR and (1 << k) == P // 2:
+                prev = out
+                out = ()
+                for p in tl.static_range(P):
+                    out = out + (_pair_butterfly(prev[p]),)
             if (1 << k) < P:
                 prev = out
                 out = ()
@@ -449,10 +461,11 @@ def _e4m3_word(x):
 
 
 @triton.jit
-def _row_origin(S, H, BLOCK_S: tl.constexpr):
+def _row_origin(S, H, BLOCK_S: tl.constexpr, THREADS: tl.constexpr = 1):
     """(position, head) [rows, 1] of this program's rows (row r of a batch: position r // H, head r % H;
-    the last program's extra rows repeat the last row) and the mask of the real rows."""
-    rows = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
+    the last program's extra rows repeat the last row) and the mask of the real rows; with THREADS = 2
+    ("pairs") each row twice, [2 rows, 1], for the two threads that hold it."""
+    rows = tl.program_id(0) * BLOCK_S + tl.arange(0, THREADS * BLOCK_S) // THREADS
     last = tl.minimum(rows, S * H - 1)
     return (last // H)[:, None], (last % H)[:, None], rows[:, None] < S * H
 
@@ -467,11 +480,13 @@ def _rows_amax(z, P: tl.constexpr):
 
 
 @triton.jit
-def _store_codes_rows(Y, yrow, hn, descale, keep, D: tl.constexpr, BLOCK_S: tl.constexpr, OUT_F32: tl.constexpr):
+def _store_codes_rows(Y, yrow, hn, descale, keep, D: tl.constexpr, BLOCK_S: tl.constexpr, OUT_F32: tl.constexpr,
+                      GAP: tl.constexpr = 0):
     """Codes RNE(h / descale) of the pieces hn = -h (rows at element offsets yrow [rows, 1]); descale
     [rows, 1] or one value. A descale below TINY_DESCALE divides hn 2^64 by descale 2^64 (both exact,
     the same quotient, in the range where Markstein's residual is exact: test_markstein.py): one
-    multiply per element in a branch normal data never takes, instead of a div_rn copy."""
+    multiply per element in a branch normal data never takes, instead of a div_rn copy. ``GAP``: as
+    _load_row_pieces'."""
     scale = tl.where(descale < TINY_DESCALE, TINY_SCALE, 1.0)
     if tl.min(descale) < TINY_DESCALE:
         scaled = ()
@@ -486,14 +501,14 @@ def _store_codes_rows(Y, yrow, hn, descale, keep, D: tl.constexpr, BLOCK_S: tl.c
             q0 = hn[p] * nr
             q = tl.fma(tl.fma(q0, descale, hn[p]), nr, q0)  # Markstein on the negated operands: -0 stays -0
             if OUT_F32:  # interpreter: its fp32 -> fp8 cast is not RNE, the wrapper casts on the host
-                tl.store(Y + yrow + 4 * p + tl.arange(0, 4)[None, :], tl.minimum(tl.maximum(q, -448.0), 448.0),
-                         mask=keep)
+                tl.store(Y + yrow + 4 * p + GAP * (8 * p // D) + tl.arange(0, 4)[None, :],
+                         tl.minimum(tl.maximum(q, -448.0), 448.0), mask=keep)
             else:
                 words = words + (_e4m3_word(q),)
         if not OUT_F32:
             w = tl.reshape(tl.join(tl.join(words[0], words[2]), tl.join(words[1], words[3])), [BLOCK_S, 4])
-            tl.store(Y.to(tl.pointer_type(tl.uint32), bitcast=True) + (yrow >> 2) + 4 * c + tl.arange(0, 4)[None, :],
-                     w, mask=keep)
+            tl.store(Y.to(tl.pointer_type(tl.uint32), bitcast=True) + (yrow >> 2) + 4 * c + GAP * (32 * c // D) // 4
+                     + tl.arange(0, 4)[None, :], w, mask=keep)
 
 
 @triton.jit
@@ -558,6 +573,113 @@ def _hadamard_fp8_head_rows(X, Y, AMAX, DS, COS, SIN, stride_xb, stride_xs, stri
     _store_codes_rows(Y, off_b * stride_yb + off_h * stride_yh + pos * stride_ys, hn,
                       tl.full([1, 1], descale, tl.float32), offs_s[:, None] < S, D, BLOCK_S, OUT_F32)
 
+
+
+# -- variant "pairs": each row in two threads, half of "rows"' registers -----------------------
+# H200 run 32: "rows" (one row per thread, 168 registers at d128) fits 3 programs of 4 warps per SM
+# and is latency-bound (theoretical occupancy 18.75 %, DRAM 37 %, issue slots 35 %). Here the two
+# threads of a pair (lanes 2i, 2i + 1) hold one row: thread h (0, 1) channels [h D/4, (h + 1) D/4) and
+# D/2 + those, as D/8 pieces [2 rows, 4] ("rows"' helpers with GAP = D/4: the thread's second block
+# starts D/4 channels after its first ends). The tensors stay 2-D with the thread's row on the
+# lanes, as in "rows" (a 3-D [rows, 2, 4] form got the pair axis on the warps from Triton 3.6's
+# coalescing: its flip went through shared memory, 264 shared-memory instructions, 53 barriers).
+# RoPE's partner (channel f + D/2) is in the same thread; the butterflies with half < D/4 and the one
+# with half = D/2 are in-thread adds as in "rows"; only half = D/4 crosses the pair (_pair_butterfly:
+# one lane shuffle and one FMA per element). The row's amax is a max over the pair (one more
+# shuffle per row); both threads compute the descale, the lower one stores it. Headdim 64 to 256 (a
+# 16-byte store needs 16 channels per block).
+PAIR_ROWS_PER_WARP = 16
+
+
+@triton.jit
+def _pair_butterfly(x):
+    """The radix-2 stage across the threads of each pair, x [2 rows, 4] (thread 2i: channels a, thread
+    2i + 1: their partners b): a + b in the lower thread, a - b in the upper. tl.flip along the pair
+    axis hands each thread its partner's value (xor-based: bit-exact, one lane shuffle on the GPU);
+    fma(s, own, partner) with s = +1 / -1 has an exact product, so it is RN(b + a) = RN(a + b) or
+    RN(a - b), signed zeros included (a - b is a + (-b) in IEEE arithmetic)."""
+    y = tl.reshape(x, [x.shape[0] // 2, 2, 4])
+    sign = tl.where(tl.arange(0, 2)[None, :, None] == 0, 1.0, -1.0)
+    return tl.reshape(tl.fma(sign, y, tl.flip(y, 1)), [x.shape[0], 4])
+
+
+@triton.jit
+def _pair_max(m):
+    """[2 rows]: the max over each pair (NaN if either is), in both threads."""
+    y = tl.reshape(m, [m.shape[0] // 2, 2])
+    return tl.reshape(_max_nan(y, tl.flip(y, 1)), [m.shape[0]])
+
+
+@triton.jit
+def _pair_half(BLOCK_S: tl.constexpr):
+    """[2 rows, 1]: which half of its row each thread holds (0 lower, 1 upper)."""
+    return (tl.arange(0, 2 * BLOCK_S) % 2)[:, None]
+
+
+@triton.jit
+def _pair_rotated(X, COS, SIN, xrow, trow, D: tl.constexpr, ROTATE: tl.constexpr, ROPE: tl.constexpr,
+                  WORDS: tl.constexpr, SCALE: tl.constexpr):
+    """A pair's pieces of the rows at xrow [2 rows, 1] (the thread's half already added), RoPE'd with
+    table rows trow (half added) if ROPE, rotated if ROTATE, times SCALE."""
+    x = _load_row_pieces(X, xrow, D // 2, WORDS, D // 4)
+    if ROPE:
+        x = _rope_pieces(x, COS, SIN, trow, D // 2)
+    return _rotate_pieces(x, D // 8, ROTATE, SCALE, True)
+
+
+@triton.jit
+def _hadamard_fp8_token_pairs(X, Y, DS, COS, SIN, stride_xb, stride_xs, stride_xh, stride_yb, stride_ys, stride_yh,
+                              stride_db, stride_ds, stride_cs, H, S, D: tl.constexpr, BLOCK_S: tl.constexpr,
+                              NEG_INV_SQRT_D: tl.constexpr, OUT_F32: tl.constexpr, ROTATE: tl.constexpr,
+                              ROPE: tl.constexpr, WORDS: tl.constexpr):
+    """Per-token codes and descales of BLOCK_S rows of batch program_id(1), one row per pair of threads."""
+    off_b = tl.program_id(1)
+    pos, head, keep = _row_origin(S, H, BLOCK_S, 2)
+    half = _pair_half(BLOCK_S) * (D // 4)
+    hn = _pair_rotated(X, COS, SIN, off_b * stride_xb + pos * stride_xs + head * stride_xh + half,
+                       pos * stride_cs + half, D, ROTATE, ROPE, WORDS, NEG_INV_SQRT_D if ROTATE else -1.0)
+    descale = tl.div_rn(_pair_max(_rows_amax(hn, D // 8)), 448.0)[:, None]  # NaN / inf stay: the wrapper checks
+    descale = tl.where(descale == 0.0, 1.0, descale)
+    tl.store(DS + off_b * stride_db + pos * stride_ds + head, descale, mask=keep & (half == 0))
+    _store_codes_rows(Y, off_b * stride_yb + pos * stride_ys + head * stride_yh + half, hn, descale, keep, D // 2,
+                      2 * BLOCK_S, OUT_F32, D // 4)
+
+
+@triton.jit
+def _hadamard_amax_head_pairs(X, AMAX, COS, SIN, stride_xb, stride_xs, stride_xh, stride_cs, H, GROUP, S,
+                              D: tl.constexpr, BLOCK_S: tl.constexpr, INV_SQRT_D: tl.constexpr,
+                              ROTATE: tl.constexpr, ROPE: tl.constexpr, WORDS: tl.constexpr):
+    """Per-head pass 1 in the "pairs" form: as _hadamard_amax_head_rows, a row per pair of threads."""
+    off_b = tl.program_id(1) // H
+    off_h = tl.program_id(1) % H
+    pos = tl.minimum(tl.program_id(0) * BLOCK_S + tl.arange(0, 2 * BLOCK_S) // 2, S - 1)[:, None]
+    half = _pair_half(BLOCK_S) * (D // 4)
+    z = _pair_rotated(X, COS, SIN, off_b * stride_xb + off_h * stride_xh + pos * stride_xs + half,
+                      pos * stride_cs + half, D, ROTATE, ROPE, WORDS, 1.0)
+    amax = tl.reduce(_rows_amax(z, D // 8), 0, _max_nan) * INV_SQRT_D
+    tl.atomic_max(AMAX + off_b * (H // GROUP) + off_h // GROUP, tl.where(amax == amax, amax, float("inf")))
+
+
+@triton.jit
+def _hadamard_fp8_head_pairs(X, Y, AMAX, DS, COS, SIN, stride_xb, stride_xs, stride_xh, stride_yb, stride_ys,
+                             stride_yh, stride_cs, H, GROUP, S, D: tl.constexpr, BLOCK_S: tl.constexpr,
+                             NEG_INV_SQRT_D: tl.constexpr, OUT_F32: tl.constexpr, ROTATE: tl.constexpr,
+                             ROPE: tl.constexpr, WORDS: tl.constexpr):
+    """Per-head pass 2 in the "pairs" form: the same rows, codes with the (batch, kv head) descale."""
+    off_b = tl.program_id(1) // H
+    off_h = tl.program_id(1) % H
+    offs_s = tl.program_id(0) * BLOCK_S + tl.arange(0, 2 * BLOCK_S) // 2
+    pos = tl.minimum(offs_s, S - 1)[:, None]
+    half = _pair_half(BLOCK_S) * (D // 4)
+    hn = _pair_rotated(X, COS, SIN, off_b * stride_xb + off_h * stride_xh + pos * stride_xs + half,
+                       pos * stride_cs + half, D, ROTATE, ROPE, WORDS, NEG_INV_SQRT_D if ROTATE else -1.0)
+    group = off_b * (H // GROUP) + off_h // GROUP
+    descale = tl.div_rn(tl.load(AMAX + group), 448.0)
+    descale = tl.where(descale == 0.0, 1.0, descale)
+    if (tl.program_id(0) == 0) & (off_h % GROUP == 0):  # one program per (batch, kv head) writes it
+        tl.store(DS + group, descale)
+    _store_codes_rows(Y, off_b * stride_yb + off_h * stride_yh + pos * stride_ys + half, hn,
+                      tl.full([1, 1], descale, tl.float32), offs_s[:, None] < S, D // 2, 2 * BLOCK_S, OUT_F32, D // 4)
 
 @triton.jit
 def _rope_rows_kernel(X, Y, COS, SIN, stride_xb, stride_xs, stride_xh, stride_yb, stride_ys, stride_yh, stride_cs,
@@ -633,7 +755,8 @@ def rope_rows(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, block_s: in
     rounding to x's dtype). ``cos``, ``sin``: float32 (seqlen, headdim // 2)
     (``zyfa.numerics.rope_tables``). The baseline of the fused RoPE + Hadamard + quantise pass:
     the RoPE pass a model runs anyway, written as the fused kernel reads and rotates (``variant``:
-    its table layout, as :func:`hadamard_quantize_fp8`'s).
+    its table layout, as :func:`hadamard_quantize_fp8`'s; ``"pairs"`` runs ``"rows"``' pass: RoPE
+    alone needs no second thread).
     """
     b, s, h, d = _check_rows(x)
     _check_tables(cos, sin, x)
@@ -680,7 +803,8 @@ def hadamard_quantize_fp8(x: torch.Tensor, granularity: str = "head", nheads_k: 
     (pre-RoPE) Q and K: the RoPE pass a model makes anyway becomes this one.
     ``variant``: a name in ``VARIANTS`` (default ``DEFAULT_VARIANT``), the kernel's code shape; all
     give the same bits. ``"rows"`` puts one row per thread (``block_s`` defaults to 32 per warp; at
-    headdim 256 a row does not fit the registers and spills): counted, not timed, see above.
+    headdim 256 a row does not fit the registers and spills), timed in H200 run 32; ``"pairs"`` one row
+    per two threads (16 per warp; headdim >= 64): counted, not timed, see _pair_butterfly's section.
     ``check_finite=False`` skips the check of the descales for NaN / inf (a
     host synchronisation: the caller checks, a non-finite row or group has a non-finite descale).
     ``maxnreg``: a register cap per thread for the GPU compiler (ptxas spills above it): 168 lets 3
@@ -704,7 +828,10 @@ def hadamard_quantize_fp8(x: torch.Tensor, granularity: str = "head", nheads_k: 
     else:
         cos = sin = x  # never read (ROPE=False)
     flags = _variant(variant)
-    rows_default = ROWS_PER_WARP * NUM_WARPS if flags["ROWS"] else (BLOCK_S_ROPE if use_rope else BLOCK_S)[granularity]
+    if flags["PAIRS"] and d < 64:
+        raise ValueError(f"variant 'pairs' needs headdim >= 64 (16 channels per thread and block), got {d}")
+    rows_default = ((PAIR_ROWS_PER_WARP if flags["PAIRS"] else ROWS_PER_WARP) * NUM_WARPS if flags["ROWS"]
+                    else (BLOCK_S_ROPE if use_rope else BLOCK_S)[granularity])
     block_s, num_warps = _launch(block_s, num_warps, rows_default)
     inv_sqrt_d = float(torch.tensor(1.0 / math.sqrt(d), dtype=torch.float32))  # what torch's x * (1/sqrt(d)) uses
     y = torch.empty(x.shape, dtype=torch.float32 if _INTERPRET else torch.float8_e4m3fn, device=x.device)
@@ -717,18 +844,21 @@ def hadamard_quantize_fp8(x: torch.Tensor, granularity: str = "head", nheads_k: 
                 **launch)
     cs = cos.stride(0) if use_rope else 0
     rows = dict(D=d, BLOCK_S=block_s, ROTATE=rotate, ROPE=use_rope, WORDS=_words(x), **launch)
+    token_kernel, amax_kernel, head_kernel = ((_hadamard_fp8_token_pairs, _hadamard_amax_head_pairs,
+                                               _hadamard_fp8_head_pairs) if flags["PAIRS"] else
+                                              (_hadamard_fp8_token_rows, _hadamard_amax_head_rows,
+                                               _hadamard_fp8_head_rows))
     if flags["ROWS"] and granularity == "token":
         descale = torch.empty(b, s, h, dtype=torch.float32, device=x.device)
-        _hadamard_fp8_token_rows[(triton.cdiv(s * h, block_s), b)](
+        token_kernel[(triton.cdiv(s * h, block_s), b)](
             x, y, descale, cos, sin, *xs, *ys, descale.stride(0), descale.stride(1), cs, h, s,
             NEG_INV_SQRT_D=-inv_sqrt_d, OUT_F32=_INTERPRET, **rows)
     elif flags["ROWS"]:
         amax = torch.zeros(b, hk, dtype=torch.float32, device=x.device)
         descale = torch.empty(b, hk, dtype=torch.float32, device=x.device)
-        _hadamard_amax_head_rows[grid](x, amax, cos, sin, *xs, cs, h, h // hk, s,
-                                       INV_SQRT_D=inv_sqrt_d if rotate else 1.0, **rows)
-        _hadamard_fp8_head_rows[grid](x, y, amax, descale, cos, sin, *xs, *ys, cs, h, h // hk, s,
-                                      NEG_INV_SQRT_D=-inv_sqrt_d, OUT_F32=_INTERPRET, **rows)
+        amax_kernel[grid](x, amax, cos, sin, *xs, cs, h, h // hk, s, INV_SQRT_D=inv_sqrt_d if rotate else 1.0, **rows)
+        head_kernel[grid](x, y, amax, descale, cos, sin, *xs, *ys, cs, h, h // hk, s, NEG_INV_SQRT_D=-inv_sqrt_d,
+                          OUT_F32=_INTERPRET, **rows)
     elif granularity == "token":
         descale = torch.empty(b, s, h, dtype=torch.float32, device=x.device)
         _hadamard_fp8_token[grid](x, y, descale, cos, sin, *xs, *ys, descale.stride(0), descale.stride(1), cs, h, s,

@@ -229,6 +229,50 @@ def test_rows_variant_per_head_budget():
     assert c.count(hadamard_sass.SHUFFLE) <= 16, c.classes  # the amax pass's block max: a few per thread
 
 
+# -- variant "pairs": a row in two threads; the stage across them is lane shuffles, not shared memory --
+
+@pytest.mark.parametrize("d, rope", [(128, True), (128, False), (64, True)])
+def test_pairs_variant_crosses_the_pair_by_shuffles(d, rope):
+    """The "pairs" kernel (each row in two threads, d/2 channels each), per token, bf16 x, the wrapper's
+    launch, sm_90a: the butterfly stage across the pair is one lane shuffle per element (plus one per
+    row for the amax and "rows"' 7 of the block-wide min), and nothing goes through shared memory but
+    "rows"' block-wide min (a few words); the per-thread arithmetic is "rows"' with one butterfly stage
+    an FFMA (a + b or a - b by a +-1 factor) instead of an FADD. Registers: at most 100 at d128, under
+    "rows"' count at every shape (Triton 3.9 on the CPU box: 88 at d128, 3.6: 96; "rows" 168), no spill.
+    Budget: "rows"' (above) with 1 per element for the shuffle and 512 per row spread over d/2
+    elements (the per-row divisions run in both threads)."""
+    kernels = hadamard_sass.kernels(d, rope)
+    c, rows = hadamard_sass.total(kernels["pairs"]), hadamard_sass.total(kernels["rows"])
+    per_thread = c.elements_per_thread
+    assert per_thread == d // 2
+    stages = d.bit_length() - 1
+    assert c.count(r"SHFL\.BFLY\b") >= per_thread  # the stage across the pair: a shuffle per element
+    assert c.count(hadamard_sass.SHUFFLE) <= per_thread + 1 + 8, c.classes
+    assert c.count(hadamard_sass.SHARED) <= 4 and c.count(hadamard_sass.BARRIER) <= 2, c.classes
+    assert c.count(r"FADD\b") >= (stages - 1 + rope) * per_thread and c.count(r"FFMA\b") >= 3 * per_thread
+    assert c.count(r"F2FP\.SATFINITE\.E4M3") == per_thread // 2
+    assert c.per_element <= (3 if rope else 0) + stages + 1 + 1 + 3 + 1 + 0.5 + 1 + 1024 / d + 1, (c.per_element,
+                                                                                                 c.classes)
+    assert c.spill_bytes == 0 and c.registers < rows.registers and (d != 128 or c.registers <= 100), (
+        c.registers, rows.registers, c.spill_bytes)
+
+
+def test_pairs_variant_per_head_crosses_by_shuffles():
+    """Per head (amax pass + quantise pass), "pairs" as "rows" with the pair stage in both passes:
+    shuffles for it, no more shared memory than "rows", fewer registers, no spill."""
+    kernels = hadamard_sass.kernels(128, True, "head")
+    c, rows = hadamard_sass.total(kernels["pairs"]), hadamard_sass.total(kernels["rows"])
+    assert c.count(r"SHFL\.BFLY\b") >= 2 * c.elements_per_thread
+    assert c.count(hadamard_sass.SHARED) <= rows.count(hadamard_sass.SHARED), c.classes
+    assert c.spill_bytes == 0 and c.registers < rows.registers, (c.registers, rows.registers)
+
+
+def test_pairs_variant_rejects_small_headdim():
+    x = torch.zeros(1, 4, 2, 32)
+    with pytest.raises(ValueError, match="pairs"):
+        H.hadamard_quantize_fp8(x, "token", variant="pairs")
+
+
 @pytest.mark.parametrize("granularity, bound", [("token", 62), ("head", 76)])
 def test_default_variant_stays_within_its_counted_budget(granularity, bound):
     """The default (run25, unchanged until "rows" is timed) pinned at its count, so that a change that

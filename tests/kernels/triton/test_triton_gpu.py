@@ -179,10 +179,11 @@ def test_fused_rope_hadamard_quantise_equals_torch_path(gran, block_s, variant):
                        numerics.rope(x, cos, sin).bfloat16())
 
 
+@pytest.mark.parametrize("variant", ["rows", "pairs"])
 @pytest.mark.parametrize("gran", ["head", "token"])
 @pytest.mark.parametrize("case", ["tiny_rows", "negative_zeros", "odd_strides", "odd_start", "fp16", "d64_k_heads"])
-def test_rows_variant_edge_rows_equal_torch_path(case, gran):
-    # variant "rows": rows (per head: a group) whose descale is below 2^-100 (the 2^64 scaling branch), -0
+def test_rows_variant_edge_rows_equal_torch_path(case, gran, variant):
+    # variants "rows" and "pairs" (a row in two threads): rows (per head: a group) whose descale is below 2^-100 (the 2^64 scaling branch), -0
     # inputs quantised without rotation (codes 0x80: the negated Markstein keeps the sign), bf16 views
     # with odd strides or an odd start (read as bf16, not as words), fp16, and K-like few heads at d64
     g = torch.Generator().manual_seed(11)
@@ -208,7 +209,7 @@ def test_rows_variant_edge_rows_equal_torch_path(case, gran):
     r = numerics.rope(x, cos, sin) if rope else x
     ref8, ref_ds = numerics.quantize_fp8(numerics.hadamard(r) if rotate else r, gran)
     tables = dict(cos=cos.cuda(), sin=sin.cuda()) if rope else {}
-    x8, ds = hadamard_quantize_fp8(xd, gran, rotate=rotate, variant="rows", **tables)
+    x8, ds = hadamard_quantize_fp8(xd, gran, rotate=rotate, variant=variant, **tables)
     assert torch.equal(x8.cpu().view(torch.uint8), ref8.view(torch.uint8))
     assert torch.equal(ds.cpu(), ref_ds)
     if case == "tiny_rows":

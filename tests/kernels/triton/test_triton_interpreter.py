@@ -131,10 +131,11 @@ HADAMARD_CASES += [f"quantise_only_{c}_{g}" for c in ("hadamard_gqa_d64_fp32", "
 # RoPE + Hadamard + quantise and RoPE + quantise in one pass against quantize_fp8([hadamard](rope(x)))
 HADAMARD_CASES += [f"rope_{r}_{c}_{g}" for r in ("hadamard", "quantise", "hadamard_tables_x", "hadamard_lean")
                    for c in ("hadamard_gqa_d64_fp32", "hadamard_d128_bf16", "hadamard_d256_fp16") for g in ("head", "token")]
-# variant "rows" (its own kernels): with and without RoPE, rotated or not, tiny rows / groups
-HADAMARD_CASES += [f"rows_{r}_{c}_{g}" for r in ("hadamard", "quantise", "rope_hadamard", "rope_quantise")
+# variants "rows" and "pairs" (their own kernels): with and without RoPE, rotated or not, tiny rows / groups
+HADAMARD_CASES += [f"{v}_{r}_{c}_{g}" for v in ("rows", "pairs")
+                   for r in ("hadamard", "quantise", "rope_hadamard", "rope_quantise")
                    for c in ("hadamard_gqa_d64_fp32", "hadamard_d128_bf16", "hadamard_d256_fp16") for g in ("head", "token")]
-HADAMARD_CASES += [f"rows_hadamard_tiny_{g}" for g in ("head", "token")]
+HADAMARD_CASES += [f"{v}_hadamard_tiny_{g}" for v in ("rows", "pairs") for g in ("head", "token")]
 
 
 @pytest.mark.parametrize("case", HADAMARD_CASES)
@@ -164,7 +165,8 @@ def test_sweep_launches_equal_torch_path(results):
 
 
 @pytest.mark.parametrize("case", [f"hadamard_nonfinite_{g}_{k}" for g in ("head", "token") for k in ("nan", "inf")]
-                         + [f"rows_hadamard_nonfinite_{g}_{k}" for g in ("head", "token") for k in ("nan", "inf")])
+                         + [f"{v}_hadamard_nonfinite_{g}_{k}" for v in ("rows", "pairs") for g in ("head", "token")
+                            for k in ("nan", "inf")])
 def test_fused_hadamard_quantise_rejects_non_finite(results, case):
     # one NaN / inf in the last token of the last head: seen through that row's (group's) descale
     assert "non-finite" in results[case]["raised"], results[case]

@@ -211,13 +211,14 @@ def main():
                     "descale_equal": bool(torch.equal(ds, ref_ds)),
                     "dtype": str(x8.dtype),
                 }
-        # "rows": its own kernels; without and with RoPE, rotated or not
-        for gran, rope, rot in itertools.product(("head", "token"), (False, True), (True, False)):
+        # "rows", "pairs": their own kernels; without and with RoPE, rotated or not
+        for variant, gran, rope, rot in itertools.product(("rows", "pairs"), ("head", "token"), (False, True),
+                                                          (True, False)):
             tables = dict(cos=cos, sin=sin) if rope else {}
-            x8, ds = hadamard_quantize_fp8(x, gran, nheads_k=hk, rotate=rot, variant="rows", **tables)
+            x8, ds = hadamard_quantize_fp8(x, gran, nheads_k=hk, rotate=rot, variant=variant, **tables)
             r = numerics.rope(x, cos, sin) if rope else x
             ref8, ref_ds = numerics.quantize_fp8(numerics.hadamard(r) if rot else r, gran, nheads_k=hk)
-            results[f"rows_{'rope_' * rope}{'hadamard' if rot else 'quantise'}_{name}_{gran}"] = {
+            results[f"{variant}_{'rope_' * rope}{'hadamard' if rot else 'quantise'}_{name}_{gran}"] = {
                 "codes_equal": bool(torch.equal(x8.view(torch.uint8), ref8.view(torch.uint8))),
                 "descale_equal": bool(torch.equal(ds, ref_ds)),
                 "dtype": str(x8.dtype),
@@ -233,9 +234,9 @@ def main():
         x[:, :20] *= 2.0 ** -120   # token rows (and, per head, nothing: the group amax stays large)
         x[:, 20:, 1] *= 2.0 ** -125  # head 1: a whole tiny group for "head"
         ref8, ref_ds = numerics.quantize_fp8(numerics.hadamard(x), gran)
-        for variant in (None, "rows"):
+        for variant in (None, "rows", "pairs"):
             x8, ds = hadamard_quantize_fp8(x, gran, variant=variant)
-            results[f"{'rows_' if variant else ''}hadamard_tiny_{gran}"] = {
+            results[f"{variant + '_' if variant else ''}hadamard_tiny_{gran}"] = {
                 "codes_equal": bool(torch.equal(x8.view(torch.uint8), ref8.view(torch.uint8))),
                 "descale_equal": bool(torch.equal(ds, ref_ds)),
                 "dtype": str(x8.dtype),
@@ -246,13 +247,13 @@ def main():
         for kind, value in (("nan", math.nan), ("inf", math.inf)):
             x = torch.randn(1, 33, 4, 64)
             x[0, 30, 3, 5] = value
-            for variant in (None, "rows"):
+            for variant in (None, "rows", "pairs"):
                 try:
                     hadamard_quantize_fp8(x, gran, nheads_k=2, variant=variant)
                     raised = ""
                 except ValueError as exc:
                     raised = str(exc)
-                results[f"{'rows_' if variant else ''}hadamard_nonfinite_{gran}_{kind}"] = {"raised": raised}
+                results[f"{variant + '_' if variant else ''}hadamard_nonfinite_{gran}_{kind}"] = {"raised": raised}
     bf16_cases = {"bf16_full_gqa": (1, 40, 40, 4, 2, 32, False), "bf16_causal_sk_gt_sq": (1, 24, 90, 2, 1, 32, True),
                   "bf16_causal_sq_gt_sk": (1, 70, 40, 2, 2, 32, True)}
     for name, (b, sq, sk, h, hk, d, causal) in bf16_cases.items():
