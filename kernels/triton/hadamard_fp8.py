@@ -116,8 +116,8 @@ CHUNK = 8  # channels per chunk: one 16-byte bf16 load per thread
 # compare and a select) to keep -0's code 0x80. "lean" (prepared after run 16, not timed yet):
 # run 25's layout, no clamp, SIGN_BITS: two to three instructions fewer per element of the ~42 the
 # per-token kernel executes (ncu, run 16).
-# "rows" (built after run 16, counted for sm_90a, not timed): its own kernels, one row per thread, see
-# _hadamard_fp8_token_rows and _hadamard_amax_head_rows.
+# "rows" (built after run 16; H200 run 32: bit-identical, the fastest per token): its own kernels, one
+# row per thread, see _hadamard_fp8_token_rows and _hadamard_amax_head_rows.
 # "pairs" (built after run 32, counted for sm_90a, not timed): "rows" with each row in two threads,
 # see _hadamard_fp8_token_pairs; ROWS is set (the same wrapper path, RoPE pass and flags), PAIRS picks
 # its kernels.
@@ -128,6 +128,14 @@ VARIANTS = {"run25": dict(TABLES_X=False, CLAMP=True, SIGN_BITS=False, ROWS=Fals
             "rows": dict(TABLES_X=False, CLAMP=False, SIGN_BITS=False, ROWS=True, PAIRS=False),
             "pairs": dict(TABLES_X=False, CLAMP=False, SIGN_BITS=False, ROWS=True, PAIRS=True)}
 DEFAULT_VARIANT = "run25"  # H200 run 16: per token 0.380 ms vs tables_x 0.429 ms (64 rows, Q + K)
+# The default launch with RoPE tables at headdim <= 128 (``variant=None``): (variant, rows per program,
+# warps, maxnreg) by granularity, the fastest bit-identical launches of H200 run 32
+# (benchmarks/results/h200_run32/, Q + K at b1 h32 s16K d128 bf16, no host check): per token "rows",
+# 64 rows x 2 warps, 0.2132 ms (run25 at 64 x 4, the default before: 0.3787 ms); per head "lean", 64
+# rows x 4 warps under a cap of 128 registers, 0.3756 ms (run25 64 x 4: 0.3847 ms). Without RoPE, and
+# at headdim 256 (where "rows" spills: 255 registers, 1100 bytes, sm_90a on the CPU box), DEFAULT_VARIANT
+# with BLOCK_S / BLOCK_S_ROPE at NUM_WARPS as before: rows and lean were not timed there.
+DEFAULT_ROPE_LAUNCH = {"token": ("rows", 64, 2, None), "head": ("lean", 64, 4, 128)}
 TINY_DESCALE: tl.constexpr = tl.constexpr(2.0 ** -100)  # below it the block divides with div_rn (1 / descale could overflow)
 TINY_SCALE: tl.constexpr = tl.constexpr(2.0 ** 64)  # "rows": such a row divides hn 2^64 by descale 2^64 instead
 _INTERPRET = interpreting()
@@ -739,9 +747,12 @@ def _words(x: torch.Tensor) -> bool:
     return x.dtype == torch.bfloat16 and x.data_ptr() % 4 == 0 and all(st % 2 == 0 for st in x.stride()[:3])
 
 
-def _launch(block_s: int | None, num_warps: int | None, default_rows: int) -> tuple[int, int]:
-    num_warps = num_warps or NUM_WARPS
-    block_s = block_s or (16 if _INTERPRET else default_rows * num_warps // NUM_WARPS)
+def _launch(block_s: int | None, num_warps: int | None, default_rows: int,
+            default_warps: int = NUM_WARPS) -> tuple[int, int]:
+    """(rows per program, warps): the caller's, else ``default_rows`` at ``default_warps``, scaled with
+    the caller's warps (16 rows in the interpreter)."""
+    num_warps = num_warps or default_warps
+    block_s = block_s or (16 if _INTERPRET else default_rows * num_warps // default_warps)
     if block_s & (block_s - 1) or num_warps & (num_warps - 1):
         raise ValueError(f"block_s and num_warps must be powers of two, got {block_s} and {num_warps}")
     return block_s, num_warps
@@ -790,9 +801,11 @@ def hadamard_quantize_fp8(x: torch.Tensor, granularity: str = "head", nheads_k: 
     ``nheads_k`` for Q under GQA); ``"token"``: descale (batch, seqlen, nheads). ``x``: fp32, bf16
     or fp16 on a CUDA/ROCm GPU (or the Triton interpreter), unit stride along headdim, headdim a
     power of two in [16, 256]. Returns ``(x8 float8_e4m3fn of x's shape, descale)``.
-    ``block_s`` (rows per program; default 128 per head, 64 per token at 4 warps, 64 for both with
-    RoPE (``BLOCK_S_ROPE``), scaled with ``num_warps``) and ``num_warps`` choose the launch; any
-    choice gives the same bits.
+    ``block_s`` (rows per program) and ``num_warps`` choose the launch; any choice gives the same bits.
+    Defaults: with RoPE tables at headdim <= 128 and no ``variant``, ``DEFAULT_ROPE_LAUNCH`` (H200
+    run 32's fastest: per token variant "rows", 64 rows x 2 warps; per head "lean", 64 rows x 4 warps,
+    ``maxnreg`` 128), else 128 rows per head, 64 per token at 4 warps, 64 for both with RoPE
+    (``BLOCK_S_ROPE``); rows scale with a ``num_warps`` you pass.
     ``rotate=False``: the same kernel without the butterflies, i.e. the FP8 quantisation alone,
     bit-identical to ``quantize_fp8(x, granularity, nheads_k)``: the pass an FP8 API makes from
     bf16 inputs anyway, so the rotation's marginal cost is the time difference of the two calls.
@@ -801,15 +814,17 @@ def hadamard_quantize_fp8(x: torch.Tensor, granularity: str = "head", nheads_k: 
     bit for bit (``rope(x, cos, sin)`` without the rotation); the kernel is launched without FP
     contraction so that RoPE's products and sums round as the torch path's. Pass un-rotated
     (pre-RoPE) Q and K: the RoPE pass a model makes anyway becomes this one.
-    ``variant``: a name in ``VARIANTS`` (default ``DEFAULT_VARIANT``), the kernel's code shape; all
-    give the same bits. ``"rows"`` puts one row per thread (``block_s`` defaults to 32 per warp; at
-    headdim 256 a row does not fit the registers and spills), timed in H200 run 32; ``"pairs"`` one row
-    per two threads (16 per warp; headdim >= 64): counted, not timed, see _pair_butterfly's section.
+    ``variant``: a name in ``VARIANTS`` (default: see above), the kernel's code shape; all give the
+    same bits. ``"rows"`` puts one row per thread (``block_s`` defaults to 32 per warp; at headdim 256
+    a row does not fit the registers and spills), timed in H200 run 32; ``"pairs"`` one row per two
+    threads (16 per warp; headdim >= 64): counted, not timed, see _pair_butterfly's section. A
+    ``variant`` you name launches with its own defaults (``BLOCK_S`` / ``BLOCK_S_ROPE`` or its rows per
+    warp, ``NUM_WARPS``, no register cap).
     ``check_finite=False`` skips the check of the descales for NaN / inf (a
     host synchronisation: the caller checks, a non-finite row or group has a non-finite descale).
-    ``maxnreg``: a register cap per thread for the GPU compiler (ptxas spills above it): 168 lets 3
-    programs of 4 warps share an SM where the per-token RoPE kernel's 176 registers (H200 run 16)
-    allow 2; not timed yet.
+    ``maxnreg``: a register cap per thread for the GPU compiler (ptxas spills above it), e.g. 128 lets
+    4 programs of 4 warps share an SM (H200 run 32: per head "lean" 0.3756 ms under it vs 0.3917 ms
+    without); None: no cap, or the default launch's.
     """
     for name, flag in (("rotate", rotate), ("check_finite", check_finite)):
         if not isinstance(flag, bool):
@@ -827,12 +842,18 @@ def hadamard_quantize_fp8(x: torch.Tensor, granularity: str = "head", nheads_k: 
         _check_tables(cos, sin, x)
     else:
         cos = sin = x  # never read (ROPE=False)
+    if variant is None and use_rope and d <= 128:
+        variant, rows_default, warps_default, cap = DEFAULT_ROPE_LAUNCH[granularity]
+        maxnreg = cap if maxnreg is None else maxnreg
+    else:
+        rows_default, warps_default = None, NUM_WARPS
     flags = _variant(variant)
     if flags["PAIRS"] and d < 64:
         raise ValueError(f"variant 'pairs' needs headdim >= 64 (16 channels per thread and block), got {d}")
-    rows_default = ((PAIR_ROWS_PER_WARP if flags["PAIRS"] else ROWS_PER_WARP) * NUM_WARPS if flags["ROWS"]
-                    else (BLOCK_S_ROPE if use_rope else BLOCK_S)[granularity])
-    block_s, num_warps = _launch(block_s, num_warps, rows_default)
+    if rows_default is None:
+        rows_default = ((PAIR_ROWS_PER_WARP if flags["PAIRS"] else ROWS_PER_WARP) * NUM_WARPS if flags["ROWS"]
+                        else (BLOCK_S_ROPE if use_rope else BLOCK_S)[granularity])
+    block_s, num_warps = _launch(block_s, num_warps, rows_default, warps_default)
     inv_sqrt_d = float(torch.tensor(1.0 / math.sqrt(d), dtype=torch.float32))  # what torch's x * (1/sqrt(d)) uses
     y = torch.empty(x.shape, dtype=torch.float32 if _INTERPRET else torch.float8_e4m3fn, device=x.device)
     grid = (triton.cdiv(s, block_s), b * h)

@@ -211,10 +211,10 @@ def test_rows_variant_meets_its_instruction_budget(d, rope):
 
 
 def test_rows_variant_counts_far_below_the_default():
-    """Against the default (run25) per-token kernel compiled the same way: less than half the SASS per
-    element (static; H200 run 16's ncu: ~42 executed per element for the default)."""
+    """Against run25's per-token kernel (the default with RoPE until H200 run 32) compiled the same way:
+    less than half the SASS per element (static; H200 run 16's ncu: ~42 executed per element for it)."""
     kernels = hadamard_sass.kernels(128, True)
-    rows, old = (hadamard_sass.total(kernels[v]) for v in ("rows", H.DEFAULT_VARIANT))
+    rows, old = (hadamard_sass.total(kernels[v]) for v in ("rows", "run25"))
     assert rows.per_element < 0.5 * old.per_element, (rows.per_element, old.per_element)
 
 
@@ -275,8 +275,8 @@ def test_pairs_variant_rejects_small_headdim():
 
 @pytest.mark.parametrize("granularity, bound", [("token", 62), ("head", 76)])
 def test_default_variant_stays_within_its_counted_budget(granularity, bound):
-    """The default (run25, unchanged until "rows" is timed) pinned at its count, so that a change that
-    makes it worse shows here: static SASS per element for sm_90a (d128, RoPE; per head both passes),
+    """run25 (the default without RoPE and at headdim 256; with RoPE until H200 run 32) pinned at its
+    count, so that a change that makes it worse shows here: static SASS per element for sm_90a (d128, RoPE; per head both passes),
     Triton 3.9 on the CPU box 57.75 per token and 73.38 per head (3.6, the H200's: 60.50 / 74.12),
     no spill. Static, with the per-element div_rn copy for tiny descales that normal data skips."""
     c = hadamard_sass.total(hadamard_sass.kernels(128, True, granularity)[H.DEFAULT_VARIANT])
@@ -310,3 +310,43 @@ def test_sass_tool_sweep_refuses_options_it_ignores(capsys):
     with pytest.raises(SystemExit):
         hadamard_sass.main(["--sweep", "--granularity", "head"])
     assert "--sweep counts its own launches" in capsys.readouterr().err
+
+
+class _Recorder:
+    """Stands in for a Triton kernel: records each launch's keyword arguments (no GPU needed)."""
+
+    def __init__(self, name: str, calls: list):
+        self.name, self.calls = name, calls
+
+    def __getitem__(self, grid):
+        return lambda *args, **kw: self.calls.append((self.name, kw))
+
+
+KERNELS = ("_hadamard_fp8_token", "_hadamard_amax_head", "_hadamard_fp8_head", "_hadamard_fp8_token_rows",
+           "_hadamard_amax_head_rows", "_hadamard_fp8_head_rows")
+
+
+@pytest.mark.parametrize("granularity, d, rope, variant, num_warps, want", [
+    # with RoPE at d <= 128, variant None: DEFAULT_ROPE_LAUNCH (H200 run 32's fastest)
+    ("token", 128, True, None, None, [("_hadamard_fp8_token_rows", 64, 2, None)]),
+    ("token", 64, True, None, 4, [("_hadamard_fp8_token_rows", 128, 4, None)]),  # rows scale with the warps
+    ("head", 128, True, None, None, [("_hadamard_amax_head", 64, 4, 128), ("_hadamard_fp8_head", 64, 4, 128)]),
+    # without RoPE, at d256, or a named variant: as before
+    ("token", 128, False, None, None, [("_hadamard_fp8_token", 64, 4, None)]),
+    ("head", 128, False, None, None, [("_hadamard_amax_head", 128, 4, None), ("_hadamard_fp8_head", 128, 4, None)]),
+    ("token", 256, True, None, None, [("_hadamard_fp8_token", 64, 4, None)]),
+    ("token", 128, True, "run25", None, [("_hadamard_fp8_token", 64, 4, None)]),
+    ("head", 128, True, "lean", None, [("_hadamard_amax_head", 64, 4, None), ("_hadamard_fp8_head", 64, 4, None)]),
+])
+def test_default_launch(monkeypatch, granularity, d, rope, variant, num_warps, want):
+    calls = []
+    for name in KERNELS:
+        monkeypatch.setattr(H, name, _Recorder(name, calls))
+    monkeypatch.setattr(H, "_INTERPRET", False)
+    x = torch.zeros(1, 8, 2, d, dtype=torch.bfloat16)
+    tables = dict(zip(("cos", "sin"), rope_tables(8, d))) if rope else {}
+    H.hadamard_quantize_fp8(x, granularity, variant=variant, num_warps=num_warps, check_finite=False, **tables)
+    assert [(name, kw["BLOCK_S"], kw["num_warps"], kw.get("maxnreg")) for name, kw in calls] == want
+    if rope and d <= 128 and variant is None:  # the table says which variant: its flags reach the kernel
+        flags = H.VARIANTS[H.DEFAULT_ROPE_LAUNCH[granularity][0]]
+        assert all(kw.get("SIGN_BITS", False) == flags["SIGN_BITS"] for name, kw in calls if "amax" not in name)

@@ -129,7 +129,8 @@ HADAMARD_CASES += [f"quantise_only_{c}_{g}" for c in ("hadamard_gqa_d64_fp32", "
 
 
 # RoPE + Hadamard + quantise and RoPE + quantise in one pass against quantize_fp8([hadamard](rope(x)))
-HADAMARD_CASES += [f"rope_{r}_{c}_{g}" for r in ("hadamard", "quantise", "hadamard_tables_x", "hadamard_lean")
+HADAMARD_CASES += [f"rope_{r}_{c}_{g}" for r in ("hadamard", "quantise", "hadamard_tables_x", "hadamard_lean",
+                                                  "hadamard_run25")
                    for c in ("hadamard_gqa_d64_fp32", "hadamard_d128_bf16", "hadamard_d256_fp16") for g in ("head", "token")]
 # variants "rows" and "pairs" (their own kernels): with and without RoPE, rotated or not, tiny rows / groups
 HADAMARD_CASES += [f"{v}_{r}_{c}_{g}" for v in ("rows", "pairs")

@@ -202,7 +202,8 @@ def main():
             # RoPE in the same pass (tables of positions 1000.., as a later chunk of a sequence sees)
             cos, sin = numerics.rope_tables(s, d, offset=1000)
             # tables_x: the RoPE tables read in x's layout (the interpreter always clamps: CLAMP is GPU-only)
-            for rot, variant in ((True, None), (False, None), (True, "tables_x"), (True, "lean")):
+            # None: the default launch (with RoPE at d <= 128: "rows" per token, "lean" per head); run25 named
+            for rot, variant in ((True, None), (False, None), (True, "tables_x"), (True, "lean"), (True, "run25")):
                 x8, ds = hadamard_quantize_fp8(x, gran, nheads_k=hk, rotate=rot, cos=cos, sin=sin, variant=variant)
                 r = numerics.rope(x, cos, sin)
                 ref8, ref_ds = numerics.quantize_fp8(numerics.hadamard(r) if rot else r, gran, nheads_k=hk)
