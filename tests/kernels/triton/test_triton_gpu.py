@@ -159,7 +159,7 @@ def test_fp8_v2_equals_emulator_bitwise_with_exact_accumulation():
 
 @pytest.mark.parametrize("block_s", [None, 128])
 @pytest.mark.parametrize("gran", ["head", "token"])
-@pytest.mark.parametrize("variant", list(hadamard_fp8.VARIANTS))
+@pytest.mark.parametrize("variant", list(hadamard_fp8.VARIANTS) + [None])  # None: DEFAULT_ROPE_LAUNCH
 def test_fused_rope_hadamard_quantise_equals_torch_path(gran, block_s, variant):
     # on the GPU's fp32 units and its RNE e4m3 convert (the interpreter tests convert on the host),
     # against the torch path on the CPU: codes and descales bit for bit; GQA, a seqlen no block
