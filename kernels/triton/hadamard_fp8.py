@@ -573,13 +573,20 @@ def _hadamard_fp8_head_rows(X, Y, AMAX, DS, COS, SIN, stride_xb, stride_xs, stri
     if ROPE:
         x = _rope_pieces(x, COS, SIN, pos * stride_cs, D)
     hn = _rotate_pieces(x, D // 4, ROTATE, NEG_INV_SQRT_D if ROTATE else -1.0)
+    _store_codes_rows(Y, off_b * stride_yb + off_h * stride_yh + pos * stride_ys, hn,
+                      _group_descale(AMAX, DS, off_b, off_h, H, GROUP), offs_s[:, None] < S, D, BLOCK_S, OUT_F32)
+
+
+@triton.jit
+def _group_descale(AMAX, DS, off_b, off_h, H, GROUP):
+    """Per-head pass 2 ("rows", "pairs"): the (batch, kv head) descale from pass 1's amax (1 for an
+    all-zero group) as a [1, 1] block; one program per group (the first of its first head) stores it."""
     group = off_b * (H // GROUP) + off_h // GROUP
     descale = tl.div_rn(tl.load(AMAX + group), 448.0)
     descale = tl.where(descale == 0.0, 1.0, descale)
     if (tl.program_id(0) == 0) & (off_h % GROUP == 0):  # one program per (batch, kv head) writes it
         tl.store(DS + group, descale)
-    _store_codes_rows(Y, off_b * stride_yb + off_h * stride_yh + pos * stride_ys, hn,
-                      tl.full([1, 1], descale, tl.float32), offs_s[:, None] < S, D, BLOCK_S, OUT_F32)
+    return tl.full([1, 1], descale, tl.float32)
 
 
 
@@ -681,13 +688,10 @@ def _hadamard_fp8_head_pairs(X, Y, AMAX, DS, COS, SIN, stride_xb, stride_xs, str
     half = _pair_half(BLOCK_S) * (D // 4)
     hn = _pair_rotated(X, COS, SIN, off_b * stride_xb + off_h * stride_xh + pos * stride_xs + half,
                        pos * stride_cs + half, D, ROTATE, ROPE, WORDS, NEG_INV_SQRT_D if ROTATE else -1.0)
-    group = off_b * (H // GROUP) + off_h // GROUP
-    descale = tl.div_rn(tl.load(AMAX + group), 448.0)
-    descale = tl.where(descale == 0.0, 1.0, descale)
-    if (tl.program_id(0) == 0) & (off_h % GROUP == 0):  # one program per (batch, kv head) writes it
-        tl.store(DS + group, descale)
     _store_codes_rows(Y, off_b * stride_yb + off_h * stride_yh + pos * stride_ys + half, hn,
-                      tl.full([1, 1], descale, tl.float32), offs_s[:, None] < S, D // 2, 2 * BLOCK_S, OUT_F32, D // 4)
+                      _group_descale(AMAX, DS, off_b, off_h, H, GROUP), offs_s[:, None] < S, D // 2, 2 * BLOCK_S,
+                      OUT_F32, D // 4)
+
 
 @triton.jit
 def _rope_rows_kernel(X, Y, COS, SIN, stride_xb, stride_xs, stride_xh, stride_yb, stride_ys, stride_yh, stride_cs,
