@@ -49,12 +49,13 @@ instruction count bind, not bandwidth. The ``tables_x`` variants (below) were sl
 0.429 ms (64 rows) and 0.73 ms (128 rows, 255 registers), per head 0.62 / 4.3 ms; dropping the
 clamp saved 0.011 ms.
 
-Variant ``"rows"`` (built and counted, not timed: ``benchmarks/results/scripts/h200_run32.sh`` is the
-device run that would time it): one row per thread, held as D/4 pieces of 4 channels, so that every op
+Variant ``"rows"`` (timed in H200 run 32, ``benchmarks/results/h200_run32/``: per token at 64 rows x
+2 warps 0.2132 ms, Q + K, no host check, +1.06 % of v1's attention over the fastest RoPE pass; the
+default with RoPE since, see ``DEFAULT_ROPE_LAUNCH``): one row per thread, held as D/4 pieces of 4 channels, so that every op
 is elementwise on tensors of one layout in Triton 3.6 (the H200's) and 3.9 alike; details at
 ``_hadamard_fp8_token_rows`` (per token) and ``_hadamard_amax_head_rows`` (per head, two passes). ``tools/hadamard_sass.py`` (sm_90a, compiled on the CPU box, static SASS
 per element, d128, RoPE): 20.0 per element with 168 registers, no spill, no shuffle, no shared-memory
-conversion, under both versions, where the default's kernel counts 60.5 with 180 registers under 3.6
+conversion, under both versions, where run25's kernel counts 60.5 with 180 registers under 3.6
 (its static count holds the per-element div_rn copy for tiny descales; ncu measured ~42 executed);
 per head, both passes together, 32.7 against 73.4 (3.9).
 The floor for this arithmetic bit for bit is 16.5 per element (RoPE 3, butterflies 7 and the scale
@@ -113,7 +114,8 @@ CHUNK = 8  # channels per chunk: one 16-byte bf16 load per thread
 # gives the same codes (finite input: the wrapper rejects the rest), two instructions fewer per
 # element. The interpreter path always clamps (its host cast has no saturation). SIGN_BITS: the
 # quotient's sign copied from y's sign bit (one LOP3) instead of ``where(y == 0, y, ...)`` (a
-# compare and a select) to keep -0's code 0x80. "lean" (prepared after run 16, not timed yet):
+# compare and a select) to keep -0's code 0x80. "lean" (prepared after run 16, timed in run 32: per
+# head under maxnreg 128 the fastest, 0.3756 ms Q + K):
 # run 25's layout, no clamp, SIGN_BITS: two to three instructions fewer per element of the ~42 the
 # per-token kernel executes (ncu, run 16).
 # "rows" (built after run 16; H200 run 32: bit-identical, the fastest per token): its own kernels, one
@@ -336,7 +338,7 @@ def _rope_kernel(X, Y, COS, SIN, stride_xb, stride_xs, stride_xh, stride_yb, str
 
 # -- variant "rows": one (position, head) row per thread, rows position-major ------------------
 # Built after H200 run 16's ncu (176 registers, ~42 instructions per element) from SASS counts for
-# sm_90a on the CPU box (tools/hadamard_sass.py); built and counted, not timed. A row is a tuple of
+# sm_90a on the CPU box (tools/hadamard_sass.py); timed in H200 run 32 (see the module docstring). A row is a tuple of
 # D/4 pieces, each a [rows, 4] fp32 tensor (channels 4p .. 4p + 3), so that:
 # * every piece has the same layout in Triton 3.6 and 3.9 (a [rows, 4] or [rows, 8] load can only put
 #   its rows on the lanes): RoPE pairs piece p with p + D/8, the butterflies across pieces are adds
