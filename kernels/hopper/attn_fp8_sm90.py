@@ -556,10 +556,13 @@ class LeanPAttentionSm90:
 
     @cute.jit
     def turn_gemms(self, j: Int32, acc_s: cute.Tensor, q_slice: cute.Tensor, tSrK: cute.Tensor, acc_t: cute.Tensor,
-                   p_prev: cute.Tensor, tOrV: cute.Tensor, pipe_k, pipe_v, wg: Int32, tl: cute.Tensor):
+                   p_prev, tOrV: cute.Tensor, pipe_k, pipe_v, wg: Int32, tl: cute.Tensor,
+                   tile: cutlass.Constexpr = False, zero_init: cutlass.Constexpr = True):
         """In this warpgroup's turn: S_j = Q K_j^T and the PV GEMM of the previous block (P from ``p_prev``,
-        V stage j-1; for n128 the first 64-key block of tile j-1); waits for S_j only (the PV may still
-        run) and frees K_j. Returns V's pipeline state, released after the merge."""
+        V stage j-1; for n128 the first 64-key block of tile j-1; with ``tile``, both halves of 128-key
+        tile j-1 via tile_pv, into ``acc_t`` from zero or, without ``zero_init``, accumulating: runmax's O);
+        waits for S_j only (the PV may still run) and frees K_j. Returns V's pipeline state, released
+        after the merge. The prologue of every variant's steady-state step (v1, n128, runmax, t128)."""
         state = stage(j, self.kv_stages, False)
         state_v = stage(j - 1, self.kv_stages, False)
         pipe_k.consumer_wait(state)
@@ -568,8 +571,11 @@ class LeanPAttentionSm90:
         self.stamp(tl, 0, j)
         self.gemm(False, acc_s, q_slice, tSrK[None, None, None, state.index], zero_init=True)
         warpgroup.commit_group()
-        self.gemm(True, acc_t, p_prev, tOrV[None, None, None, state_v.index], zero_init=True)
-        warpgroup.commit_group()
+        if const_expr(tile):
+            self.tile_pv(acc_t, p_prev, tOrV, state_v, zero_init=zero_init)
+        else:
+            self.gemm(True, acc_t, p_prev, tOrV[None, None, None, state_v.index], zero_init=zero_init)
+            warpgroup.commit_group()
         self.turn_end(wg)
         warpgroup.wait_group(1)
         self.stamp(tl, 1, j)
@@ -949,19 +955,8 @@ class LeanPAttentionSm90:
         """Tile j >= 1: in this warpgroup's turn issue S_j and O += P_{j-1} V_{j-1}; then tile j's
         softmax (which waits for that PV GEMM only after its codes and rescales O)."""
         acc_s, p_pv, acc_o, tl, wg = sm[0], sm[3], sm[4], sm[12], sm[13]
-        state = stage(j, self.kv_stages, False)
-        state_v = stage(j - 1, self.kv_stages, False)
-        pipe_k.consumer_wait(state)
-        pipe_v.consumer_wait(state_v)
-        self.turn_begin(wg)
-        self.stamp(tl, 0, j)
-        self.gemm(False, acc_s, q_slice, tSrK[None, None, None, state.index], zero_init=True)
-        warpgroup.commit_group()
-        self.tile_pv(acc_o, p_pv, tOrV, state_v)
-        self.turn_end(wg)
-        warpgroup.wait_group(1)
-        self.stamp(tl, 1, j)
-        pipe_k.consumer_release(state)
+        state_v = self.turn_gemms(j, acc_s, q_slice, tSrK, acc_o, p_pv, tOrV, pipe_k, pipe_v, wg, tl, tile=True,
+                                  zero_init=False)
         self.runmax_softmax(j, *sm, masked, pv_pending=True)
         self.stamp(tl, 3, j)
         pipe_v.consumer_release(state_v)
@@ -1044,19 +1039,7 @@ class LeanPAttentionSm90:
         """Tile j >= 1: in this warpgroup's turn issue S_j and tile j-1's PV GEMM (from zero into
         ``acc_t``); then tile j's softmax, which merges that GEMM before writing the codes."""
         acc_s, p, acc_t, tl, wg = sm[0], sm[2], sm[4], sm[12], sm[13]
-        state = stage(j, self.kv_stages, False)
-        state_v = stage(j - 1, self.kv_stages, False)
-        pipe_k.consumer_wait(state)
-        pipe_v.consumer_wait(state_v)
-        self.turn_begin(wg)
-        self.stamp(tl, 0, j)
-        self.gemm(False, acc_s, q_slice, tSrK[None, None, None, state.index], zero_init=True)
-        warpgroup.commit_group()
-        self.tile_pv(acc_t, p, tOrV, state_v, zero_init=True)
-        self.turn_end(wg)
-        warpgroup.wait_group(1)  # S_j (tile j-1's PV GEMM may still run)
-        self.stamp(tl, 1, j)
-        pipe_k.consumer_release(state)
+        state_v = self.turn_gemms(j, acc_s, q_slice, tSrK, acc_t, p, tOrV, pipe_k, pipe_v, wg, tl, tile=True)
         self.t128_softmax(j, *sm, masked, merge=True)
         self.stamp(tl, 3, j)
         pipe_v.consumer_release(state_v)
