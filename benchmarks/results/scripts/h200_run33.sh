@@ -10,7 +10,10 @@
 # warp at 1, 2, 4, 8 warps under register caps (maxnreg none / 144 / 136 / 128 / 96; counted on the
 # CPU box, Triton 3.9: 12 -> 14 -> 14 -> 16 -> 20 warps per SM, 0 -> 12 -> ~150 -> ~480 -> ~1830 bytes
 # of spill stores), two rows per thread, and per head "rows" at 2 / 4 warps with and without a cap
-# and "lean" (run 32's fastest per head) at caps 128 and 96. num_stages does not apply (no loop).
+# and "lean" (run 32's fastest per head) at caps 128 and 96; and variant "pairs" (each row in two
+# threads, 88-96 registers; added to SWEEP by engineer 20d after this script was written) per token
+# at 16 rows per warp x 1-8 warps and per head at 2 / 4 warps: 32 launches. num_stages does not apply
+# (no loop).
 # 1. tools/hadamard_sass.py --sweep under the device's Triton (3.6): registers, spill bytes, static
 #    SASS per element and the warps per SM the registers allow, for every launch (CPU only, 8
 #    compiles at once; runs while step 2 runs: it never touches the GPU);
@@ -18,14 +21,14 @@
 #    path (codes and descales, Q and K), run 25's RoPE pass at 16-128 rows (checked), then all timed
 #    in two alternated rounds beside the cast and zyfa-triton-fp8 (v1); prints per launch and for the
 #    fastest per granularity "fused minus the fastest RoPE pass, % of v1's attention".
-# Timeouts: 100 + 230 = 330 s (the two steps overlap: ~4-5 min warm).
+# Timeouts: 80 + 250 = 330 s (the two steps overlap: ~4-5 min warm).
 set -u -o pipefail
 source benchmarks/results/scripts/h200_setup.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw --format=csv | tee "$OUT/env.txt"
 python3 -c 'import sys, torch, triton; print(sys.version.split()[0], torch.__version__, triton.__version__)' | tee -a "$OUT/env.txt"
-(timeout 100 python3 -P tools/hadamard_sass.py --sweep --jobs 8 > "$OUT/sass_sweep.txt" 2>&1; echo "rc sass: $?" >> "$OUT/sass_sweep.txt") &
+(timeout 80 python3 -P tools/hadamard_sass.py --sweep --jobs 8 > "$OUT/sass_sweep.txt" 2>&1; echo "rc sass: $?" >> "$OUT/sass_sweep.txt") &
 SASS=$!
-timeout 230 python3 -P benchmarks/fused_rope_quant.py --sweep --csv "$OUT/fused_rope_sweep.csv" 2>&1 | grep -v Warn \
+timeout 250 python3 -P benchmarks/fused_rope_quant.py --sweep --csv "$OUT/fused_rope_sweep.csv" 2>&1 | grep -v Warn \
   | tee "$OUT/fused_rope_sweep.log"
 echo "rc sweep: ${PIPESTATUS[0]} at ${SECONDS} s"
 wait "$SASS"
