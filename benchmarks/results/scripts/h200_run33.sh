@@ -11,7 +11,7 @@
 # CPU box, Triton 3.9: 12 -> 14 -> 14 -> 16 -> 20 warps per SM, 0 -> 12 -> ~150 -> ~480 -> ~1830 bytes
 # of spill stores), two rows per thread, and per head "rows" at 2 / 4 warps with and without a cap
 # and "lean" (run 32's fastest per head) at caps 128 and 96; and variant "pairs" (each row in two
-# threads, 88-96 registers; added to SWEEP by engineer 20d after this script was written) per token
+# threads, 88-96 registers; added to SWEEP by commit f593b01 after this script was written) per token
 # at 16 rows per warp x 1-8 warps and per head at 2 / 4 warps: 32 launches. num_stages does not apply
 # (no loop).
 # 1. tools/hadamard_sass.py --sweep under the device's Triton (3.6): registers, spill bytes, static
